@@ -1,0 +1,125 @@
+// Operators: a closed enum (op_kinds.inc) with typed attribute structs. Strings appear only at
+// the ONNX edge (op_kind_from_onnx / to_onnx_name).
+//
+//   ConvAttrs conv{.kernel = {3, 3}, .pads = {1, 1, 1, 1}, .activation = Activation::kRelu};
+//   NodeId c = builder.add_node(OpKind::Conv, conv, {x, w, b}, "conv1");
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace braid::ir {
+
+enum class OpKind : uint16_t {
+#define BRAID_OP(kind, onnx_name) kind,
+#include "ir/op_kinds.inc"
+#undef BRAID_OP
+};
+
+inline constexpr int kNumOpKinds = 0
+#define BRAID_OP(kind, onnx_name) +1
+#include "ir/op_kinds.inc"
+#undef BRAID_OP
+    ;
+
+std::string_view to_string(OpKind);
+std::string_view to_onnx_name(OpKind);
+std::optional<OpKind> op_kind_from_onnx(std::string_view op_type);  // the only string -> op place
+
+// An activation fused into the op that produces it (Conv-Relu as one kernel).
+enum class Activation : uint8_t { kNone, kRelu, kSigmoid, kTanh, kGelu };
+std::string_view to_string(Activation);
+std::optional<OpKind> activation_op(Activation);  // Relu for kRelu, nullopt for kNone
+
+// Conv: inputs {src, weights [OC, IC/groups, KH, KW], optional bias [OC]}.
+struct ConvAttrs {
+  std::array<int64_t, 2> kernel{1, 1};
+  std::array<int64_t, 2> stride{1, 1};
+  std::array<int64_t, 2> dilation{1, 1};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right (ONNX order: t, l, b, r)
+  int64_t groups = 1;
+  Activation activation = Activation::kNone;
+  bool operator==(const ConvAttrs&) const = default;
+};
+
+// MaxPool / AveragePool: inputs {src}.
+struct PoolAttrs {
+  std::array<int64_t, 2> kernel{1, 1};
+  std::array<int64_t, 2> stride{1, 1};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right
+  bool ceil_mode = false;
+  bool count_include_pad = false;  // AveragePool only
+  bool operator==(const PoolAttrs&) const = default;
+};
+
+struct AxisAttrs {  // Concat, Softmax, Flatten
+  int64_t axis = 1;
+  bool operator==(const AxisAttrs&) const = default;
+};
+
+// Gemm: Y = alpha * A' * B' + beta * C, inputs {A, B, optional C}.
+struct GemmAttrs {
+  float alpha = 1.0f;
+  float beta = 1.0f;
+  bool trans_a = false;
+  bool trans_b = false;
+  bool operator==(const GemmAttrs&) const = default;
+};
+
+// BatchNormalization (inference): inputs {src, scale, bias, mean, var}.
+struct BatchNormAttrs {
+  float epsilon = 1e-5f;
+  bool operator==(const BatchNormAttrs&) const = default;
+};
+
+// LayerNormalization over axes [axis, rank): inputs {src, scale, optional bias}.
+struct LayerNormAttrs {
+  int64_t axis = -1;
+  float epsilon = 1e-5f;
+  bool operator==(const LayerNormAttrs&) const = default;
+};
+
+// Reshape: the target shape is static (ONNX's shape input must be a constant). 0 copies the
+// input dim, -1 is inferred.
+struct ReshapeAttrs {
+  std::vector<int64_t> shape;
+  bool operator==(const ReshapeAttrs&) const = default;
+};
+
+struct TransposeAttrs {
+  std::vector<int64_t> perm;  // empty = reverse the dims
+  bool operator==(const TransposeAttrs&) const = default;
+};
+
+struct SplitAttrs {
+  int64_t axis = 0;
+  std::vector<int64_t> sizes;  // one per output
+  bool operator==(const SplitAttrs&) const = default;
+};
+
+// Pad (constant mode only): pads in ONNX order [x1_begin, x2_begin, ..., x1_end, x2_end, ...].
+struct PadAttrs {
+  std::vector<int64_t> pads;
+  float value = 0.0f;
+  bool operator==(const PadAttrs&) const = default;
+};
+
+struct GeluAttrs {
+  bool tanh_approximation = false;
+  bool operator==(const GeluAttrs&) const = default;
+};
+
+using OpAttrs = std::variant<std::monostate, ConvAttrs, PoolAttrs, AxisAttrs, GemmAttrs,
+                             BatchNormAttrs, LayerNormAttrs, ReshapeAttrs, TransposeAttrs,
+                             SplitAttrs, PadAttrs, GeluAttrs>;
+
+// True for ops that only relabel their input's memory (no arithmetic).
+bool is_view(OpKind);
+// True for ops applied element by element with one activation input (Relu, Sigmoid, ...).
+bool is_activation(OpKind);
+
+}  // namespace braid::ir
