@@ -1,0 +1,41 @@
+# braid — the README's first two commands: `make demo` and `make test`.
+BUILD ?= build
+JOBS ?= 2
+CMAKE_FLAGS ?=
+ifdef CI
+  CMAKE_FLAGS += -DBRAID_WERROR=ON
+endif
+
+.PHONY: all deps build test demo models fuzz format clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	@echo "== the zoo =="
+	./$(BUILD)/braid models --stats
+
+# Real PyTorch models exported to ONNX (Debian's CPU-only torch; never at test time).
+models:
+	bash scripts/models.sh
+
+# libFuzzer on the ONNX importer for 60 s (clang; not part of `make test`).
+fuzz: deps
+	bash scripts/fuzz.sh
+
+format:
+	clang-format -i $$(git ls-files '*.h' '*.cc')
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what braid needs on Debian 12, skipping what is present (idempotent):
+# the Debian -dev packages, then .venv with scripts/requirements.txt from PyPI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  cmake ninja-build g++ clang pkg-config
+  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers    # oneDNN (its CMake config needs OpenCL)
+  libonnx-dev libprotobuf-dev protobuf-compiler        # ONNX import/export
+  nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libboost-graph-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libonnx-testdata                                     # ONNX's backend node tests
+  python3 python3-venv python3-pip
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "deps: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+stamp=.venv/.requirements
+if [ ! -f "$stamp" ] || ! cmp -s scripts/requirements.txt "$stamp"; then
+  echo "deps: creating .venv (onnx, onnxruntime, numpy)"
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
+  cp scripts/requirements.txt "$stamp"
+fi

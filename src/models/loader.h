@@ -1,0 +1,42 @@
+// One entry point for every way a model reaches braid: a zoo name, an .onnx file or a
+// weighted DAG (.dag.json). The CLI and the tests load through here.
+//
+//   LoadedModel m = load_model("inception_v3", {.zoo = {.batch = 1}});
+//   m.units.num_units();          // schedule units after fusion
+//   m.graph, m.weights            // operators and their data (null/empty for a .dag.json)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "ir/graph.h"
+#include "ir/unit_graph.h"
+#include "ir/weights.h"
+#include "models/zoo.h"
+
+namespace braid::models {
+
+enum class ModelSource : uint8_t { kZoo, kOnnx, kDag };
+std::string_view to_string(ModelSource);
+
+struct LoadOptions {
+  ZooOptions zoo;         // batch applies to ONNX files too
+  uint64_t seed = 42;     // zoo weights
+  bool with_weights = true;
+};
+
+struct LoadedModel {
+  ModelSource source = ModelSource::kZoo;
+  std::string spec;                          // what the user named
+  std::shared_ptr<const ir::Graph> graph;    // null for a weighted DAG
+  ir::Weights weights;
+  ir::UnitGraph units;
+};
+
+// Throws braid::Error: kNotFound for an unknown zoo name or missing file, kInvalidModel /
+// kUnsupported for bad files.
+LoadedModel load_model(std::string_view spec, const LoadOptions& options = {});
+
+}  // namespace braid::models

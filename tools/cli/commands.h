@@ -1,0 +1,26 @@
+// The braid CLI: one file per subcommand. Each `add_*` registers its subcommand on the app and
+// sets the callback that runs it; errors travel as braid::Error to main(), which maps them to
+// exit codes (2 bad input, 1 internal).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "models/loader.h"
+
+namespace braid::cli {
+
+// --batch, --image-size, --layers, --seq-len, --seed: shared by every command that loads a model.
+struct ModelFlags {
+  std::string spec;
+  models::LoadOptions options;
+};
+void add_model_flags(CLI::App& cmd, ModelFlags& flags);
+
+void add_models_command(CLI::App& app);
+void add_inspect_command(CLI::App& app);
+void add_export_command(CLI::App& app);
+void add_schedule_command(CLI::App& app);
+void add_validate_command(CLI::App& app);
+
+}  // namespace braid::cli
