@@ -1,1 +1,48 @@
-// placeholder: filled in by its owner
+#include "sched/registry.h"
+
+#include <string>
+
+#include "base/error.h"
+#include "sched/trivial.h"
+
+namespace braid::sched {
+
+namespace {
+
+struct Entry {
+  std::string_view name;
+  std::unique_ptr<Scheduler> (*make)(const ScheduleOptions&);
+};
+
+template <typename T>
+std::unique_ptr<Scheduler> make(const ScheduleOptions& options) {
+  return std::make_unique<T>(options);
+}
+
+// Every scheduler braid knows, in the order listings show them. Add new ones here.
+constexpr Entry kSchedulers[] = {
+    {"sequential", make<SequentialScheduler>},
+    {"greedy", make<GreedyScheduler>},
+};
+
+}  // namespace
+
+std::unique_ptr<Scheduler> make_scheduler(std::string_view name, const ScheduleOptions& options) {
+  BRAID_CHECK(options.max_streams >= 0, ErrorCode::kInvalidArgument,
+              "max_streams must be >= 0 (0 = unbounded), got ", options.max_streams);
+  BRAID_CHECK(options.num_devices >= 1, ErrorCode::kInvalidArgument,
+              "num_devices must be >= 1, got ", options.num_devices);
+  for (const Entry& e : kSchedulers)
+    if (e.name == name) return e.make(options);
+  std::string known;
+  for (const Entry& e : kSchedulers) known += (known.empty() ? "" : ", ") + std::string(e.name);
+  BRAID_THROW(ErrorCode::kNotFound, "unknown scheduler '", name, "' (known: ", known, ")");
+}
+
+std::vector<std::string_view> scheduler_names() {
+  std::vector<std::string_view> names;
+  for (const Entry& e : kSchedulers) names.push_back(e.name);
+  return names;
+}
+
+}  // namespace braid::sched

@@ -1,1 +1,138 @@
+#include "sched/trivial.h"
+
 #include <gtest/gtest.h>
+
+#include <random>
+
+#include "base/error.h"
+#include "ir/analysis.h"
+#include "models/random_dag.h"
+#include "models/zoo.h"
+#include "sched/validate.h"
+
+namespace braid::sched {
+namespace {
+
+// Seeded random DAGs of varied shape (HIOS's generator); the seed is in every failure message.
+// The edge count starts at a random target and moves outwards until the layering admits it.
+ir::UnitGraph random_graph(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  models::RandomDagOptions o;
+  o.ops = 3 + static_cast<int>(rng() % 60);
+  o.layers = 3 + static_cast<int>(rng() % std::min(o.ops - 2, 12));
+  while ((o.layers - 2) * 10 * o.layers < o.ops - 2) ++o.layers;  // HIOS caps layer width
+  o.seed = seed;
+  const int target = o.ops - 1 + static_cast<int>(rng() % (2 * o.ops));
+  const int most = o.ops * (o.ops - 1) / 2;
+  for (int k = 0; k <= 4 * o.ops; ++k) {
+    for (int e : {target + k, target - k}) {
+      if (e < o.ops - 1 || e > most) continue;
+      try {
+        o.edges = e;
+        return models::random_dag(o);
+      } catch (const Error&) {  // too few or too many edges for the layering
+      }
+    }
+  }
+  ADD_FAILURE() << "seed " << seed << ": no edge count fits";
+  return models::random_dag({.ops = 3, .layers = 3, .edges = 2, .seed = seed});
+}
+
+std::string errors_of(const ir::UnitGraph& g, const Schedule& s) {
+  std::string out;
+  for (const Diagnostic& d : check(g, s)) out += to_string(d) + "\n";
+  return out;
+}
+
+size_t longest_path_units(const ir::UnitGraph& g) {
+  std::vector<double> one(g.num_units(), 1.0);
+  return static_cast<size_t>(ir::critical_path(g, one).length + 0.5);
+}
+
+TEST(Sequential, OneStreamInIdOrder) {
+  ir::UnitGraph g = random_graph(1);
+  Schedule s = SequentialScheduler().schedule(g);
+  ASSERT_EQ(s.lanes.size(), 1u);
+  EXPECT_EQ(s.algorithm, "sequential");
+  EXPECT_EQ(s.model, g.name());
+  EXPECT_EQ(s.lanes[0].units.size(), g.num_units());
+  EXPECT_TRUE(ir::is_topological(g, s.lanes[0].units));
+  EXPECT_TRUE(check(g, s).empty());
+}
+
+TEST(Greedy, DiamondIsThreeStages) {
+  ir::UnitGraph g = models::random_dag({.ops = 4, .layers = 3, .edges = 4, .seed = 0});
+  Schedule s = GreedyScheduler().schedule(g);
+  ASSERT_EQ(s.stages.size(), 3u);
+  EXPECT_EQ(s.stages[1].groups, (std::vector<std::vector<UnitId>>{{UnitId{1}}, {UnitId{2}}}));
+  EXPECT_EQ(s.stats["stages"], 3);
+}
+
+// Property test: both schedulers give valid schedules on 1,000 seeded random DAGs; greedy's
+// stages are never wider than max_streams, and with unbounded streams its stage count is the
+// longest path (in units), the fewest stages any stage schedule can have.
+TEST(Trivial, ValidOnRandomDags) {
+  for (uint64_t seed = 0; seed < 1000; ++seed) {
+    ir::UnitGraph g = random_graph(seed);
+    SCOPED_TRACE("seed " + std::to_string(seed) + " (" + g.name() + ")");
+    Schedule seq = SequentialScheduler().schedule(g);
+    ASSERT_EQ(errors_of(g, seq), "");
+    const int width = 1 + static_cast<int>(seed % 4);
+    Schedule narrow = GreedyScheduler({.max_streams = width}).schedule(g);
+    ASSERT_EQ(errors_of(g, narrow), "");
+    for (const Stage& st : narrow.stages) ASSERT_LE(st.groups.size(), static_cast<size_t>(width));
+    Schedule wide = GreedyScheduler({.max_streams = 0}).schedule(g);
+    ASSERT_EQ(errors_of(g, wide), "");
+    ASSERT_EQ(wide.stages.size(), longest_path_units(g));
+    ASSERT_GE(narrow.stages.size(), wide.stages.size());
+  }
+}
+
+// The zoo models that build (their builders live elsewhere) get valid schedules too.
+TEST(Trivial, ValidOnZooModels) {
+  int built = 0;
+  for (const models::ZooEntry& entry : models::zoo()) {
+    std::shared_ptr<const ir::Graph> graph;
+    try {
+      graph = std::make_shared<const ir::Graph>(entry.build({}));
+    } catch (const Error&) {
+      continue;
+    }
+    ++built;
+    SCOPED_TRACE(std::string(entry.name));
+    ir::UnitGraph g = ir::fuse(graph);
+    EXPECT_EQ(errors_of(g, SequentialScheduler().schedule(g)), "");
+    Schedule greedy = GreedyScheduler().schedule(g);
+    EXPECT_EQ(errors_of(g, greedy), "");
+    EXPECT_EQ(GreedyScheduler({.max_streams = 0}).schedule(g).stages.size(), longest_path_units(g));
+  }
+  if (built == 0) GTEST_SKIP() << "no zoo model builds yet";
+}
+
+TEST(Registry, ListsAndMakesSchedulers) {
+  EXPECT_EQ(scheduler_names(), (std::vector<std::string_view>{"sequential", "greedy"}));
+  for (std::string_view name : scheduler_names()) EXPECT_EQ(make_scheduler(name)->name(), name);
+  ir::UnitGraph g = random_graph(7);
+  EXPECT_EQ(make_scheduler("greedy", {.max_streams = 2})->schedule(g).stages.size(),
+            GreedyScheduler({.max_streams = 2}).schedule(g).stages.size());
+}
+
+// A misspelt --algorithm must say what exists instead of failing later or silently defaulting.
+TEST(Registry, UnknownNameListsTheKnownOnes) {
+  try {
+    make_scheduler("gredy");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_STREQ(e.what(), "unknown scheduler 'gredy' (known: sequential, greedy)");
+  }
+  try {
+    make_scheduler("greedy", {.max_streams = -1});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  }
+}
+
+}  // namespace
+}  // namespace braid::sched

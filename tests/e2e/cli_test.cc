@@ -69,5 +69,103 @@ TEST(Cli, EveryCommandHasHelp) {
   }
 }
 
+
+std::string golden(const std::string& name) { return (testing::source_dir() / "tests/golden" / name).string(); }
+
+// Every trivial schedule of every model kind round-trips through a file and validates.
+TEST(Cli, ScheduleThenValidate) {
+  for (const std::string model : {std::string("squeezenet"), golden("diamond.dag.json")}) {
+    for (const char* algo : {"sequential", "greedy"}) {
+      auto path = (testing::scratch_dir() / (std::string(algo) + ".json")).string();
+      auto r = run_command(cli() + " schedule " + model + " --algo " + algo + " --json -o " + path);
+      ASSERT_EQ(r.exit_code, 0) << model << " " << algo << ": " << r.err;
+      nlohmann::json j = nlohmann::json::parse(r.out);
+      EXPECT_EQ(j["algorithm"], algo);
+      EXPECT_TRUE(j.contains("search_ms"));
+      auto v = run_command(cli() + " validate " + model + " " + path);
+      EXPECT_EQ(v.exit_code, 0) << v.err;
+    }
+  }
+}
+
+// A schedule that breaks a dependency must be refused with exit 2 and a message naming it,
+// before any executor could run it.
+TEST(Cli, ValidateRejectsBrokenScheduleWithExitTwo) {
+  auto path = (testing::scratch_dir() / "broken.json").string();
+  std::ofstream(path) << R"({"format":"braid.schedule/1","model":"diamond","algorithm":"hand",
+    "devices":1,"streams":[{"device":0,"stream":0,"units":["a","b","d"]},
+                           {"device":0,"stream":1,"units":["c"]}]})";
+  auto r = run_command(cli() + " validate " + golden("diamond.dag.json") + " " + path);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'a'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'c'"), std::string::npos) << r.err;
+}
+
+TEST(Cli, UnknownAlgorithmExitsTwo) {
+  auto r = run_command(cli() + " schedule squeezenet --algo nope");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("nope"), std::string::npos) << r.err;
+}
+
+TEST(Cli, InspectWeightedDag) {
+  nlohmann::json j = inspect_json(golden("diamond.dag.json"));
+  EXPECT_EQ(j["units"], 4);
+  EXPECT_EQ(j["edges"], 4);
+  EXPECT_EQ(j["width"], 2);
+}
+
+// Export, then inspect the file: the same structure comes back through ONNX.
+TEST(Cli, ExportedModelReimportsWithTheSameCounts) {
+  for (const char* model : {"squeezenet", "inception_v3"}) {
+    auto path = (testing::scratch_dir() / (std::string(model) + ".onnx")).string();
+    auto r = run_command(cli() + " export " + model + " -o " + path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    nlohmann::json a = inspect_json(model), b = inspect_json(path);
+    for (const char* key : {"units", "edges", "distinct_edges", "blocks", "width", "flops", "params"})
+      EXPECT_EQ(a[key], b[key]) << model << " " << key;
+  }
+}
+
+
+struct BadOnnx {
+  const char* file;
+  const char* message;  // a fragment the one-line error must contain
+};
+
+class CliBadOnnx : public ::testing::TestWithParam<BadOnnx> {
+ protected:
+  static void SetUpTestSuite() {
+    if (testing::venv_python().empty()) return;
+    dir_ = (testing::scratch_dir() / "bad_onnx").string();
+    auto r = run_command(testing::venv_python().string() + " " +
+                         (testing::source_dir() / "scripts/make_bad_onnx.py").string() + " " + dir_);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  static inline std::string dir_;
+};
+
+// A malformed model must never crash braid: one line on stderr naming the fault, exit code 2.
+TEST_P(CliBadOnnx, InspectExitsTwoWithOneLineNamingTheFault) {
+  if (dir_.empty()) GTEST_SKIP() << "no .venv with onnx (run make deps)";
+  const BadOnnx& c = GetParam();
+  auto r = run_command(cli() + " inspect " + dir_ + "/" + c.file);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Files, CliBadOnnx,
+    ::testing::Values(BadOnnx{"truncated.onnx", "not a valid ONNX model"},
+                      BadOnnx{"not_onnx.onnx", "not a valid ONNX model"},
+                      BadOnnx{"unsupported_op.onnx", "node 'lstm': unsupported op type 'LSTM'"},
+                      BadOnnx{"cycle.onnx", "cycle"},
+                      BadOnnx{"shape_mismatch.onnx", "node 'conv'"},
+                      BadOnnx{"missing_initializer.onnx", "conv.w"}),
+    [](const auto& info) {
+      std::string n = info.param.file;
+      return n.substr(0, n.find('.'));
+    });
+
 }  // namespace
 }  // namespace braid

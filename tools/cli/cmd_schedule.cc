@@ -1,6 +1,91 @@
+#include <fmt/core.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "base/error.h"
 #include "commands.h"
+#include "sched/registry.h"
+#include "sched/validate.h"
 
 namespace braid::cli {
-void add_schedule_command(CLI::App& app) { app.add_subcommand("schedule", "Schedule a model (coming)"); }
-void add_validate_command(CLI::App& app) { app.add_subcommand("validate", "Validate a schedule (coming)"); }
+
+void add_schedule_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("schedule", "Schedule a model and write the schedule (JSON)");
+  static ModelFlags flags;
+  static std::string algo, output;
+  static sched::ScheduleOptions options;
+  static bool json = false;
+  add_model_flags(*cmd, flags);
+  std::string names;
+  for (std::string_view n : sched::scheduler_names()) names += (names.empty() ? "" : "|") + std::string(n);
+  cmd->add_option("--algo", algo, "Algorithm: " + names)->required();
+  cmd->add_option("--max-streams", options.max_streams, "Streams per device (0: unbounded)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("-o,--output", output, "Write the schedule to this file");
+  cmd->add_flag("--json", json, "Print a JSON summary with the schedule");
+  flags.options.with_weights = false;
+  cmd->callback([] {
+    models::LoadedModel m = models::load_model(flags.spec, flags.options);
+    auto scheduler = sched::make_scheduler(algo, options);
+    auto begin = std::chrono::steady_clock::now();
+    sched::Schedule s = scheduler->schedule(m.units);
+    double search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    s.model = m.units.name();
+    s.stats["search_ms"] = search_ms;
+    // A scheduler's output is checked before anyone can run it.
+    sched::validate_or_throw(m.units, s);
+    if (!output.empty()) sched::write_schedule_file(s, m.units, output);
+    if (json) {
+      nlohmann::json j = {{"algorithm", s.algorithm},
+                          {"model", s.model},
+                          {"units", m.units.num_units()},
+                          {"search_ms", search_ms},
+                          {"streams", sched::num_streams(s)},
+                          {"stages", s.stages.size()},
+                          {"predicted_ms", s.predicted_latency ? nlohmann::json(s.predicted_latency->count() / 1000.0) : nlohmann::json()},
+                          {"schedule", sched::to_json(s, m.units)}};
+      std::cout << j.dump(2) << "\n";
+      return;
+    }
+    fmt::print("{} on {}: {} units, {} stages, {} streams, search {:.3f} ms\n", s.algorithm, s.model,
+               m.units.num_units(), s.stages.size(), sched::num_streams(s), search_ms);
+    if (output.empty()) fmt::print("{}", sched::to_string(s, m.units));
+    else fmt::print("wrote {}\n", output);
+  });
+}
+
+void add_validate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("validate", "Check a schedule against a model");
+  static ModelFlags flags;
+  static std::string path;
+  static bool json = false;
+  add_model_flags(*cmd, flags);
+  cmd->add_option("SCHEDULE", path, "Schedule JSON file")->required();
+  cmd->add_flag("--json", json, "Print {valid, errors, warnings} as JSON");
+  flags.options.with_weights = false;
+  cmd->callback([] {
+    models::LoadedModel m = models::load_model(flags.spec, flags.options);
+    sched::Schedule s = sched::read_schedule_file(path, m.units);
+    std::vector<sched::Diagnostic> diagnostics = sched::check(m.units, s);
+    const bool valid = !sched::has_errors(diagnostics);
+    if (json) {
+      nlohmann::json errors = nlohmann::json::array(), warnings = nlohmann::json::array();
+      for (const auto& d : diagnostics)
+        (d.severity == sched::Severity::kError ? errors : warnings).push_back(d.message);
+      std::cout << nlohmann::json{{"valid", valid}, {"errors", errors}, {"warnings", warnings}}.dump(2) << "\n";
+    } else {
+      for (const auto& d : diagnostics)
+        if (d.severity == sched::Severity::kWarning) fmt::print(stderr, "braid: {}\n", sched::to_string(d));
+    }
+    if (!valid) {
+      const auto& first = *std::find_if(diagnostics.begin(), diagnostics.end(), [](const auto& d) {
+        return d.severity == sched::Severity::kError;
+      });
+      BRAID_THROW(ErrorCode::kInvalidSchedule, path, ": ", first.message);
+    }
+    if (!json) fmt::print("{}: valid schedule for {} ({} units)\n", path, m.units.name(), m.units.num_units());
+  });
+}
+
 }  // namespace braid::cli
