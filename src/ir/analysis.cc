@@ -98,14 +98,42 @@ size_t width(const UnitGraph& g) {
   return n - boost::matching_size(b, &mate[0]);
 }
 
+std::vector<bool> cut_units(const UnitGraph& g) {
+  const size_t n = g.num_units();
+  std::vector<bool> cut(n, false);
+  std::vector<bool> seen(n);
+  std::vector<size_t> stack;
+  for (size_t v = 0; v < n; ++v) {
+    // v is a cut when no source-to-sink path avoids it: search from every other source
+    // without entering v, and look for a sink.
+    std::fill(seen.begin(), seen.end(), false);
+    seen[v] = true;
+    stack.clear();
+    for (size_t s = 0; s < n; ++s)
+      if (!seen[s] && g.predecessors(make_id<UnitId>(s)).empty()) {
+        seen[s] = true;
+        stack.push_back(s);
+      }
+    bool avoided = false;
+    while (!stack.empty() && !avoided) {
+      size_t u = stack.back();
+      stack.pop_back();
+      auto succ = g.successors(make_id<UnitId>(u));
+      if (succ.empty()) avoided = true;
+      for (UnitId w : succ)
+        if (!seen[index(w)]) {
+          seen[index(w)] = true;
+          stack.push_back(index(w));
+        }
+    }
+    cut[v] = !avoided;
+  }
+  return cut;
+}
+
 std::vector<Block> block_partition(const UnitGraph& g) {
   const size_t n = g.num_units();
-  auto reach = transitive_closure(g);
-  // u is a cut when every other unit is its ancestor or its descendant.
-  std::vector<bool> cut(n, true);
-  for (size_t u = 0; u < n; ++u)
-    for (size_t v = 0; v < n && cut[u]; ++v)
-      if (u != v && !reach[u][v] && !reach[v][u]) cut[u] = false;
+  std::vector<bool> cut = cut_units(g);
 
   std::vector<Block> blocks;
   Block current;

@@ -36,10 +36,12 @@ size_t width(const UnitGraph& g);
 // Transitive closure as one bitset row per unit: reach[u][v] = v is reachable from u (u != v).
 std::vector<std::vector<bool>> transitive_closure(const UnitGraph& g);
 
-// IOS's blocks (ios.txt §4.3): a cut unit is one that every source-to-sink path crosses (it is
-// comparable with every other unit). A block is either a maximal run of consecutive cut units
-// (a chain, such as a stem) or the units between two cuts plus the cut that closes them (an
-// Inception module ending at its Concat). The optimizer never looks across block boundaries.
+// Cut units: those that every source-to-sink path crosses (ios.txt §4.3's block boundaries).
+std::vector<bool> cut_units(const UnitGraph& g);
+
+// IOS's blocks: a block is either a maximal run of consecutive cut units (a chain, such as a
+// stem) or the units between two cuts plus the cut that closes them (an Inception module
+// ending at its Concat). The optimizer never looks across block boundaries.
 struct Block {
   std::vector<UnitId> units;  // topological order
   bool is_chain = false;

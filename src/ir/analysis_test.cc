@@ -64,6 +64,17 @@ TEST(Blocks, ChainThenTwoModules) {
   EXPECT_EQ(blocks[2].units.size(), 3u);
 }
 
+// A bypass edge (SqueezeNet's residual) keeps the units it skips out of the cut set: a block
+// ends only where every path meets.
+TEST(Blocks, BypassIsNotCut) {
+  UnitGraph g = dag(5, {{0, 1}, {1, 2}, {2, 3}, {0, 3}, {3, 4}});
+  auto cut = cut_units(g);
+  EXPECT_EQ(cut, (std::vector<bool>{true, false, false, true, true}));
+  auto blocks = block_partition(g);
+  ASSERT_EQ(blocks.size(), 3u);
+  EXPECT_EQ(blocks[1].units.size(), 3u);  // 1, 2 and the closing 3
+}
+
 TEST(TopoOrder, RandomOrdersAreTopological) {
   UnitGraph g = dag(6, {{0, 2}, {1, 2}, {2, 3}, {2, 4}, {4, 5}});
   for (uint64_t s = 0; s < 20; ++s) EXPECT_TRUE(is_topological(g, random_topo_order(g, s)));

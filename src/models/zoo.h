@@ -26,6 +26,13 @@ struct ZooOptions {
   int64_t layers = 12;      // bert: encoder layers
   int64_t seq_len = 128;    // bert: sequence length
   int64_t hidden = 768;     // bert: hidden size (heads = hidden / 64)
+  // randwire: 0 nodes builds IOS's randwire_large from its four graph files (16, 32, 32, 32
+  // nodes); n > 0 gives each of the four stages its own Watts-Strogatz graph of n nodes,
+  // k neighbours and rewiring probability p, generated from randwire_seed + stage index.
+  int64_t randwire_nodes = 0;
+  int64_t randwire_k = 4;
+  double randwire_p = 0.75;
+  uint64_t randwire_seed = 0;
 };
 
 struct ZooEntry {
