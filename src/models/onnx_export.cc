@@ -1,1 +1,311 @@
-// placeholder: filled in by its owner
+#include "models/onnx_export.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <bit>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <unordered_set>
+
+#include "base/error.h"
+
+namespace braid::models {
+namespace {
+
+using ir::OpKind;
+
+static_assert(std::endian::native == std::endian::little,
+              "ONNX raw_data is little-endian; a big-endian host would need byte swaps");
+
+constexpr int64_t kOpset = 17;
+constexpr int64_t kIrVersion = 8;
+constexpr int64_t kGeluOpset = 20;  // Gelu joined the default domain at opset 20
+constexpr int64_t kGeluIrVersion = 9;
+
+int onnx_elem_type(ir::DType t) {
+  switch (t) {
+    case ir::DType::kFloat32:
+      return onnx::TensorProto::FLOAT;
+    case ir::DType::kInt64:
+      return onnx::TensorProto::INT64;
+  }
+  return onnx::TensorProto::UNDEFINED;
+}
+
+void set_value_info(onnx::ValueInfoProto* vi, const std::string& name, const ir::TensorType& t) {
+  vi->set_name(name);
+  auto* tensor = vi->mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(onnx_elem_type(t.dtype));
+  auto* shape = tensor->mutable_shape();
+  for (int64_t d : t.shape) shape->add_dim()->set_dim_value(d);
+}
+
+void add_ints(onnx::NodeProto* n, const char* name, std::span<const int64_t> values) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+void add_int(onnx::NodeProto* n, const char* name, int64_t value) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+void add_float(onnx::NodeProto* n, const char* name, float value) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(value);
+}
+
+void add_string(onnx::NodeProto* n, const char* name, const std::string& value) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(value);
+}
+
+// Writes one graph; owns the set of names in use so generated ones (Conv pre-activations,
+// shape constants) never collide with braid's.
+class Exporter {
+ public:
+  Exporter(const ir::Graph& g, const ir::Weights& w) : g_(g), w_(w) {
+    for (const ir::Value& v : g.values()) used_values_.insert(v.name);
+    for (const ir::Node& n : g.nodes()) used_nodes_.insert(n.name);
+  }
+
+  onnx::ModelProto run() {
+    w_.check_complete(g_);
+    bool has_gelu = false;
+    for (const ir::Node& n : g_.nodes()) {
+      const auto* conv = std::get_if<ir::ConvAttrs>(&n.attrs);
+      has_gelu |= n.kind == OpKind::Gelu || (conv && conv->activation == ir::Activation::kGelu);
+    }
+    onnx::ModelProto m;
+    m.set_ir_version(has_gelu ? kGeluIrVersion : kIrVersion);
+    m.set_producer_name("braid");
+    auto* opset = m.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(has_gelu ? kGeluOpset : kOpset);
+    graph_ = m.mutable_graph();
+    graph_->set_name(g_.name().empty() ? "braid" : g_.name());
+
+    for (ValueId v : g_.inputs())
+      set_value_info(graph_->add_input(), g_.value(v).name, g_.value(v).type);
+    for (ValueId p : g_.parameters()) add_parameter(p);
+    for (const ir::Node& n : g_.nodes()) add_node(n);
+    for (ValueId v : g_.outputs())
+      set_value_info(graph_->add_output(), g_.value(v).name, g_.value(v).type);
+    for (const ir::Value& v : g_.values())
+      if (v.kind == ir::ValueKind::kActivation && !g_.is_output(value_id(v)))
+        set_value_info(graph_->add_value_info(), v.name, v.type);
+
+    if (!g_.unit_hints().empty()) {
+      nlohmann::json hints = nlohmann::json::array();
+      for (const auto& hint : g_.unit_hints()) {
+        nlohmann::json names = nlohmann::json::array();
+        for (NodeId n : hint) names.push_back(g_.node(n).name);
+        hints.push_back(std::move(names));
+      }
+      add_metadata(m, "braid.unit_hints", hints.dump());
+    }
+    if (!fused_.empty()) add_metadata(m, "braid.fused_activations", nlohmann::json(fused_).dump());
+    return m;
+  }
+
+ private:
+  ValueId value_id(const ir::Value& v) const {
+    return make_id<ValueId>(static_cast<size_t>(&v - g_.values().data()));
+  }
+
+  static void add_metadata(onnx::ModelProto& m, const char* key, const std::string& value) {
+    auto* e = m.add_metadata_props();
+    e->set_key(key);
+    e->set_value(value);
+  }
+
+  std::string fresh(std::unordered_set<std::string>& used, const std::string& base) {
+    std::string name = base;
+    for (int i = 1; !used.insert(name).second; ++i) name = base + "_" + std::to_string(i);
+    return name;
+  }
+
+  void add_parameter(ValueId p) {
+    const ir::Value& v = g_.value(p);
+    BRAID_CHECK(v.type.dtype == ir::DType::kFloat32, ErrorCode::kUnsupported, "parameter '", v.name,
+                "' is ", ir::to_string(v.type.dtype), "; braid's weights are float32");
+    onnx::TensorProto* t = graph_->add_initializer();
+    t->set_name(v.name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : v.type.shape) t->add_dims(d);
+    std::span<const float> data = w_.data(p);
+    t->mutable_raw_data()->assign(reinterpret_cast<const char*>(data.data()), data.size_bytes());
+  }
+
+  // An int64 initializer for an attribute that ONNX takes as an input; returns its name.
+  std::string add_int64_constant(const std::string& base, std::span<const int64_t> values) {
+    onnx::TensorProto* t = graph_->add_initializer();
+    t->set_name(fresh(used_values_, base));
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    t->mutable_raw_data()->assign(reinterpret_cast<const char*>(values.data()),
+                                  values.size() * sizeof(int64_t));
+    return t->name();
+  }
+
+  std::string add_float_scalar(const std::string& base, float value) {
+    onnx::TensorProto* t = graph_->add_initializer();
+    t->set_name(fresh(used_values_, base));
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_float_data(value);
+    return t->name();
+  }
+
+  onnx::NodeProto* new_node(const std::string& name, std::string_view op_type) {
+    onnx::NodeProto* n = graph_->add_node();
+    n->set_name(name);
+    n->set_op_type(std::string(op_type));
+    return n;
+  }
+
+  void add_node(const ir::Node& node) {
+    onnx::NodeProto* n = new_node(node.name, ir::to_onnx_name(node.kind));
+    for (ValueId v : node.inputs) n->add_input(g_.value(v).name);
+    for (ValueId v : node.outputs) n->add_output(g_.value(v).name);
+    switch (node.kind) {
+      case OpKind::Conv: {
+        const auto& a = std::get<ir::ConvAttrs>(node.attrs);
+        add_ints(n, "kernel_shape", a.kernel);
+        add_ints(n, "strides", a.stride);
+        add_ints(n, "dilations", a.dilation);
+        add_ints(n, "pads", a.pads);
+        add_int(n, "group", a.groups);
+        if (std::optional<OpKind> act = ir::activation_op(a.activation)) {
+          // Conv writes a fresh pre-activation value; the activation node writes braid's output.
+          const std::string out = g_.value(node.outputs[0]).name;
+          const std::string pre = fresh(used_values_, out + ".preact");
+          n->set_output(0, pre);
+          const std::string act_name =
+              fresh(used_nodes_, node.name + "." + std::string(ir::to_string(a.activation)));
+          onnx::NodeProto* an = new_node(act_name, ir::to_onnx_name(*act));
+          an->add_input(pre);
+          an->add_output(out);
+          fused_.push_back(act_name);
+          auto* vi = graph_->add_value_info();
+          set_value_info(vi, pre, g_.value(node.outputs[0]).type);
+        }
+        break;
+      }
+      case OpKind::MaxPool:
+      case OpKind::AveragePool: {
+        const auto& a = std::get<ir::PoolAttrs>(node.attrs);
+        add_ints(n, "kernel_shape", a.kernel);
+        add_ints(n, "strides", a.stride);
+        add_ints(n, "pads", a.pads);
+        add_int(n, "ceil_mode", a.ceil_mode ? 1 : 0);
+        if (node.kind == OpKind::AveragePool)
+          add_int(n, "count_include_pad", a.count_include_pad ? 1 : 0);
+        break;
+      }
+      case OpKind::Concat:
+      case OpKind::Softmax:
+      case OpKind::Flatten:
+        add_int(n, "axis", std::get<ir::AxisAttrs>(node.attrs).axis);
+        break;
+      case OpKind::Gemm: {
+        const auto& a = std::get<ir::GemmAttrs>(node.attrs);
+        add_float(n, "alpha", a.alpha);
+        add_float(n, "beta", a.beta);
+        add_int(n, "transA", a.trans_a ? 1 : 0);
+        add_int(n, "transB", a.trans_b ? 1 : 0);
+        break;
+      }
+      case OpKind::BatchNormalization:
+        add_float(n, "epsilon", std::get<ir::BatchNormAttrs>(node.attrs).epsilon);
+        break;
+      case OpKind::LayerNormalization: {
+        const auto& a = std::get<ir::LayerNormAttrs>(node.attrs);
+        add_int(n, "axis", a.axis);
+        add_float(n, "epsilon", a.epsilon);
+        break;
+      }
+      case OpKind::Reshape:
+        n->add_input(
+            add_int64_constant(node.name + ".shape", std::get<ir::ReshapeAttrs>(node.attrs).shape));
+        break;
+      case OpKind::Transpose: {
+        const auto& perm = std::get<ir::TransposeAttrs>(node.attrs).perm;
+        if (!perm.empty()) add_ints(n, "perm", perm);
+        break;
+      }
+      case OpKind::Split: {
+        const auto& a = std::get<ir::SplitAttrs>(node.attrs);
+        add_int(n, "axis", a.axis);
+        n->add_input(add_int64_constant(node.name + ".split", a.sizes));
+        break;
+      }
+      case OpKind::Pad: {
+        const auto& a = std::get<ir::PadAttrs>(node.attrs);
+        add_string(n, "mode", "constant");
+        n->add_input(add_int64_constant(node.name + ".pads", a.pads));
+        if (a.value != 0.0f) n->add_input(add_float_scalar(node.name + ".value", a.value));
+        break;
+      }
+      case OpKind::Gelu:
+        add_string(n, "approximate",
+                   std::get<ir::GeluAttrs>(node.attrs).tanh_approximation ? "tanh" : "none");
+        break;
+      case OpKind::Relu:
+      case OpKind::Sigmoid:
+      case OpKind::Tanh:
+      case OpKind::GlobalAveragePool:
+      case OpKind::Add:
+      case OpKind::Mul:
+      case OpKind::Sum:
+      case OpKind::MatMul:
+      case OpKind::Identity:
+        break;
+    }
+  }
+
+  const ir::Graph& g_;
+  const ir::Weights& w_;
+  onnx::GraphProto* graph_ = nullptr;
+  std::unordered_set<std::string> used_values_, used_nodes_;
+  std::vector<std::string> fused_;
+};
+
+// Serializing straight to the file saves a copy of the weights (models of hundreds of MB).
+onnx::ModelProto to_model(const ir::Graph& graph, const ir::Weights& weights) {
+  onnx::ModelProto m = Exporter(graph, weights).run();
+  const size_t size = m.ByteSizeLong();
+  BRAID_CHECK(size <= static_cast<size_t>(INT_MAX), ErrorCode::kUnsupported, "graph '",
+              graph.name(), "': the ONNX model would take ", size,
+              " bytes; protobuf limits a model without external data to 2 GiB");
+  return m;
+}
+
+}  // namespace
+
+std::string export_onnx_bytes(const ir::Graph& graph, const ir::Weights& weights) {
+  std::string bytes;
+  BRAID_CHECK(to_model(graph, weights).SerializeToString(&bytes), ErrorCode::kInternal, "graph '",
+              graph.name(), "': protobuf serialization failed");
+  return bytes;
+}
+
+void export_onnx_file(const ir::Graph& graph, const ir::Weights& weights, const std::string& path) {
+  onnx::ModelProto m = to_model(graph, weights);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  BRAID_CHECK(f.good(), ErrorCode::kInvalidArgument, path, ": cannot open for writing");
+  BRAID_CHECK(m.SerializeToOstream(&f), ErrorCode::kInvalidArgument, path, ": write failed");
+  f.close();
+  BRAID_CHECK(f.good(), ErrorCode::kInvalidArgument, path, ": write failed");
+}
+
+}  // namespace braid::models

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Builds the ONNX importer fuzzer (libFuzzer + AddressSanitizer, clang) in build-fuzz/ and runs it
+# on a seed corpus of small valid and broken models.
+#
+#   scripts/fuzz.sh [SECONDS]          # default 60; exits non-zero when the fuzzer finds a crash
+#
+# Environment: BRAID_FUZZ_BUILD_DIR (default build-fuzz), CXX_FUZZ (default clang++),
+# BRAID_PYTHON (default .venv/bin/python; used only to write the seeds).
+# Crashing inputs land in $BUILD/fuzz/crash-*; replay one with
+#   $BUILD/src/models/onnx_import_fuzz $BUILD/fuzz/crash-<hash>
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BRAID_FUZZ_BUILD_DIR:-$root/build-fuzz}
+seconds=${1:-60}
+cxx=${CXX_FUZZ:-clang++}
+python=${BRAID_PYTHON:-$root/.venv/bin/python}
+
+# Every braid library is instrumented for coverage (fuzzer-no-link); the fuzz target itself links
+# libFuzzer's main (-fsanitize=fuzzer, from src/models/CMakeLists.txt).
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER="$cxx" -DBRAID_BUILD_FUZZERS=ON -DBRAID_BUILD_TESTS=OFF \
+  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address -fno-omit-frame-pointer" >/dev/null
+ninja -C "$build" -j2 onnx_import_fuzz
+
+corpus=$build/fuzz/corpus   # grows as the fuzzer finds new coverage
+seeds=$build/fuzz/seeds     # regenerated each run
+mkdir -p "$corpus" "$seeds"
+if [[ -x "$python" ]]; then
+  "$python" "$root/scripts/make_bad_onnx.py" "$seeds"
+  "$python" - "$seeds" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+out = sys.argv[1]
+def vi(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+def w(name, shape):
+    return numpy_helper.from_array(np.full(shape, 0.5, np.float32), name)
+def i64(name, values):
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+def save(name, nodes, inputs, outputs, inits, opset=17, meta=None):
+    m = helper.make_model(helper.make_graph(nodes, name, inputs, outputs, inits),
+                          opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    for k, v in (meta or {}).items():
+        m.metadata_props.add(key=k, value=v)
+    onnx.save(m, f"{out}/{name}.onnx")
+
+# A braid-style CNN: a Conv with its fused activation, pools, Concat, head, unit hints.
+save("cnn", [
+    helper.make_node("Pad", ["x", "pads"], ["p"], name="pad", mode="constant"),
+    helper.make_node("Conv", ["p", "c1.w", "c1.b"], ["c1.preact"], name="c1", kernel_shape=[3, 3],
+                     strides=[1, 1], pads=[0, 0, 0, 0], dilations=[1, 1], group=1),
+    helper.make_node("Relu", ["c1.preact"], ["c1"], name="c1.relu"),
+    helper.make_node("MaxPool", ["c1"], ["mp"], name="mp", kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1),
+    helper.make_node("AveragePool", ["c1"], ["ap"], name="ap", kernel_shape=[2, 2], strides=[2, 2],
+                     pads=[0, 0, 0, 0], count_include_pad=1),
+    helper.make_node("Concat", ["mp", "ap"], ["cat"], name="cat", axis=1),
+    helper.make_node("GlobalAveragePool", ["cat"], ["gap"], name="gap"),
+    helper.make_node("Flatten", ["gap"], ["flat"], name="flat", axis=1),
+    helper.make_node("Gemm", ["flat", "fc.w", "fc.b"], ["fc"], name="fc", transB=1),
+    helper.make_node("Softmax", ["fc"], ["y"], name="softmax", axis=-1),
+], [vi("x", ["N", 2, 6, 6])], [vi("y", ["N", 3])],
+   [i64("pads", [0, 0, 1, 1, 0, 0, 1, 1]), w("c1.w", [4, 2, 3, 3]), w("c1.b", [4]), w("fc.w", [3, 8]),
+    w("fc.b", [3])],
+   meta={"braid.unit_hints": '[["mp", "cat"]]', "braid.fused_activations": '["c1.relu"]'})
+# Transformer-ish ops, unsorted nodes, constants and aliases.
+save("block", [
+    helper.make_node("Split", ["t", "split"], ["s0", "s1"], name="split", axis=-1),
+    helper.make_node("LayerNormalization", ["x", "g", "b"], ["ln"], name="ln", axis=-1, epsilon=1e-5),
+    helper.make_node("MatMul", ["ln", "w"], ["mm"], name="mm"),
+    helper.make_node("Constant", [], ["shape"], name="shape", value=i64("v", [0, 2, 2, 2])),
+    helper.make_node("Reshape", ["mm", "shape"], ["r"], name="reshape"),
+    helper.make_node("Transpose", ["r"], ["t"], name="transpose", perm=[0, 2, 1, 3]),
+    helper.make_node("Gelu", ["s0"], ["g0"], name="gelu", approximate="tanh"),
+    helper.make_node("Dropout", ["s1"], ["d1"], name="drop"),
+    helper.make_node("Identity", ["b"], ["b2"], name="alias"),
+    helper.make_node("Mul", ["g0", "d1"], ["m"], name="mul"),
+    helper.make_node("Sum", ["m", "g0"], ["y"], name="sum"),
+], [vi("x", [1, 2, 4])], [vi("y", [1, 2, 2, 1])],
+   [w("g", [4]), w("b", [4]), w("w", [4, 8]), i64("split", [1, 1])], opset=20)
+PY
+else
+  echo "fuzz.sh: $python not found; starting from an empty corpus" >&2
+fi
+
+exec "$build/src/models/onnx_import_fuzz" "$corpus" "$seeds" -max_total_time="$seconds" \
+  -max_len=65536 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$build/fuzz/"
