@@ -74,7 +74,7 @@ std::string golden(const std::string& name) { return (testing::source_dir() / "t
 
 // Every trivial schedule of every model kind round-trips through a file and validates.
 TEST(Cli, ScheduleThenValidate) {
-  for (const std::string model : {std::string("squeezenet"), golden("diamond.dag.json")}) {
+  for (const std::string& model : {std::string("squeezenet"), golden("diamond.dag.json")}) {
     for (const char* algo : {"sequential", "greedy"}) {
       auto path = (testing::scratch_dir() / (std::string(algo) + ".json")).string();
       auto r = run_command(cli() + " schedule " + model + " --algo " + algo + " --json -o " + path);
