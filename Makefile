@@ -25,6 +25,9 @@ test: build
 demo: build
 	@echo "== the zoo =="
 	./$(BUILD)/braid models --stats
+	@echo "== Inception V3 on this CPU: sequential, then greedy on 2 streams =="
+	./$(BUILD)/braid run inception_v3 --algo sequential --threads-per-stream 2
+	./$(BUILD)/braid run inception_v3 --algo greedy --streams 2
 
 # Real PyTorch models exported to ONNX (Debian's CPU-only torch; never at test time).
 models:

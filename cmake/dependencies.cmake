@@ -5,6 +5,9 @@ find_package(CLI11 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(Boost 1.74 REQUIRED)
+find_package(OpenSSL REQUIRED)  # SHA-256 of run outputs
+find_package(OpenMP REQUIRED)   # GNU libgomp: the runtime Debian's oneDNN uses
+find_package(dnnl REQUIRED)     # needs ocl-icd-opencl-dev + opencl-c-headers
 find_package(Protobuf REQUIRED)  # must precede ONNX (its config links protobuf::libprotobuf)
 find_package(ONNX REQUIRED)      # targets onnx, onnx_proto; they carry ONNX_NAMESPACE/ONNX_ML
 if(BRAID_BUILD_TESTS)

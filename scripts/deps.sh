@@ -9,6 +9,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers    # oneDNN (its CMake config needs OpenCL)
   libonnx-dev libprotobuf-dev protobuf-compiler        # ONNX import/export
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libboost-graph-dev
+  libssl-dev                                           # SHA-256 of outputs (braid run --json)
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-testdata                                     # ONNX's backend node tests
   python3 python3-venv python3-pip

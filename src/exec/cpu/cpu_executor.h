@@ -1,0 +1,31 @@
+// The CPU executor: LIOS's observation that stream scheduling applies to multi-core CPUs, made
+// concrete. A stream is a worker thread with its own in-order step list and its own intra-op
+// thread budget (GNU OpenMP, which Debian's oneDNN uses); an event is an atomic epoch that one
+// lane stores and others wait on (C++20 atomic wait). Kernels are oneDNN primitives created
+// once at prepare time; a run only walks the lanes' step lists.
+//
+// Why plain threads and not oneTBB arenas: the schedule fixes which unit runs on which stream
+// and in what order, so no work stealing is wanted, and oneDNN's OpenMP runtime needs its
+// thread budget set per thread (omp_set_num_threads in the lane thread), which std::thread
+// gives directly (ecosystem.md §4.1).
+//
+//   auto cpu = make_cpu_executor({.threads_per_stream = 1});
+//   auto model = cpu->prepare({graph, weights, &units, &plan});
+#pragma once
+
+#include <memory>
+
+#include "exec/executor.h"
+#include "exec/memory_plan.h"
+
+namespace braid::exec {
+
+struct CpuExecutorOptions {
+  int threads_per_stream = 1;  // OpenMP threads inside each oneDNN primitive
+  bool pin_threads = true;     // pin lane i to the i-th allowed CPU (wrapping around)
+  MemoryPlanOptions memory;
+};
+
+std::unique_ptr<Executor> make_cpu_executor(const CpuExecutorOptions& options = {});
+
+}  // namespace braid::exec

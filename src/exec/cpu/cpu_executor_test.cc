@@ -1,0 +1,139 @@
+#include "exec/cpu/cpu_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "base/error.h"
+
+#include "exec/ref/ref_executor.h"
+#include "models/zoo.h"
+#include "sched/lower.h"
+#include "sched/random_schedule.h"
+#include "sched/registry.h"
+#include "sched/validate.h"
+
+namespace braid::exec {
+namespace {
+
+struct Model {
+  std::shared_ptr<const ir::Graph> graph;
+  std::shared_ptr<const ir::Weights> weights;
+  ir::UnitGraph units;
+  std::vector<std::vector<float>> inputs;
+};
+
+Model make_model(const std::string& name, models::ZooOptions options) {
+  Model m;
+  m.graph = std::make_shared<const ir::Graph>(models::build_zoo_model(name, options));
+  m.weights = std::make_shared<const ir::Weights>(ir::Weights::generate(*m.graph, 7));
+  m.units = ir::fuse(m.graph);
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (ValueId v : m.graph->inputs()) {
+    std::vector<float> x(m.graph->value(v).type.elements());
+    for (float& f : x) f = dist(rng);
+    m.inputs.push_back(std::move(x));
+  }
+  return m;
+}
+
+std::vector<std::vector<float>> run_cpu(const Model& m, const sched::Schedule& s, int threads = 1,
+                                        bool block_by_block = false) {
+  sched::validate_or_throw(m.units, s);
+  sched::ExecutionPlan plan = sched::lower(m.units, s);
+  auto model = make_cpu_executor({.threads_per_stream = threads})->prepare({m.graph, m.weights, &m.units, &plan});
+  auto request = model->new_request();
+  for (size_t i = 0; i < m.inputs.size(); ++i) model->set_input(*request, i, m.inputs[i]);
+  if (block_by_block) {
+    for (size_t b = 0; b < model->num_blocks(); ++b) model->run_blocks(*request, b, b + 1);
+  } else {
+    model->run(*request);
+  }
+  std::vector<std::vector<float>> outs;
+  for (size_t i = 0; i < m.graph->outputs().size(); ++i) {
+    auto o = model->output(*request, i);
+    outs.emplace_back(o.begin(), o.end());
+  }
+  return outs;
+}
+
+// Relative closeness: max |a - b| <= rtol * max|b| (random weights make output scales vary).
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, double rtol, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  double scale = 0, err = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    scale = std::max(scale, std::abs(double(b[i])));
+    err = std::max(err, std::abs(double(a[i]) - double(b[i])));
+    ASSERT_TRUE(std::isfinite(a[i])) << what << " element " << i;
+  }
+  EXPECT_LE(err, rtol * std::max(scale, 1e-30)) << what << ": max error " << err << ", scale " << scale;
+}
+
+struct Case {
+  const char* model;
+  int64_t image_size;
+};
+
+class CpuExecutorZoo : public ::testing::TestWithParam<Case> {};
+
+// The CPU executor against the reference executor (naive loops), and the outputs of sequential,
+// greedy and 20 random schedules against each other: a schedule must never change the result.
+TEST_P(CpuExecutorZoo, MatchesReferenceUnderEverySchedule) {
+  const Case& c = GetParam();
+  Model m;
+  try {
+    m = make_model(c.model, {.batch = 1, .image_size = c.image_size});
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kUnsupported) GTEST_SKIP() << e.what();
+    throw;
+  }
+  auto expected = ref::run_reference(*m.graph, *m.weights, m.inputs);
+  auto sequential = run_cpu(m, sched::make_scheduler("sequential")->schedule(m.units));
+  for (size_t i = 0; i < expected.size(); ++i) expect_close(sequential[i], expected[i], 1e-4, "sequential vs reference");
+  auto greedy = run_cpu(m, sched::make_scheduler("greedy")->schedule(m.units));
+  EXPECT_EQ(greedy, sequential) << "greedy";
+  EXPECT_EQ(run_cpu(m, sched::make_scheduler("greedy")->schedule(m.units), 1, true), sequential)
+      << "greedy, one block at a time";
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    auto random = run_cpu(m, sched::random_stream_schedule(m.units, 1 + seed % 4, seed));
+    EXPECT_EQ(random, sequential) << "random schedule seed " << seed;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CpuExecutorZoo,
+                         ::testing::Values(Case{"squeezenet", 64}, Case{"inception_v3", 107},
+                                           Case{"randwire", 64}, Case{"nasnet", 96},
+                                           Case{"googlenet", 64}, Case{"resnet50", 64},
+                                           Case{"tv_inception_v3", 107}, Case{"tv_squeezenet1_0", 64}),
+                         [](const auto& info) { return std::string(info.param.model); });
+
+TEST(CpuExecutor, TwoThreadsPerStreamMatchesReference) {
+  Model m = make_model("squeezenet", {.batch = 2, .image_size = 64});
+  auto expected = ref::run_reference(*m.graph, *m.weights, m.inputs);
+  auto got = run_cpu(m, sched::make_scheduler("greedy")->schedule(m.units), 2);
+  expect_close(got[0], expected[0], 1e-4, "2 threads per stream");
+}
+
+// A schedule with a missing wait would race; the validator refuses it before any executor
+// can prepare it.
+TEST(CpuExecutor, MissingWaitIsRejectedBeforeItCanRace) {
+  Model m = make_model("squeezenet", {.batch = 1, .image_size = 64});
+  sched::Schedule s = sched::random_stream_schedule(m.units, 3, 11);
+  ASSERT_FALSE(s.syncs.empty());
+  s.syncs.pop_back();
+  EXPECT_THROW(sched::validate_or_throw(m.units, s), Error);
+}
+
+TEST(CpuExecutor, BlocksMustRunInOrder) {
+  Model m = make_model("squeezenet", {.batch = 1, .image_size = 64});
+  sched::ExecutionPlan plan = sched::lower(m.units, sched::make_scheduler("sequential")->schedule(m.units));
+  auto model = make_cpu_executor()->prepare({m.graph, m.weights, &m.units, &plan});
+  auto request = model->new_request();
+  ASSERT_GT(model->num_blocks(), 2u);
+  EXPECT_THROW(model->run_blocks(*request, 1, 2), Error);
+}
+
+}  // namespace
+}  // namespace braid::exec

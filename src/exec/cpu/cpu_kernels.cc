@@ -1,0 +1,699 @@
+// The CPU kernel driver (fusion inside a unit, dispatch on OpKind) and the kernels for data
+// movement, element-wise and normalization ops. Conv, pooling, MatMul and Gemm live in
+// cpu_kernels_nn.cc. oneDNN 2.6 API: op::desc -> primitive_desc (ecosystem.md §2).
+#include "exec/cpu/cpu_kernels.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <optional>
+
+#include "base/error.h"
+#include "exec/cpu/cpu_kernels_impl.h"
+
+namespace braid::exec::cpu {
+namespace detail {
+
+using dnnl::algorithm;
+using dnnl::prop_kind;
+using dt = memory::data_type;
+
+Dims to_dims(const ir::Shape& shape) {
+  if (shape.empty()) return {1};
+  return Dims(shape.begin(), shape.end());
+}
+
+Dims pad_front(Dims dims, size_t rank) {
+  if (dims.size() < rank) dims.insert(dims.begin(), rank - dims.size(), 1);
+  return dims;
+}
+
+Dims row_major_strides(const Dims& dims) {
+  Dims strides(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+
+memory::desc plain_md(const Dims& dims) {
+  return memory::desc(dims, dt::f32, row_major_strides(dims));
+}
+
+dnnl::primitive_attr make_attr(const dnnl::post_ops& post_ops) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_post_ops(post_ops);
+  return attr;
+}
+
+constexpr Bytes kScratchAlignment = 64;
+
+memory DnnlKernel::bind(const memory::desc& md, const TensorRef& ref) {
+  if (!ref.in_arena()) return memory(md, engine_, const_cast<float*>(ref.fixed));
+  memory m(md, engine_, DNNL_MEMORY_NONE);
+  arena_.emplace_back(m, ref.arena_offset);
+  return m;
+}
+
+memory DnnlKernel::temporary(const memory::desc& md) {
+  memory m(md, engine_, DNNL_MEMORY_NONE);
+  temporaries_.emplace_back(m, temporary_bytes_);
+  temporary_bytes_ += (static_cast<Bytes>(md.get_size()) + kScratchAlignment - 1) /
+                      kScratchAlignment * kScratchAlignment;
+  return m;
+}
+
+void DnnlKernel::add(const dnnl::primitive_desc_base& pd, const dnnl::primitive& primitive,
+                     Args args) {
+  const memory::desc scratch = pd.scratchpad_desc();
+  if (scratch.get_size() > 0) {
+    memory m(scratch, engine_, DNNL_MEMORY_NONE);
+    scratchpads_.push_back(m);
+    args[DNNL_ARG_SCRATCHPAD] = m;
+    call_scratchpad_bytes_ =
+        std::max<Bytes>(call_scratchpad_bytes_, static_cast<Bytes>(scratch.get_size()));
+  }
+  calls_.push_back({primitive, std::move(args)});
+}
+
+void DnnlKernel::add_reorder(const memory& from, const memory& to) {
+  dnnl::reorder::primitive_desc pd(engine_, from.get_desc(), engine_, to.get_desc(), make_attr());
+  add(pd, dnnl::reorder(pd), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+}
+
+void DnnlKernel::execute(const KernelContext& context) const {
+  auto& lane = *static_cast<LaneState*>(context.lane_state);
+  for (const auto& [m, offset] : arena_) m.set_data_handle(context.arena + offset, lane.stream);
+  for (const auto& [m, offset] : temporaries_)
+    m.set_data_handle(lane.scratchpad + offset, lane.stream);
+  for (const memory& m : scratchpads_)
+    m.set_data_handle(lane.scratchpad + temporary_bytes_, lane.stream);
+  for (const Call& call : calls_) call.primitive.execute(lane.stream, call.args);
+  lane.stream.wait();  // a no-op for the OpenMP CPU runtime, where execute() is synchronous
+  if (epilogue_) epilogue_(context.arena);
+}
+
+namespace {
+
+algorithm eltwise_algorithm(const ir::Node& node) {
+  switch (node.kind) {
+    case ir::OpKind::Relu:
+      return algorithm::eltwise_relu;
+    case ir::OpKind::Sigmoid:
+      return algorithm::eltwise_logistic;
+    case ir::OpKind::Tanh:
+      return algorithm::eltwise_tanh;
+    case ir::OpKind::Gelu: {
+      const auto* g = std::get_if<ir::GeluAttrs>(&node.attrs);
+      return g != nullptr && g->tanh_approximation ? algorithm::eltwise_gelu_tanh
+                                                   : algorithm::eltwise_gelu_erf;
+    }
+    default:
+      BRAID_ASSERT(false, "node '", node.name, "' is not an activation");
+  }
+}
+
+}  // namespace
+
+void append_activation(dnnl::post_ops& post_ops, const ir::Node& activation) {
+  post_ops.append_eltwise(1.0f, eltwise_algorithm(activation), 0.0f, 0.0f);
+}
+
+void append_activation(dnnl::post_ops& post_ops, ir::Activation activation) {
+  switch (activation) {
+    case ir::Activation::kNone:
+      return;
+    case ir::Activation::kRelu:
+      post_ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0, 0);
+      return;
+    case ir::Activation::kSigmoid:
+      post_ops.append_eltwise(1.0f, algorithm::eltwise_logistic, 0, 0);
+      return;
+    case ir::Activation::kTanh:
+      post_ops.append_eltwise(1.0f, algorithm::eltwise_tanh, 0, 0);
+      return;
+    case ir::Activation::kGelu:  // ONNX Gelu's default: the exact (erf) form
+      post_ops.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0, 0);
+      return;
+  }
+}
+
+void append_activations(dnnl::post_ops& post_ops, const Chain& chain) {
+  for (const ir::Node* a : chain.activations) append_activation(post_ops, *a);
+}
+
+memory prepare_weights(const BuildContext& c, const memory& user, const memory::desc& wanted,
+                       bool user_is_stable) {
+  if (user_is_stable && user.get_desc() == wanted) return user;
+  memory owned(wanted, c.engine);
+  dnnl::stream stream = c.stream;  // a handle: copying it is how to call non-const wait()
+  dnnl::reorder(user, owned).execute(stream, const_cast<memory&>(user), owned);
+  stream.wait();
+  return owned;
+}
+
+namespace {
+
+// ---- Plain-loop kernels ------------------------------------------------------------------
+
+// Reshape/Flatten/Identity (and Sum of one input) when the output is not aliased to the input.
+class CopyKernel final : public Kernel {
+ public:
+  CopyKernel(TensorRef src, TensorRef dst) : src_(std::move(src)), dst_(std::move(dst)) {}
+  void execute(const KernelContext& context) const override {
+    const float* src = src_.data(context.arena);
+    float* dst = dst_.data(context.arena);
+    if (src != dst) std::memmove(dst, src, static_cast<size_t>(dst_.type.bytes()));
+  }
+
+ private:
+  TensorRef src_, dst_;
+};
+
+// Add/Mul whose inputs both broadcast (neither has the output's shape; oneDNN's binary
+// primitive needs src0 to) and Sum with broadcasting: numpy broadcasting by explicit strides,
+// one output row at a time.
+class BroadcastKernel final : public Kernel {
+ public:
+  BroadcastKernel(ir::OpKind kind, std::vector<TensorRef> src, TensorRef dst)
+      : kind_(kind), src_(std::move(src)), dst_(std::move(dst)) {
+    dims_ = detail::to_dims(dst_.type.shape);
+    for (const TensorRef& s : src_) {
+      const Dims in = pad_front(detail::to_dims(s.type.shape), dims_.size());
+      Dims strides = row_major_strides(in);
+      for (size_t d = 0; d < in.size(); ++d)
+        if (in[d] == 1) strides[d] = 0;
+      strides_.push_back(std::move(strides));
+    }
+  }
+
+  void execute(const KernelContext& context) const override {
+    const int64_t row = dims_.back();
+    const int64_t rows =
+        std::accumulate(dims_.begin(), dims_.end() - 1, int64_t{1}, std::multiplies<>());
+    float* dst = dst_.data(context.arena);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* out = dst + r * row;
+      for (size_t k = 0; k < src_.size(); ++k) {
+        // Offset of this row's first element in input k.
+        int64_t offset = 0;
+        for (int64_t rest = r, d = static_cast<int64_t>(dims_.size()) - 2; d >= 0; --d) {
+          offset += (rest % dims_[d]) * strides_[k][d];
+          rest /= dims_[d];
+        }
+        const float* in = src_[k].data(context.arena) + offset;
+        const int64_t step = strides_[k].back();
+        if (k == 0) {
+          for (int64_t j = 0; j < row; ++j) out[j] = in[j * step];
+        } else if (kind_ == ir::OpKind::Mul) {
+          for (int64_t j = 0; j < row; ++j) out[j] *= in[j * step];
+        } else {
+          for (int64_t j = 0; j < row; ++j) out[j] += in[j * step];
+        }
+      }
+    }
+  }
+
+ private:
+  ir::OpKind kind_;
+  std::vector<TensorRef> src_;
+  TensorRef dst_;
+  Dims dims_;
+  std::vector<Dims> strides_;  // per input, over the output's dims; 0 where broadcast
+};
+
+// Constant Pad: fill the output, then copy the input's innermost rows into place.
+class PadKernel final : public Kernel {
+ public:
+  PadKernel(TensorRef src, TensorRef dst, std::vector<int64_t> pads, float value)
+      : src_(std::move(src)), dst_(std::move(dst)), pads_(std::move(pads)), value_(value) {}
+
+  void execute(const KernelContext& context) const override {
+    const ir::Shape& xs = src_.type.shape;
+    const ir::Shape& ys = dst_.type.shape;
+    float* y = dst_.data(context.arena);
+    const float* x = src_.data(context.arena);
+    std::fill_n(y, dst_.type.elements(), value_);
+    if (xs.empty()) {
+      y[0] = x[0];
+      return;
+    }
+    const size_t r = xs.size();
+    const Dims y_strides = row_major_strides(Dims(ys.begin(), ys.end()));
+    const int64_t row = xs.back();
+    const int64_t rows = src_.type.elements() / row;
+    for (int64_t i = 0; i < rows; ++i) {
+      int64_t offset = pads_[r - 1];
+      for (int64_t rest = i, d = static_cast<int64_t>(r) - 2; d >= 0; --d) {
+        offset += (rest % xs[d] + pads_[d]) * y_strides[d];
+        rest /= xs[d];
+      }
+      std::copy_n(x + i * row, row, y + offset);
+    }
+  }
+
+ private:
+  TensorRef src_, dst_;
+  std::vector<int64_t> pads_;  // ONNX order: begins then ends
+  float value_;
+};
+
+// ---- oneDNN kernels ----------------------------------------------------------------------
+
+int64_t normalize_axis(int64_t axis, size_t rank) {
+  return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
+}
+
+int64_t product(const ir::Shape& s, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= s[i];
+  return p;
+}
+
+memory::desc flat_md(const ir::TensorType& t) {
+  return plain_md({t.elements()});
+}
+
+std::unique_ptr<Kernel> build_eltwise(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const ir::TensorType& type = c.graph.value(node.inputs[0]).type;
+  const memory::desc md = flat_md(type);
+  dnnl::eltwise_forward::primitive_desc pd(
+      {prop_kind::forward_inference, eltwise_algorithm(node), md, 0.0f, 0.0f}, make_attr(),
+      c.engine);
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  memory src = k->bind(md, c.ref(node.inputs[0]));
+  memory dst = k->bind(md, c.ref(chain.output));
+  k->add(pd, dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  return k;
+}
+
+std::unique_ptr<Kernel> build_concat(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const ir::Shape& ys = c.shape(chain.output);
+  const int axis =
+      static_cast<int>(normalize_axis(std::get<ir::AxisAttrs>(node.attrs).axis, ys.size()));
+  std::vector<memory::desc> src_mds;
+  for (ValueId v : node.inputs) src_mds.push_back(plain_md(to_dims(c.shape(v))));
+  const memory::desc dst_md = plain_md(to_dims(ys));
+  dnnl::concat::primitive_desc pd(dst_md, axis, src_mds, c.engine, make_attr());
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  Args args{{DNNL_ARG_DST, k->bind(dst_md, c.ref(chain.output))}};
+  for (size_t i = 0; i < node.inputs.size(); ++i)
+    args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = k->bind(src_mds[i], c.ref(node.inputs[i]));
+  k->add(pd, dnnl::concat(pd), std::move(args));
+  return k;
+}
+
+// Whether Add/Mul maps onto oneDNN's binary primitive: src0 must have the output's dims; src1
+// may broadcast. Returns the inputs in (src0, src1) order (both ops commute).
+std::optional<std::pair<ValueId, ValueId>> binary_operands(const BuildContext& c,
+                                                           const ir::Node& node) {
+  const Dims out = to_dims(c.shape(node.outputs[0]));
+  if (out.size() > DNNL_MAX_NDIMS) return std::nullopt;
+  const ValueId a = node.inputs[0], b = node.inputs[1];
+  if (pad_front(to_dims(c.shape(a)), out.size()) == out) return std::pair{a, b};
+  if (pad_front(to_dims(c.shape(b)), out.size()) == out) return std::pair{b, a};
+  return std::nullopt;
+}
+
+std::unique_ptr<Kernel> build_binary(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const auto operands = binary_operands(c, node);
+  if (!operands) {
+    return std::make_unique<BroadcastKernel>(
+        node.kind, std::vector{c.ref(node.inputs[0]), c.ref(node.inputs[1])}, c.ref(chain.output));
+  }
+  const Dims out = to_dims(c.shape(chain.output));
+  const memory::desc src0_md = plain_md(out);
+  const memory::desc src1_md = plain_md(pad_front(to_dims(c.shape(operands->second)), out.size()));
+  const algorithm alg =
+      node.kind == ir::OpKind::Mul ? algorithm::binary_mul : algorithm::binary_add;
+  dnnl::post_ops po;
+  append_activations(po, chain);
+  dnnl::binary::primitive_desc pd({alg, src0_md, src1_md, src0_md}, make_attr(po), c.engine);
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  k->add(pd, dnnl::binary(pd),
+         {{DNNL_ARG_SRC_0, k->bind(src0_md, c.ref(operands->first))},
+          {DNNL_ARG_SRC_1, k->bind(src1_md, c.ref(operands->second))},
+          {DNNL_ARG_DST, k->bind(src0_md, c.ref(chain.output))}});
+  return k;
+}
+
+std::unique_ptr<Kernel> build_sum(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const ir::Shape& ys = c.shape(chain.output);
+  std::vector<TensorRef> refs;
+  bool same_shapes = true;
+  for (ValueId v : node.inputs) {
+    refs.push_back(c.ref(v));
+    same_shapes = same_shapes && c.shape(v) == ys;
+  }
+  if (node.inputs.size() == 1) return std::make_unique<CopyKernel>(refs[0], c.ref(chain.output));
+  if (!same_shapes) return std::make_unique<BroadcastKernel>(node.kind, refs, c.ref(chain.output));
+  const memory::desc md = flat_md(c.graph.value(chain.output).type);
+  const std::vector<memory::desc> src_mds(node.inputs.size(), md);
+  const std::vector<float> scales(node.inputs.size(), 1.0f);
+  dnnl::sum::primitive_desc pd(md, scales, src_mds, c.engine, make_attr());
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  Args args{{DNNL_ARG_DST, k->bind(md, c.ref(chain.output))}};
+  for (size_t i = 0; i < refs.size(); ++i)
+    args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = k->bind(md, refs[i]);
+  k->add(pd, dnnl::sum(pd), std::move(args));
+  return k;
+}
+
+std::unique_ptr<Kernel> build_batch_norm(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const ir::Shape& xs = c.shape(node.inputs[0]);
+  // Viewed as [N, C, spatial, 1] whatever the rank: oneDNN 2.6 has a jit kernel for nchw but
+  // only its reference kernel for 3-D (ncw) data.
+  const Dims dims{xs[0], xs[1], product(xs, 2, xs.size()), 1};
+  const memory::desc md = plain_md(dims);
+  const memory::desc channel_md = plain_md({xs[1]});
+  auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
+               dnnl::normalization_flags::use_shift;
+  if (!chain.activations.empty()) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
+  dnnl::batch_normalization_forward::primitive_desc pd(
+      {prop_kind::forward_inference, md, std::get<ir::BatchNormAttrs>(node.attrs).epsilon, flags},
+      make_attr(), c.engine);
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  k->add(pd, dnnl::batch_normalization_forward(pd),
+         {{DNNL_ARG_SRC, k->bind(md, c.ref(node.inputs[0]))},
+          {DNNL_ARG_SCALE, k->bind(channel_md, c.ref(node.inputs[1]))},
+          {DNNL_ARG_SHIFT, k->bind(channel_md, c.ref(node.inputs[2]))},
+          {DNNL_ARG_MEAN, k->bind(channel_md, c.ref(node.inputs[3]))},
+          {DNNL_ARG_VARIANCE, k->bind(channel_md, c.ref(node.inputs[4]))},
+          {DNNL_ARG_DST, k->bind(md, c.ref(chain.output))}});
+  return k;
+}
+
+std::unique_ptr<Kernel> build_softmax(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const ir::Shape& xs = c.shape(node.inputs[0]);
+  const auto axis =
+      static_cast<size_t>(normalize_axis(std::get<ir::AxisAttrs>(node.attrs).axis, xs.size()));
+  // Opset-13 softmax normalizes one axis: view the tensor as [outer, axis, inner].
+  const int64_t outer = product(xs, 0, axis), inner = product(xs, axis + 1, xs.size());
+  const Dims dims = inner == 1 ? Dims{outer, xs[axis]} : Dims{outer, xs[axis], inner};
+  const memory::desc md = plain_md(dims);
+  dnnl::softmax_forward::primitive_desc pd({prop_kind::forward_inference, md, 1}, make_attr(),
+                                           c.engine);
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  k->add(pd, dnnl::softmax_forward(pd),
+         {{DNNL_ARG_SRC, k->bind(md, c.ref(node.inputs[0]))},
+          {DNNL_ARG_DST, k->bind(md, c.ref(chain.output))}});
+  return k;
+}
+
+std::unique_ptr<Kernel> build_layer_norm(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const auto& a = std::get<ir::LayerNormAttrs>(node.attrs);
+  const ir::Shape& xs = c.shape(node.inputs[0]);
+  const auto axis = static_cast<size_t>(normalize_axis(a.axis, xs.size()));
+  // oneDNN normalizes the last dim: view the tensor as [outer, inner].
+  const int64_t outer = product(xs, 0, axis), inner = product(xs, axis, xs.size());
+  const memory::desc md = plain_md({outer, inner});
+  const memory::desc param_md = plain_md({inner});
+  const bool has_bias = node.inputs.size() > 2;
+  auto flags = dnnl::normalization_flags::use_scale;
+  if (has_bias) flags = flags | dnnl::normalization_flags::use_shift;
+  dnnl::layer_normalization_forward::primitive_desc pd(
+      {prop_kind::forward_inference, md, a.epsilon, flags}, make_attr(), c.engine);
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  Args args{{DNNL_ARG_SRC, k->bind(md, c.ref(node.inputs[0]))},
+            {DNNL_ARG_SCALE, k->bind(param_md, c.ref(node.inputs[1]))},
+            {DNNL_ARG_DST, k->bind(md, c.ref(chain.output))}};
+  if (has_bias) args[DNNL_ARG_SHIFT] = k->bind(param_md, c.ref(node.inputs[2]));
+  // Statistics are outputs of inference too; the kernel owns them (one lane at a time).
+  if (pd.mean_desc().get_size() > 0) {
+    args[DNNL_ARG_MEAN] = memory(pd.mean_desc(), c.engine);
+    args[DNNL_ARG_VARIANCE] = memory(pd.variance_desc(), c.engine);
+  }
+  k->add(pd, dnnl::layer_normalization_forward(pd), std::move(args));
+  return k;
+}
+
+std::unique_ptr<Kernel> build_transpose(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const ir::Shape& xs = c.shape(node.inputs[0]);
+  std::vector<int64_t> perm = std::get<ir::TransposeAttrs>(node.attrs).perm;
+  if (perm.empty())
+    for (size_t i = xs.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  const Dims dims = to_dims(xs);
+  const Dims y_strides = row_major_strides(to_dims(c.shape(chain.output)));
+  // The output seen with the input's axes: input axis perm[i] is output axis i.
+  Dims strides(dims.size());
+  for (size_t i = 0; i < perm.size(); ++i) strides[perm[i]] = y_strides[i];
+  if (xs.empty()) strides = {1};
+  const memory::desc src_md = plain_md(dims);
+  const memory::desc dst_md(dims, dt::f32, strides);
+  dnnl::reorder::primitive_desc pd(c.engine, src_md, c.engine, dst_md, make_attr());
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  k->add(pd, dnnl::reorder(pd),
+         {{DNNL_ARG_FROM, k->bind(src_md, c.ref(node.inputs[0]))},
+          {DNNL_ARG_TO, k->bind(dst_md, c.ref(chain.output))}});
+  return k;
+}
+
+std::unique_ptr<Kernel> build_split(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const ir::Shape& xs = c.shape(node.inputs[0]);
+  const auto& a = std::get<ir::SplitAttrs>(node.attrs);
+  const auto axis = static_cast<size_t>(normalize_axis(a.axis, xs.size()));
+  const memory::desc src_md = plain_md(to_dims(xs));
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  Dims offsets(xs.size(), 0);
+  // One reorder per output, each from a window (submemory) of the input.
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    const Dims dims = to_dims(c.shape(node.outputs[i]));
+    const memory::desc window = src_md.submemory_desc(dims, offsets);
+    const memory::desc dst_md = plain_md(dims);
+    dnnl::reorder::primitive_desc pd(c.engine, window, c.engine, dst_md, make_attr());
+    k->add(pd, dnnl::reorder(pd),
+           {{DNNL_ARG_FROM, k->bind(window, c.ref(node.inputs[0]))},
+            {DNNL_ARG_TO, k->bind(dst_md, c.ref(node.outputs[i]))}});
+    offsets[axis] += dims[axis];
+  }
+  return k;
+}
+
+std::unique_ptr<Kernel> build_view(const BuildContext& c, const Chain& chain) {
+  const TensorRef src = c.ref(chain.head->inputs[0]);
+  const TensorRef dst = c.ref(chain.output);
+  // The executor aliased the output to the input: nothing to run.
+  if (src.in_arena() && dst.in_arena() && src.arena_offset == dst.arena_offset) return nullptr;
+  return std::make_unique<CopyKernel>(src, dst);
+}
+
+std::unique_ptr<Kernel> build(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  switch (node.kind) {
+    case ir::OpKind::Conv:
+      return build_conv(c, chain);
+    case ir::OpKind::Relu:
+    case ir::OpKind::Sigmoid:
+    case ir::OpKind::Tanh:
+    case ir::OpKind::Gelu:
+      return build_eltwise(c, chain);
+    case ir::OpKind::MaxPool:
+    case ir::OpKind::AveragePool:
+      return build_pool(c, chain);
+    case ir::OpKind::GlobalAveragePool:
+      return build_global_average_pool(c, chain);
+    case ir::OpKind::Concat:
+      return build_concat(c, chain);
+    case ir::OpKind::Add:
+    case ir::OpKind::Mul:
+      return build_binary(c, chain);
+    case ir::OpKind::Sum:
+      return build_sum(c, chain);
+    case ir::OpKind::MatMul:
+      return build_matmul(c, chain);
+    case ir::OpKind::Gemm:
+      return build_gemm(c, chain);
+    case ir::OpKind::BatchNormalization:
+      return build_batch_norm(c, chain);
+    case ir::OpKind::Softmax:
+      return build_softmax(c, chain);
+    case ir::OpKind::LayerNormalization:
+      return build_layer_norm(c, chain);
+    case ir::OpKind::Reshape:
+    case ir::OpKind::Flatten:
+    case ir::OpKind::Identity:
+      return build_view(c, chain);
+    case ir::OpKind::Transpose:
+      return build_transpose(c, chain);
+    case ir::OpKind::Split:
+      return build_split(c, chain);
+    case ir::OpKind::Pad: {
+      const auto& a = std::get<ir::PadAttrs>(node.attrs);
+      return std::make_unique<PadKernel>(c.ref(node.inputs[0]), c.ref(chain.output), a.pads,
+                                         a.value);
+    }
+  }
+  BRAID_ASSERT(false, "unhandled op kind");
+}
+
+// ---- Fusion -------------------------------------------------------------------------------
+
+// The op after ops[at] when it is the only reader of `value` (and `value` is not a graph
+// output), so computing it inside the producer's kernel skips writing `value`. Fusion is
+// limited to adjacent ops so a kernel never writes a tensor earlier than the unit's order.
+const ir::Node* sole_next_consumer(const BuildContext& c, std::span<const NodeId> ops, size_t at,
+                                   ValueId value) {
+  if (at + 1 >= ops.size()) return nullptr;
+  const ir::Value& v = c.graph.value(value);
+  if (c.graph.is_output(value) || v.consumers.size() != 1 || v.consumers[0] != ops[at + 1])
+    return nullptr;
+  return &c.graph.node(ops[at + 1]);
+}
+
+// The parameter of an Add that adds a fixed tensor to `value` without changing its shape.
+std::optional<ValueId> bias_of(const BuildContext& c, const ir::Node& add, ValueId value) {
+  if (add.kind != ir::OpKind::Add || add.inputs.size() != 2) return std::nullopt;
+  const ValueId other = add.inputs[0] == value ? add.inputs[1] : add.inputs[0];
+  if (other == value || !c.is_fixed(other)) return std::nullopt;
+  if (c.shape(add.outputs[0]) != c.shape(value)) return std::nullopt;
+  if (c.shape(other).size() > c.shape(value).size()) return std::nullopt;
+  return other;
+}
+
+Chain plan_chain(const BuildContext& c, std::span<const NodeId> ops, size_t at) {
+  Chain chain;
+  chain.head = &c.graph.node(ops[at]);
+  chain.output = chain.head->outputs[0];
+  const ir::Node& head = *chain.head;
+  auto next = [&] { return sole_next_consumer(c, ops, at + chain.length - 1, chain.output); };
+  auto take = [&](const ir::Node* n) {
+    chain.output = n->outputs[0];
+    ++chain.length;
+  };
+
+  bool post_ops = false;
+  switch (head.kind) {
+    case ir::OpKind::Conv: {
+      post_ops = true;
+      const auto& a = std::get<ir::ConvAttrs>(head.attrs);
+      const bool fixed =
+          c.is_fixed(head.inputs[1]) && (head.inputs.size() < 3 || c.is_fixed(head.inputs[2]));
+      const ir::Node* n = next();
+      if (a.activation == ir::Activation::kNone && fixed && n != nullptr &&
+          n->kind == ir::OpKind::BatchNormalization && n->inputs[0] == chain.output &&
+          std::all_of(n->inputs.begin() + 1, n->inputs.end(),
+                      [&](ValueId v) { return c.is_fixed(v); })) {
+        chain.batch_norm = n;
+        take(n);
+      }
+      break;
+    }
+    case ir::OpKind::MatMul:
+    case ir::OpKind::Gemm: {
+      post_ops = true;
+      const ir::Node* n = next();
+      if (n != nullptr && (head.kind == ir::OpKind::MatMul || head.inputs.size() == 2) &&
+          bias_of(c, *n, chain.output)) {
+        chain.bias_add = n;
+        take(n);
+      }
+      break;
+    }
+    case ir::OpKind::Add:
+    case ir::OpKind::Mul:
+      post_ops = binary_operands(c, head).has_value();
+      break;
+    case ir::OpKind::BatchNormalization: {
+      // oneDNN fuses only ReLU into batch normalization (fuse_norm_relu).
+      const ir::Node* n = next();
+      if (n != nullptr && n->kind == ir::OpKind::Relu) {
+        chain.activations.push_back(n);
+        take(n);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  while (post_ops) {
+    const ir::Node* n = next();
+    if (n == nullptr || !ir::is_activation(n->kind)) break;
+    chain.activations.push_back(n);
+    take(n);
+  }
+  return chain;
+}
+
+}  // namespace
+}  // namespace detail
+
+bool supports(const ir::Graph& graph, NodeId id) {
+  const ir::Node& node = graph.node(id);
+  auto ok = [&](ValueId v) {
+    const ir::TensorType& t = graph.value(v).type;
+    return t.dtype == ir::DType::kFloat32 && t.rank() <= DNNL_MAX_NDIMS;
+  };
+  if (!std::all_of(node.inputs.begin(), node.inputs.end(), ok) ||
+      !std::all_of(node.outputs.begin(), node.outputs.end(), ok))
+    return false;
+  switch (node.kind) {
+    case ir::OpKind::Conv:
+    case ir::OpKind::Relu:
+    case ir::OpKind::Sigmoid:
+    case ir::OpKind::Tanh:
+    case ir::OpKind::Gelu:
+    case ir::OpKind::MaxPool:
+    case ir::OpKind::AveragePool:
+    case ir::OpKind::GlobalAveragePool:
+    case ir::OpKind::Concat:
+    case ir::OpKind::Add:
+    case ir::OpKind::Mul:
+    case ir::OpKind::Sum:
+    case ir::OpKind::MatMul:
+    case ir::OpKind::Gemm:
+    case ir::OpKind::BatchNormalization:
+    case ir::OpKind::Softmax:
+    case ir::OpKind::LayerNormalization:
+    case ir::OpKind::Reshape:
+    case ir::OpKind::Flatten:
+    case ir::OpKind::Transpose:
+    case ir::OpKind::Split:
+    case ir::OpKind::Identity:
+    case ir::OpKind::Pad:
+      return true;
+  }
+  return false;
+}
+
+std::vector<std::unique_ptr<Kernel>> make_unit_kernels(const ir::Graph& graph,
+                                                       std::span<const NodeId> ops,
+                                                       const TensorLocator& locate,
+                                                       const KernelBuildContext& context,
+                                                       Bytes* scratchpad_bytes) {
+  const detail::BuildContext c{graph, locate, context.engine, dnnl::stream(context.engine)};
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  Bytes scratch = 0;
+  for (NodeId id : ops) {  // all of them first: fused ops are never dispatched on their own
+    const ir::Node& node = graph.node(id);
+    BRAID_CHECK(supports(graph, id), ErrorCode::kUnsupported, "node '", node.name, "' (",
+                ir::to_onnx_name(node.kind),
+                "): the CPU executor runs float32 tensors of rank <= ", DNNL_MAX_NDIMS, " only");
+  }
+  for (size_t at = 0; at < ops.size();) {
+    const ir::Node& node = graph.node(ops[at]);
+    const detail::Chain chain = detail::plan_chain(c, ops, at);
+    std::unique_ptr<Kernel> kernel;
+    try {
+      kernel = detail::build(c, chain);
+    } catch (const dnnl::error& e) {
+      BRAID_THROW(ErrorCode::kUnsupported, "node '", node.name, "' (", ir::to_onnx_name(node.kind),
+                  "): oneDNN cannot create its primitive: ", e.what());
+    }
+    if (const auto* k = dynamic_cast<const detail::DnnlKernel*>(kernel.get()))
+      scratch = std::max(scratch, k->scratchpad_bytes());
+    if (kernel) kernels.push_back(std::move(kernel));
+    at += chain.length;
+  }
+  if (scratchpad_bytes != nullptr) *scratchpad_bytes = scratch;
+  return kernels;
+}
+
+}  // namespace braid::exec::cpu

@@ -1,0 +1,67 @@
+// CPU kernels: the ops of one schedule unit compiled into oneDNN 2.6 primitives (plus a few
+// plain loops), once, at prepare time. execute() only binds arena pointers and runs.
+//
+//   omp_set_num_threads(threads_of_this_lane);            // fixed into the primitives here
+//   cpu::KernelBuildContext build{dnnl::engine(dnnl::engine::kind::cpu, 0)};
+//   Bytes scratch = 0;
+//   auto kernels = cpu::make_unit_kernels(graph, unit.ops, locate, build, &scratch);
+//   cpu::LaneState lane{dnnl::stream(build.engine), lane_scratchpad /* >= scratch bytes */};
+//   for (auto& k : kernels) k->execute({.arena = arena, .lane_state = &lane});
+//
+// Contract with the executor:
+//  - Activations live in the arena in plain row-major layout (nchw, nc, ...); parameters are
+//    `fixed` pointers that outlive the kernels. Weights may be copied and reordered into the
+//    primitive's preferred layout at build time; the kernel owns that copy.
+//  - Every primitive uses scratchpad_mode::user: execute() hands it LaneState::scratchpad, so a
+//    kernel may run on a thread other than the one that built it (ecosystem.md §2.5, pattern
+//    B), provided that thread has the same omp_set_num_threads value as at build time. The
+//    lane scratchpad also holds a kernel's temporaries (a conv's blocked nChw16c copies of its
+//    src and dst), so a lane must run its kernels one at a time.
+//  - A kernel instance must not be executed by two lanes at once (it rebinds its dnnl::memory
+//    handles on every execute). Different kernels may run concurrently on different lanes.
+//  - Fusion inside a unit (only between ops adjacent in `ops`, and only when the intermediate
+//    has that single consumer and is not a graph output): Conv [-> BatchNormalization folded
+//    into the weights] -> activations as eltwise post-ops; MatMul/Gemm [-> bias Add of a
+//    parameter] -> activations; Add/Mul -> activations. A fused-away intermediate is never
+//    written, though the executor still gives it an arena slot.
+//  - Reshape/Flatten/Identity whose output the executor aliased to its input (same arena
+//    offset) produce no kernel at all; otherwise they copy.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "base/ids.h"
+#include "base/units.h"
+#include "exec/kernel.h"
+#include "ir/graph.h"
+
+namespace braid::exec::cpu {
+
+// What KernelContext::lane_state points to on the CPU executor: one per lane (thread).
+struct LaneState {
+  dnnl::stream stream;
+  std::byte* scratchpad = nullptr;  // at least the unit's *scratchpad_bytes, 64-byte aligned
+};
+
+struct KernelBuildContext {
+  dnnl::engine engine;
+};
+
+// Whether make_unit_kernels can compile `node` (every op kind of the IR on float32 tensors).
+bool supports(const ir::Graph& graph, NodeId node);
+
+// Compiles the ops of one schedule unit, in order, into kernels to execute in the returned
+// order. Sets *scratchpad_bytes to the largest scratchpad any of them needs. Throws
+// braid::Error(kUnsupported) naming the node when an op or attribute cannot be run.
+std::vector<std::unique_ptr<Kernel>> make_unit_kernels(const ir::Graph& graph,
+                                                       std::span<const NodeId> ops,
+                                                       const TensorLocator& locate,
+                                                       const KernelBuildContext& context,
+                                                       Bytes* scratchpad_bytes);
+
+}  // namespace braid::exec::cpu

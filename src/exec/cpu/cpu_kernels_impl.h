@@ -1,0 +1,112 @@
+// Internals of the CPU kernels, shared by cpu_kernels.cc (driver, data movement, normalization,
+// element-wise ops) and cpu_kernels_nn.cc (conv, pooling, matmul, gemm). Not a public header.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "exec/cpu/cpu_kernels.h"
+
+namespace braid::exec::cpu::detail {
+
+using dnnl::memory;
+using Dims = memory::dims;
+using Args = std::unordered_map<int, memory>;
+
+// Shape -> oneDNN dims; a rank-0 tensor becomes {1} (oneDNN has no scalars).
+Dims to_dims(const ir::Shape& shape);
+// `dims` with leading 1s up to `rank` (numpy broadcasting aligns shapes on the right).
+Dims pad_front(Dims dims, size_t rank);
+Dims row_major_strides(const Dims& dims);
+// A plain row-major float32 descriptor (nchw, nc, abc... for any rank).
+memory::desc plain_md(const Dims& dims);
+// Every primitive uses a user scratchpad, so it can run on any lane (ecosystem.md §2.5 B).
+dnnl::primitive_attr make_attr(const dnnl::post_ops& post_ops = {});
+
+// One or more oneDNN calls run back to back on the lane's stream and scratchpad, then an
+// optional plain-loop epilogue. Memories over arena tensors get their data handle at each
+// execute(); that rebinding is why one instance must not run on two lanes at once.
+class DnnlKernel final : public Kernel {
+ public:
+  explicit DnnlKernel(dnnl::engine engine) : engine_(std::move(engine)) {}
+
+  // A memory over `ref`: fixed data is bound now, arena data at every execute().
+  memory bind(const memory::desc& md, const TensorRef& ref);
+  // A temporary in the lane's scratchpad (e.g. a blocked copy of src), valid only while this
+  // kernel executes; lanes run their kernels one at a time, so kernels share that space.
+  memory temporary(const memory::desc& md);
+  // Adds a call; its scratchpad (if any) lies in LaneState::scratchpad after the temporaries.
+  void add(const dnnl::primitive_desc_base& pd, const dnnl::primitive& primitive, Args args);
+  // Adds a reorder from `from` to `to` (a layout change inside the kernel).
+  void add_reorder(const memory& from, const memory& to);
+  void set_epilogue(std::function<void(std::byte* arena)> epilogue) {
+    epilogue_ = std::move(epilogue);
+  }
+  Bytes scratchpad_bytes() const { return temporary_bytes_ + call_scratchpad_bytes_; }
+  const dnnl::engine& engine() const { return engine_; }
+
+  void execute(const KernelContext& context) const override;
+
+ private:
+  struct Call {
+    dnnl::primitive primitive;
+    Args args;
+  };
+  dnnl::engine engine_;
+  std::vector<Call> calls_;
+  std::vector<std::pair<memory, int64_t>> arena_;        // (memory, arena offset) per run
+  std::vector<std::pair<memory, int64_t>> temporaries_;  // (memory, scratchpad offset)
+  std::vector<memory> scratchpads_;  // calls' scratchpads, at temporary_bytes_ (sequential)
+  Bytes temporary_bytes_ = 0;
+  Bytes call_scratchpad_bytes_ = 0;
+  std::function<void(std::byte*)> epilogue_;
+};
+
+// Everything a builder needs: the graph, where tensors are, and a stream to run build-time
+// weight reorders on.
+struct BuildContext {
+  const ir::Graph& graph;
+  const TensorLocator& locate;
+  dnnl::engine engine;
+  dnnl::stream stream;
+
+  TensorRef ref(ValueId v) const { return locate(v); }
+  bool is_fixed(ValueId v) const { return !locate(v).in_arena(); }
+  const ir::Shape& shape(ValueId v) const { return graph.value(v).type.shape; }
+};
+
+// The ops one kernel computes: a head op plus the ops fused into it, all from one unit.
+struct Chain {
+  const ir::Node* head = nullptr;
+  const ir::Node* batch_norm = nullptr;      // Conv: folded into the weights and bias
+  const ir::Node* bias_add = nullptr;        // MatMul/Gemm: Add of a parameter
+  std::vector<const ir::Node*> activations;  // eltwise post-ops, in order
+  ValueId output{};                          // the tensor the kernel writes
+  size_t length = 1;                         // ops of the unit consumed
+};
+
+// Appends the eltwise post-op of an activation op (Relu, Sigmoid, Tanh, Gelu) or attribute.
+void append_activation(dnnl::post_ops& post_ops, const ir::Node& activation);
+void append_activation(dnnl::post_ops& post_ops, ir::Activation activation);
+void append_activations(dnnl::post_ops& post_ops, const Chain& chain);
+
+// Copies `pd`'s preferred weights layout from `user` (plain, possibly strided) at build time,
+// or returns `user` when it already has that layout and `user_is_stable` (fixed memory that
+// outlives the kernel).
+memory prepare_weights(const BuildContext& c, const memory& user, const memory::desc& wanted,
+                       bool user_is_stable);
+
+// Builders in cpu_kernels_nn.cc.
+std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_pool(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_global_average_pool(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_matmul(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_gemm(const BuildContext& c, const Chain& chain);
+
+}  // namespace braid::exec::cpu::detail

@@ -1,0 +1,357 @@
+// CPU kernels for the compute ops: Conv (+ folded BatchNormalization + activation post-ops),
+// Max/AveragePool, GlobalAveragePool, MatMul (+ bias Add) and Gemm. Activations stay plain
+// (nchw / row-major); weights are reordered once, here, into the layout the primitive prefers.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "base/error.h"
+#include "exec/cpu/cpu_kernels_impl.h"
+
+namespace braid::exec::cpu::detail {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::prop_kind;
+using dt = memory::data_type;
+using tag = memory::format_tag;
+
+// Dense 1x1 convs with at least this many input channels stay on plain nchw (see build_conv).
+constexpr int64_t kMinPlainChannels = 32;
+
+// A kernel-owned copy of `data` in a plain layout (folded or rescaled parameters).
+memory owned_copy(const BuildContext& c, const Dims& dims, std::span<const float> data) {
+  memory m(plain_md(dims), c.engine);
+  std::copy(data.begin(), data.end(), static_cast<float*>(m.get_data_handle()));
+  return m;
+}
+
+std::span<const float> fixed_data(const BuildContext& c, ValueId v) {
+  return {c.ref(v).fixed, static_cast<size_t>(c.graph.value(v).type.elements())};
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const auto& a = std::get<ir::ConvAttrs>(node.attrs);
+  const ValueId x = node.inputs[0], w = node.inputs[1];
+  const bool has_b = node.inputs.size() > 2;
+  const ValueId b = has_b ? node.inputs[2] : ValueId{};
+  const ir::Shape& ws = c.shape(w);
+  const int64_t oc = ws[0], groups = a.groups;
+  const Dims w_dims = groups > 1 ? Dims{groups, oc / groups, ws[1], ws[2], ws[3]} : to_dims(ws);
+  const memory::desc src_md = plain_md(to_dims(c.shape(x)));
+  const memory::desc dst_md = plain_md(to_dims(c.shape(chain.output)));
+  const memory::desc user_w_md = plain_md(w_dims);
+  const memory::desc bias_md = plain_md({oc});
+  const bool w_fixed = c.is_fixed(w);
+  // Fixed weights let the primitive choose its layout; we reorder them once below.
+  const memory::desc w_md = w_fixed ? memory::desc(w_dims, dt::f32, tag::any) : user_w_md;
+  // Activations: on nchw, oneDNN 2.6 runs a convolution as im2col + GEMM. Its blocked
+  // kernels (nChw16c) plus a reorder in and out of the lane scratchpad were faster on this
+  // machine (1 and 2 threads) for spatial kernels (about 2x), grouped and depthwise convs
+  // (10x) and few input channels; for dense 1x1 convs with 32+ channels the two were level,
+  // and plain saves the copies.
+  const bool blocked = groups > 1 || ws[2] * ws[3] > 1 || ws[1] < kMinPlainChannels;
+  const memory::desc conv_src_md =
+      blocked ? memory::desc(src_md.dims(), dt::f32, tag::any) : src_md;
+  const memory::desc conv_dst_md =
+      blocked ? memory::desc(dst_md.dims(), dt::f32, tag::any) : dst_md;
+
+  // BatchNormalization after the conv, folded: s = scale / sqrt(var + eps),
+  // w' = w * s[oc], b' = (b - mean) * s[oc] + shift.
+  std::vector<float> folded_w, folded_b;
+  if (chain.batch_norm != nullptr) {
+    const ir::Node& bn = *chain.batch_norm;
+    const float eps = std::get<ir::BatchNormAttrs>(bn.attrs).epsilon;
+    const auto scale = fixed_data(c, bn.inputs[1]), shift = fixed_data(c, bn.inputs[2]);
+    const auto mean = fixed_data(c, bn.inputs[3]), var = fixed_data(c, bn.inputs[4]);
+    const auto weights = fixed_data(c, w);
+    const size_t per_oc = weights.size() / static_cast<size_t>(oc);
+    folded_w.resize(weights.size());
+    folded_b.resize(static_cast<size_t>(oc));
+    for (size_t o = 0; o < static_cast<size_t>(oc); ++o) {
+      const double s = scale[o] / std::sqrt(static_cast<double>(var[o]) + eps);
+      for (size_t i = 0; i < per_oc; ++i)
+        folded_w[o * per_oc + i] = static_cast<float>(weights[o * per_oc + i] * s);
+      const double bias = has_b ? fixed_data(c, b)[o] : 0.0;
+      folded_b[o] = static_cast<float>((bias - mean[o]) * s + shift[o]);
+    }
+  }
+  const bool has_bias = has_b || chain.batch_norm != nullptr;
+
+  dnnl::post_ops po;
+  append_activation(po, a.activation);
+  append_activations(po, chain);
+  const Dims strides{a.stride[0], a.stride[1]};
+  const Dims dilation{a.dilation[0] - 1, a.dilation[1] - 1};  // oneDNN: 0 means dense
+  const Dims pad_l{a.pads[0], a.pads[1]}, pad_r{a.pads[2], a.pads[3]};
+  const auto desc =
+      has_bias ? dnnl::convolution_forward::desc(
+                     prop_kind::forward_inference, algorithm::convolution_direct, conv_src_md, w_md,
+                     bias_md, conv_dst_md, strides, dilation, pad_l, pad_r)
+               : dnnl::convolution_forward::desc(prop_kind::forward_inference,
+                                                 algorithm::convolution_direct, conv_src_md, w_md,
+                                                 conv_dst_md, strides, dilation, pad_l, pad_r);
+  dnnl::convolution_forward::primitive_desc pd(desc, make_attr(po), c.engine);
+
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  const memory src = k->bind(src_md, c.ref(x));
+  const memory dst = k->bind(dst_md, c.ref(chain.output));
+  const memory conv_src = pd.src_desc() == src_md ? src : k->temporary(pd.src_desc());
+  const memory conv_dst = pd.dst_desc() == dst_md ? dst : k->temporary(pd.dst_desc());
+  if (conv_src != src) k->add_reorder(src, conv_src);
+  Args args{{DNNL_ARG_SRC, conv_src}, {DNNL_ARG_DST, conv_dst}};
+  if (!folded_w.empty()) {
+    const memory user(user_w_md, c.engine, folded_w.data());
+    args[DNNL_ARG_WEIGHTS] = prepare_weights(c, user, pd.weights_desc(), false);
+    args[DNNL_ARG_BIAS] = owned_copy(c, {oc}, folded_b);
+  } else {
+    args[DNNL_ARG_WEIGHTS] =
+        w_fixed ? prepare_weights(c, k->bind(user_w_md, c.ref(w)), pd.weights_desc(), true)
+                : k->bind(user_w_md, c.ref(w));
+    if (has_b) args[DNNL_ARG_BIAS] = k->bind(bias_md, c.ref(b));
+  }
+  k->add(pd, dnnl::convolution_forward(pd), std::move(args));
+  if (conv_dst != dst) k->add_reorder(conv_dst, dst);
+  return k;
+}
+
+std::unique_ptr<Kernel> build_pool(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const auto& a = std::get<ir::PoolAttrs>(node.attrs);
+  const ir::Shape& xs = c.shape(node.inputs[0]);
+  const ir::Shape& ys = c.shape(chain.output);
+  const bool is_max = node.kind == ir::OpKind::MaxPool;
+  const algorithm alg = is_max                ? algorithm::pooling_max
+                        : a.count_include_pad ? algorithm::pooling_avg_include_padding
+                                              : algorithm::pooling_avg_exclude_padding;
+  // ceil_mode: enlarge the right padding until oneDNN's floor formula gives the IR's size.
+  Dims pad_r(2);
+  bool clipped_windows = false;
+  for (int i = 0; i < 2; ++i) {
+    const int64_t needed = (ys[2 + i] - 1) * a.stride[i] + a.kernel[i] - xs[2 + i] - a.pads[i];
+    pad_r[i] = std::max(a.pads[2 + i], needed);
+    clipped_windows = clipped_windows || pad_r[i] > a.pads[2 + i];
+  }
+  const memory::desc src_md = plain_md(to_dims(xs));
+  const memory::desc dst_md = plain_md(to_dims(ys));
+  const dnnl::pooling_v2_forward::desc desc(
+      prop_kind::forward_inference, alg, src_md, dst_md, Dims{a.stride[0], a.stride[1]},
+      Dims{a.kernel[0], a.kernel[1]}, Dims{0, 0}, Dims{a.pads[0], a.pads[1]}, pad_r);
+  dnnl::pooling_v2_forward::primitive_desc pd(desc, make_attr(), c.engine);
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  k->add(pd, dnnl::pooling_v2_forward(pd),
+         {{DNNL_ARG_SRC, k->bind(src_md, c.ref(node.inputs[0]))},
+          {DNNL_ARG_DST, k->bind(dst_md, c.ref(chain.output))}});
+
+  if (!is_max && a.count_include_pad && clipped_windows) {
+    // oneDNN divides by the whole kernel; ONNX Runtime and PyTorch by the part of the window
+    // inside the padded input, which is smaller only for the windows ceil_mode added. Rescale
+    // those outputs: factor = kernel extent / clipped extent, per axis.
+    std::array<std::vector<float>, 2> factor;
+    for (int i = 0; i < 2; ++i) {
+      factor[i].assign(static_cast<size_t>(ys[2 + i]), 1.0f);
+      for (int64_t o = 0; o < ys[2 + i]; ++o) {
+        const int64_t begin = o * a.stride[i] - a.pads[i];
+        const int64_t end = std::min(begin + a.kernel[i], xs[2 + i] + a.pads[2 + i]);
+        factor[i][o] = static_cast<float>(a.kernel[i]) / static_cast<float>(end - begin);
+      }
+    }
+    const TensorRef dst = c.ref(chain.output);
+    const int64_t planes = ys[0] * ys[1], oh = ys[2], ow = ys[3];
+    k->set_epilogue([dst, factor, planes, oh, ow](std::byte* arena) {
+      float* y = dst.data(arena);
+      for (int64_t p = 0; p < planes; ++p)
+        for (int64_t h = 0; h < oh; ++h)
+          for (int64_t w = 0; w < ow; ++w) {
+            const float f = factor[0][h] * factor[1][w];
+            if (f != 1.0f) y[(p * oh + h) * ow + w] *= f;
+          }
+    });
+  }
+  return k;
+}
+
+std::unique_ptr<Kernel> build_global_average_pool(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const ir::Shape& xs = c.shape(node.inputs[0]);
+  const memory::desc src_md = plain_md(to_dims(xs));
+  const memory::desc dst_md = plain_md(to_dims(c.shape(chain.output)));
+  // One window covering the whole plane.
+  const dnnl::pooling_v2_forward::desc desc(
+      prop_kind::forward_inference, algorithm::pooling_avg_exclude_padding, src_md, dst_md,
+      Dims{1, 1}, Dims{xs[2], xs[3]}, Dims{0, 0}, Dims{0, 0}, Dims{0, 0});
+  dnnl::pooling_v2_forward::primitive_desc pd(desc, make_attr(), c.engine);
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  k->add(pd, dnnl::pooling_v2_forward(pd),
+         {{DNNL_ARG_SRC, k->bind(src_md, c.ref(node.inputs[0]))},
+          {DNNL_ARG_DST, k->bind(dst_md, c.ref(chain.output))}});
+  return k;
+}
+
+namespace {
+
+// A matmul primitive, letting it pick the weights layout when the weights are fixed; falls back
+// to the plain layout if no implementation accepts `any` for this problem.
+dnnl::matmul::primitive_desc make_matmul_pd(const BuildContext& c, const memory::desc& src_md,
+                                            const memory::desc& user_w_md, bool w_fixed,
+                                            const std::optional<memory::desc>& bias_md,
+                                            const memory::desc& dst_md,
+                                            const dnnl::primitive_attr& attr) {
+  auto make = [&](const memory::desc& w_md) {
+    const auto desc = bias_md ? dnnl::matmul::desc(src_md, w_md, *bias_md, dst_md)
+                              : dnnl::matmul::desc(src_md, w_md, dst_md);
+    return dnnl::matmul::primitive_desc(desc, attr, c.engine);
+  };
+  if (w_fixed) {
+    try {
+      return make(memory::desc(user_w_md.dims(), dt::f32, tag::any));
+    } catch (const dnnl::error&) {
+    }
+  }
+  return make(user_w_md);
+}
+
+memory matmul_weights(const BuildContext& c, DnnlKernel& k, const memory::desc& user_w_md,
+                      ValueId w, const dnnl::matmul::primitive_desc& pd) {
+  if (!c.is_fixed(w)) return k.bind(user_w_md, c.ref(w));
+  return prepare_weights(c, k.bind(user_w_md, c.ref(w)), pd.weights_desc(), true);
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> build_matmul(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const ValueId a = node.inputs[0], b = node.inputs[1];
+  const Dims y_dims = to_dims(c.shape(chain.output));
+  const size_t rank = y_dims.size();
+  // Batch dims broadcast numpy-style; oneDNN wants equal ranks with 1s where broadcast.
+  const memory::desc a_md = plain_md(pad_front(to_dims(c.shape(a)), rank));
+  const memory::desc b_md = plain_md(pad_front(to_dims(c.shape(b)), rank));
+  const memory::desc y_md = plain_md(y_dims);
+  std::optional<ValueId> bias;
+  std::optional<memory::desc> bias_md;
+  if (chain.bias_add != nullptr) {
+    const ir::Node& add = *chain.bias_add;
+    bias = add.inputs[0] == node.outputs[0] ? add.inputs[1] : add.inputs[0];
+    bias_md = plain_md(pad_front(to_dims(c.shape(*bias)), rank));
+  }
+  dnnl::post_ops po;
+  append_activations(po, chain);
+  const auto pd = make_matmul_pd(c, a_md, b_md, c.is_fixed(b), bias_md, y_md, make_attr(po));
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  Args args{{DNNL_ARG_SRC, k->bind(a_md, c.ref(a))},
+            {DNNL_ARG_WEIGHTS, matmul_weights(c, *k, b_md, b, pd)},
+            {DNNL_ARG_DST, k->bind(y_md, c.ref(chain.output))}};
+  if (bias) args[DNNL_ARG_BIAS] = k->bind(*bias_md, c.ref(*bias));
+  k->add(pd, dnnl::matmul(pd), std::move(args));
+  return k;
+}
+
+// Gemm: Y = alpha * A' * B' + beta * C. The PyTorch Linear form (transB=1, alpha=beta=1, C of
+// shape [N]) is an inner product; everything else is a matmul whose transposes are strides, with
+// beta * C as a bias when alpha = 1, or as eltwise_linear/binary_add post-ops otherwise.
+std::unique_ptr<Kernel> build_gemm(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const auto& g = std::get<ir::GemmAttrs>(node.attrs);
+  const ValueId a = node.inputs[0], b = node.inputs[1];
+  const ir::Shape& ys = c.shape(chain.output);
+  const int64_t m = ys[0], n = ys[1];
+  const int64_t kk = g.trans_a ? c.shape(a)[0] : c.shape(a)[1];
+  // C comes from the node, or from an Add fused after a Gemm without C (then beta = 1).
+  std::optional<ValueId> cv;
+  float beta = g.beta;
+  if (node.inputs.size() > 2) {
+    cv = node.inputs[2];
+  } else if (chain.bias_add != nullptr) {
+    const ir::Node& add = *chain.bias_add;
+    cv = add.inputs[0] == node.outputs[0] ? add.inputs[1] : add.inputs[0];
+    beta = 1.0f;
+  }
+  if (beta == 0.0f) cv.reset();
+  const Dims c_dims = cv ? pad_front(to_dims(c.shape(*cv)), 2) : Dims{};
+  const memory::desc y_md = plain_md({m, n});
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+
+  const bool linear_form = !g.trans_a && g.trans_b && g.alpha == 1.0f && c.is_fixed(b) &&
+                           (!cv || (beta == 1.0f && c_dims[0] == 1 && c_dims[1] == n));
+  if (linear_form) {
+    const memory::desc src_md = plain_md({m, kk});
+    const memory::desc user_w_md = plain_md({n, kk});  // B as stored: [N, K]
+    const memory::desc w_md(Dims{n, kk}, dt::f32, tag::any);
+    const memory::desc bias_md = plain_md({n});
+    dnnl::post_ops po;
+    append_activations(po, chain);
+    const auto desc =
+        cv ? dnnl::inner_product_forward::desc(prop_kind::forward_inference, src_md, w_md, bias_md,
+                                               y_md)
+           : dnnl::inner_product_forward::desc(prop_kind::forward_inference, src_md, w_md, y_md);
+    dnnl::inner_product_forward::primitive_desc pd(desc, make_attr(po), c.engine);
+    Args args{{DNNL_ARG_SRC, k->bind(src_md, c.ref(a))},
+              {DNNL_ARG_WEIGHTS,
+               prepare_weights(c, k->bind(user_w_md, c.ref(b)), pd.weights_desc(), true)},
+              {DNNL_ARG_DST, k->bind(y_md, c.ref(chain.output))}};
+    if (cv) args[DNNL_ARG_BIAS] = k->bind(bias_md, c.ref(*cv));
+    k->add(pd, dnnl::inner_product_forward(pd), std::move(args));
+    return k;
+  }
+
+  // Transposed operands are plain tensors read through swapped strides.
+  const memory::desc a_md =
+      g.trans_a ? memory::desc({m, kk}, dt::f32, Dims{1, m}) : plain_md({m, kk});
+  const memory::desc b_md =
+      g.trans_b ? memory::desc({kk, n}, dt::f32, Dims{1, kk}) : plain_md({kk, n});
+  const memory::desc c_md = cv ? plain_md(c_dims) : memory::desc();
+  dnnl::post_ops po;
+  std::optional<memory::desc> bias_md;
+  memory c_mem;  // bias or binary post-op operand
+  int c_post_op = -1;
+  float output_scale = 1.0f;
+  if (cv) {
+    const bool c_fixed = c.is_fixed(*cv);
+    if (c_fixed && beta != 1.0f) {
+      std::vector<float> scaled(fixed_data(c, *cv).begin(), fixed_data(c, *cv).end());
+      for (float& v : scaled) v *= beta;
+      c_mem = owned_copy(c, c_dims, scaled);
+    } else {
+      c_mem = k->bind(c_md, c.ref(*cv));
+    }
+    if (g.alpha == 1.0f && (c_fixed || beta == 1.0f)) {
+      bias_md = c_md;
+    } else if (c_fixed || beta == 1.0f) {
+      // c_mem already holds beta * C.
+      po.append_eltwise(1.0f, algorithm::eltwise_linear, g.alpha, 0.0f);
+      c_post_op = po.len();
+      po.append_binary(algorithm::binary_add, c_md);
+    } else {
+      // beta * (alpha / beta * A'B' + C), since a binary post-op cannot scale its operand.
+      // alpha / beta is an output scale: oneDNN 2.6's brgemm matmul applies two eltwise_linear
+      // post-ops both with the first one's alpha (verified here: linear(4), linear(0.25) on
+      // all-ones 5x5x8 gives 80, not 5).
+      output_scale = g.alpha / beta;
+      c_post_op = po.len();
+      po.append_binary(algorithm::binary_add, c_md);
+      po.append_eltwise(1.0f, algorithm::eltwise_linear, beta, 0.0f);
+    }
+  } else if (g.alpha != 1.0f) {
+    po.append_eltwise(1.0f, algorithm::eltwise_linear, g.alpha, 0.0f);
+  }
+  append_activations(po, chain);
+  dnnl::primitive_attr attr = make_attr(po);
+  if (output_scale != 1.0f) attr.set_output_scales(0, {output_scale});
+  const auto pd = make_matmul_pd(c, a_md, b_md, c.is_fixed(b), bias_md, y_md, attr);
+  Args args{{DNNL_ARG_SRC, k->bind(a_md, c.ref(a))},
+            {DNNL_ARG_WEIGHTS, matmul_weights(c, *k, b_md, b, pd)},
+            {DNNL_ARG_DST, k->bind(y_md, c.ref(chain.output))}};
+  if (bias_md) args[DNNL_ARG_BIAS] = c_mem;
+  if (c_post_op >= 0) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(c_post_op) | DNNL_ARG_SRC_1] = c_mem;
+  k->add(pd, dnnl::matmul(pd), std::move(args));
+  return k;
+}
+
+}  // namespace braid::exec::cpu::detail

@@ -1,0 +1,801 @@
+// CPU kernels against the reference kernels: for every OpKind, seeded random configurations
+// built as tiny graphs, run on a plain arena laid out here, at 1 and 2 OpenMP threads. Fused
+// units (Conv-Relu, Conv-BN-Relu, MatMul-Add-Gelu, ...) are checked the same way. A failure
+// prints the seed and the configuration; rerun one with --gtest_filter and that seed.
+#include "exec/cpu/cpu_kernels.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <new>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "base/error.h"
+#include "exec/ref/ref_executor.h"
+#include "ir/shape_inference.h"
+#include "ir/unit_graph.h"
+#include "ir/weights.h"
+#include "models/zoo.h"
+
+namespace braid::exec::cpu {
+namespace {
+
+using ir::OpKind;
+using ir::ParamInit;
+using ir::Shape;
+
+constexpr int kCasesPerOp = 40;
+constexpr size_t kAlignment = 64;
+constexpr double kExact = 0.0;
+constexpr double kElementwise = 2e-6;  // oneDNN's exp/erf/tanh approximations
+constexpr double kReduction = 1e-4;    // conv/matmul: different summation order and blocking
+
+ir::TensorType f32(Shape shape) {
+  return {ir::DType::kFloat32, std::move(shape)};
+}
+
+std::string str(const Shape& s) {
+  return ir::to_string(s);
+}
+
+// Aligned bytes for the arena and the scratchpad.
+struct Buffer {
+  explicit Buffer(size_t bytes)
+      : data(static_cast<std::byte*>(
+            ::operator new(std::max<size_t>(bytes, 1), std::align_val_t(kAlignment)))) {}
+  ~Buffer() { ::operator delete(data, std::align_val_t(kAlignment)); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  std::byte* data;
+};
+
+// Every input and activation gets its own 64-byte aligned slot; parameters stay in `weights`.
+struct PlainLayout {
+  std::vector<int64_t> offsets;
+  int64_t bytes = 0;
+
+  explicit PlainLayout(const ir::Graph& g) : offsets(g.num_values(), -1) {
+    for (size_t v = 0; v < g.num_values(); ++v) {
+      if (g.values()[v].kind == ir::ValueKind::kParameter) continue;
+      offsets[v] = bytes;
+      bytes += (g.values()[v].type.bytes() + kAlignment - 1) / kAlignment * kAlignment;
+    }
+  }
+};
+
+TensorLocator make_locator(const ir::Graph& g, const ir::Weights& w, const PlainLayout& layout) {
+  return [&g, &w, &layout](ValueId v) {
+    TensorRef ref;
+    ref.type = g.value(v).type;
+    if (layout.offsets[index(v)] >= 0)
+      ref.arena_offset = layout.offsets[index(v)];
+    else
+      ref.fixed = w.data(v).data();
+    return ref;
+  };
+}
+
+struct CpuRun {
+  std::vector<std::vector<float>> outputs;
+  size_t num_kernels = 0;
+};
+
+// Builds `units` (default: all nodes as one unit) under `threads` OpenMP threads and runs them
+// on a NaN-filled arena, so a kernel that skips an output or reads garbage shows up.
+CpuRun run_cpu(const ir::Graph& g, const ir::Weights& w, std::span<const std::vector<float>> in,
+               int threads, std::vector<std::vector<NodeId>> units = {}) {
+  if (units.empty()) {
+    units.emplace_back();
+    for (size_t n = 0; n < g.num_nodes(); ++n) units[0].push_back(make_id<NodeId>(n));
+  }
+  const int saved_threads = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  const PlainLayout layout(g);
+  const TensorLocator locate = make_locator(g, w, layout);
+  const KernelBuildContext build{dnnl::engine(dnnl::engine::kind::cpu, 0)};
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  Bytes scratch = 0;
+  for (const auto& unit : units) {
+    Bytes unit_scratch = 0;
+    for (auto& k : make_unit_kernels(g, unit, locate, build, &unit_scratch))
+      kernels.push_back(std::move(k));
+    scratch = std::max(scratch, unit_scratch);
+  }
+  Buffer arena(static_cast<size_t>(layout.bytes));
+  Buffer scratchpad(static_cast<size_t>(scratch));
+  std::fill_n(reinterpret_cast<float*>(arena.data), layout.bytes / 4,
+              std::numeric_limits<float>::quiet_NaN());
+  for (size_t i = 0; i < in.size(); ++i)
+    std::copy(in[i].begin(), in[i].end(),
+              reinterpret_cast<float*>(arena.data + layout.offsets[index(g.inputs()[i])]));
+  LaneState lane{dnnl::stream(build.engine), scratchpad.data};
+  for (const auto& k : kernels) k->execute({.arena = arena.data, .lane_state = &lane});
+  CpuRun run;
+  run.num_kernels = kernels.size();
+  for (ValueId v : g.outputs()) {
+    const float* p = reinterpret_cast<const float*>(arena.data + layout.offsets[index(v)]);
+    run.outputs.emplace_back(p, p + g.value(v).type.elements());
+  }
+  omp_set_num_threads(saved_threads);
+  return run;
+}
+
+std::vector<std::vector<float>> random_inputs(const ir::Graph& g, uint64_t seed) {
+  std::mt19937 gen(static_cast<uint32_t>(seed * 7919 + 1));
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<std::vector<float>> inputs;
+  for (ValueId v : g.inputs()) {
+    inputs.emplace_back(g.value(v).type.elements());
+    for (float& x : inputs.back()) x = dist(gen);
+  }
+  return inputs;
+}
+
+// max |got - want| <= tolerance * max(1, max |want|), and no NaN anywhere.
+void expect_close(const std::vector<std::vector<float>>& got,
+                  const std::vector<std::vector<float>>& want, double tolerance,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].size(), want[i].size()) << what;
+    double max_ref = 1.0, max_err = 0.0;
+    size_t worst = 0;
+    for (size_t j = 0; j < got[i].size(); ++j) {
+      ASSERT_FALSE(std::isnan(got[i][j])) << what << ": output " << i << " [" << j << "] is NaN";
+      max_ref = std::max(max_ref, std::abs(static_cast<double>(want[i][j])));
+      const double err = std::abs(static_cast<double>(got[i][j]) - want[i][j]);
+      if (err > max_err) max_err = err, worst = j;
+    }
+    EXPECT_LE(max_err, tolerance * max_ref) << what << ": output " << i << " [" << worst << "] got "
+                                            << got[i][worst] << " want " << want[i][worst];
+  }
+}
+
+// The whole check: reference vs CPU kernels at 1 and 2 threads. Returns the kernel count.
+size_t check_graph(const ir::Graph& g, double tolerance, const std::string& what, uint64_t seed) {
+  const ir::Weights w = ir::Weights::generate(g, seed);
+  const auto inputs = random_inputs(g, seed);
+  const auto want = ref::run_reference(g, w, inputs);
+  size_t kernels = 0;
+  for (int threads : {1, 2}) {
+    const CpuRun run = run_cpu(g, w, inputs, threads);
+    expect_close(run.outputs, want, tolerance, what + " threads=" + std::to_string(threads));
+    kernels = run.num_kernels;
+  }
+  return kernels;
+}
+
+struct Rng {
+  explicit Rng(uint64_t seed) : gen(static_cast<uint32_t>(seed)) {}
+  int64_t uniform(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(gen);
+  }
+  bool coin(double p = 0.5) { return std::bernoulli_distribution(p)(gen); }
+  template <typename T>
+  T pick(std::initializer_list<T> values) {
+    return *(values.begin() + uniform(0, static_cast<int64_t>(values.size()) - 1));
+  }
+  Shape shape(int64_t rank, int64_t lo, int64_t hi) {
+    Shape s;
+    for (int64_t i = 0; i < rank; ++i) s.push_back(uniform(lo, hi));
+    return s;
+  }
+  std::mt19937 gen;
+};
+
+uint64_t seed_of(OpKind kind, int i) {
+  return 1000 * (static_cast<uint64_t>(kind) + 1) + i;
+}
+
+// ---- Conv and its fused units --------------------------------------------------------------
+
+struct ConvProblem {
+  Shape x;
+  ir::ConvAttrs attrs;
+  int64_t oc = 1;
+  bool bias = false;
+};
+
+ConvProblem random_conv(Rng& r) {
+  for (;;) {
+    ConvProblem p;
+    auto& a = p.attrs;
+    // dense, grouped, depthwise, or dense 1x1 with many channels (kept on plain nchw)
+    const int64_t kind = r.uniform(0, 3);
+    a.groups = kind == 1 ? r.uniform(2, 3) : kind == 2 ? r.uniform(2, 6) : 1;
+    const int64_t c = kind == 3   ? r.uniform(32, 40)
+                      : kind == 2 ? a.groups
+                                  : a.groups * r.uniform(1, 4);
+    p.oc = kind == 2 ? a.groups * r.uniform(1, 2) : a.groups * r.uniform(1, 4);
+    p.x = {r.uniform(1, 2), c, r.uniform(3, 12), r.uniform(3, 12)};
+    a.kernel = kind == 3 ? std::array<int64_t, 2>{1, 1}
+                         : std::array<int64_t, 2>{r.uniform(1, 3), r.uniform(1, 3)};
+    a.stride = {r.uniform(1, 3), r.uniform(1, 3)};
+    a.dilation = {r.uniform(1, 2), r.uniform(1, 2)};
+    a.pads = {r.uniform(0, 2), r.uniform(0, 2), r.uniform(0, 2), r.uniform(0, 2)};
+    a.activation = r.pick({ir::Activation::kNone, ir::Activation::kRelu, ir::Activation::kSigmoid,
+                           ir::Activation::kTanh, ir::Activation::kGelu});
+    p.bias = r.coin();
+    bool fits = true;
+    for (int i = 0; i < 2; ++i)
+      fits = fits && ir::window_output_size(p.x[2 + i], a.kernel[i], a.stride[i], a.pads[i],
+                                            a.pads[2 + i], a.dilation[i], false) > 0;
+    if (fits) return p;
+  }
+}
+
+std::string describe(const ConvProblem& p) {
+  const auto& a = p.attrs;
+  std::ostringstream out;
+  out << "conv x=" << str(p.x) << " oc=" << p.oc << " k=" << a.kernel[0] << "x" << a.kernel[1]
+      << " s=" << a.stride[0] << "," << a.stride[1] << " d=" << a.dilation[0] << ","
+      << a.dilation[1] << " pads=" << a.pads[0] << "," << a.pads[1] << "," << a.pads[2] << ","
+      << a.pads[3] << " g=" << a.groups << " bias=" << p.bias
+      << " act=" << ir::to_string(a.activation);
+  return out.str();
+}
+
+ir::OpAttrs activation_attrs(OpKind kind, bool tanh_gelu) {
+  return kind == OpKind::Gelu ? ir::OpAttrs{ir::GeluAttrs{tanh_gelu}} : ir::OpAttrs{};
+}
+
+ValueId add_conv(ir::GraphBuilder& b, ValueId x, const ConvProblem& p) {
+  const int64_t c = p.x[1];
+  std::vector<ValueId> in{
+      x, b.add_parameter("w", f32({p.oc, c / p.attrs.groups, p.attrs.kernel[0], p.attrs.kernel[1]}),
+                         ParamInit::normal(0.5f))};
+  if (p.bias) in.push_back(b.add_parameter("b", f32({p.oc}), ParamInit::normal(0.5f)));
+  return b.add_op(OpKind::Conv, p.attrs, in, "conv");
+}
+
+ValueId add_batch_norm(ir::GraphBuilder& b, ValueId x, int64_t channels) {
+  const Shape s{channels};
+  return b.add_op(OpKind::BatchNormalization, ir::BatchNormAttrs{1e-3f},
+                  {x, b.add_parameter("scale", f32(s), ParamInit::uniform(0.5f, 1.5f)),
+                   b.add_parameter("shift", f32(s), ParamInit::normal(0.5f)),
+                   b.add_parameter("mean", f32(s), ParamInit::normal(0.5f)),
+                   b.add_parameter("var", f32(s), ParamInit::uniform(0.2f, 2.0f))},
+                  "bn");
+}
+
+TEST(CpuKernelsConformance, Conv) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const uint64_t seed = seed_of(OpKind::Conv, i);
+    Rng r(seed);
+    const ConvProblem p = random_conv(r);
+    ir::GraphBuilder b("conv");
+    b.mark_output(add_conv(b, b.add_input("x", f32(p.x)), p));
+    check_graph(std::move(b).build(), kReduction,
+                "seed=" + std::to_string(seed) + " " + describe(p), seed);
+  }
+}
+
+// Conv [-> BN] [-> activation ops]: one kernel whatever the chain (BN folded, post-ops).
+TEST(CpuKernelsConformance, ConvFusedUnits) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const uint64_t seed = seed_of(OpKind::Conv, 100 + i);
+    Rng r(seed);
+    ConvProblem p = random_conv(r);
+    const bool bn = r.coin(0.7);
+    if (bn) p.attrs.activation = ir::Activation::kNone;
+    const int64_t activations = r.uniform(0, 2);
+    ir::GraphBuilder b("conv_unit");
+    ValueId y = add_conv(b, b.add_input("x", f32(p.x)), p);
+    std::string what = "seed=" + std::to_string(seed) + " " + describe(p);
+    if (bn) y = add_batch_norm(b, y, p.oc), what += " +BN";
+    for (int64_t k = 0; k < activations; ++k) {
+      const OpKind act = r.pick({OpKind::Relu, OpKind::Sigmoid, OpKind::Tanh, OpKind::Gelu});
+      y = b.add_op(act, activation_attrs(act, r.coin()), {y}, "act" + std::to_string(k));
+      what += " +" + std::string(ir::to_string(act));
+    }
+    b.mark_output(y);
+    const size_t kernels = check_graph(std::move(b).build(), kReduction, what, seed);
+    EXPECT_EQ(kernels, 1u) << what << ": the unit should fuse into one kernel";
+  }
+}
+
+// ---- Pooling ---------------------------------------------------------------------------------
+
+TEST(CpuKernelsConformance, Pool) {
+  for (int i = 0; i < 2 * kCasesPerOp; ++i) {
+    const OpKind kind = i % 2 == 0 ? OpKind::MaxPool : OpKind::AveragePool;
+    const uint64_t seed = seed_of(kind, i);
+    Rng r(seed);
+    ir::PoolAttrs a;
+    Shape x;
+    for (;;) {
+      x = {r.uniform(1, 2), r.uniform(1, 5), r.uniform(2, 11), r.uniform(2, 11)};
+      a.kernel = {r.uniform(1, 4), r.uniform(1, 4)};
+      a.stride = {r.uniform(1, 3), r.uniform(1, 3)};
+      a.pads = {r.uniform(0, a.kernel[0] - 1), r.uniform(0, a.kernel[1] - 1),
+                r.uniform(0, a.kernel[0] - 1), r.uniform(0, a.kernel[1] - 1)};
+      a.ceil_mode = r.coin();
+      a.count_include_pad = kind == OpKind::AveragePool && r.coin();
+      if (a.kernel[0] <= x[2] + a.pads[0] + a.pads[2] &&
+          a.kernel[1] <= x[3] + a.pads[1] + a.pads[3])
+        break;
+    }
+    std::ostringstream what;
+    what << "seed=" << seed << " " << ir::to_string(kind) << " x=" << str(x) << " k=" << a.kernel[0]
+         << "x" << a.kernel[1] << " s=" << a.stride[0] << "," << a.stride[1]
+         << " pads=" << a.pads[0] << "," << a.pads[1] << "," << a.pads[2] << "," << a.pads[3]
+         << " ceil=" << a.ceil_mode << " include_pad=" << a.count_include_pad;
+    ir::GraphBuilder b("pool");
+    b.mark_output(b.add_op(kind, a, {b.add_input("x", f32(x))}, "pool"));
+    check_graph(std::move(b).build(), kElementwise, what.str(), seed);
+  }
+}
+
+TEST(CpuKernelsConformance, GlobalAveragePool) {
+  for (int i = 0; i < kCasesPerOp / 2; ++i) {
+    const uint64_t seed = seed_of(OpKind::GlobalAveragePool, i);
+    Rng r(seed);
+    const Shape x{r.uniform(1, 2), r.uniform(1, 8), r.uniform(1, 13), r.uniform(1, 13)};
+    ir::GraphBuilder b("gap");
+    b.mark_output(b.add_op(OpKind::GlobalAveragePool, {}, {b.add_input("x", f32(x))}, "gap"));
+    check_graph(std::move(b).build(), kElementwise, "seed=" + std::to_string(seed) + " x=" + str(x),
+                seed);
+  }
+}
+
+// ---- Data movement -------------------------------------------------------------------------
+
+TEST(CpuKernelsConformance, Concat) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const uint64_t seed = seed_of(OpKind::Concat, i);
+    Rng r(seed);
+    const int64_t rank = r.uniform(1, 5);
+    const int64_t axis = r.uniform(-rank, rank - 1);
+    const Shape base = r.shape(rank, 1, 5);
+    ir::GraphBuilder b("concat");
+    std::vector<ValueId> in;
+    std::string what = "seed=" + std::to_string(seed) + " axis=" + std::to_string(axis);
+    for (int64_t k = 0, n = r.uniform(1, 4); k < n; ++k) {
+      Shape s = base;
+      s[axis < 0 ? axis + rank : axis] = r.uniform(1, 6);
+      what += " " + str(s);
+      // A parameter operand exercises fixed sources too.
+      in.push_back(k == 1 && r.coin(0.3) ? b.add_parameter("p", f32(s), ParamInit::normal(1.0f))
+                                         : b.add_input("x" + std::to_string(k), f32(s)));
+    }
+    b.mark_output(b.add_op(OpKind::Concat, ir::AxisAttrs{axis}, in, "concat"));
+    check_graph(std::move(b).build(), kExact, what, seed);
+  }
+}
+
+TEST(CpuKernelsConformance, Transpose) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const uint64_t seed = seed_of(OpKind::Transpose, i);
+    Rng r(seed);
+    const int64_t rank = r.uniform(1, 5);
+    const Shape x = r.shape(rank, 1, 6);
+    std::vector<int64_t> perm(rank);
+    for (int64_t d = 0; d < rank; ++d) perm[d] = d;
+    std::shuffle(perm.begin(), perm.end(), r.gen);
+    if (r.coin(0.2)) perm.clear();  // empty: reverse
+    std::string what = "seed=" + std::to_string(seed) + " x=" + str(x) + " perm=" + str(perm);
+    ir::GraphBuilder b("transpose");
+    b.mark_output(
+        b.add_op(OpKind::Transpose, ir::TransposeAttrs{perm}, {b.add_input("x", f32(x))}, "t"));
+    check_graph(std::move(b).build(), kExact, what, seed);
+  }
+}
+
+TEST(CpuKernelsConformance, Split) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const uint64_t seed = seed_of(OpKind::Split, i);
+    Rng r(seed);
+    const int64_t rank = r.uniform(1, 4);
+    const int64_t axis = r.uniform(-rank, rank - 1);
+    const int64_t n = r.uniform(1, 4);
+    std::vector<int64_t> sizes;
+    for (int64_t k = 0; k < n; ++k) sizes.push_back(r.uniform(1, 4));
+    Shape x = r.shape(rank, 1, 5);
+    x[axis < 0 ? axis + rank : axis] = 0;
+    for (int64_t s : sizes) x[axis < 0 ? axis + rank : axis] += s;
+    std::string what = "seed=" + std::to_string(seed) + " x=" + str(x) +
+                       " axis=" + std::to_string(axis) + " sizes=" + str(sizes);
+    ir::GraphBuilder b("split");
+    const NodeId s = b.add_node(OpKind::Split, ir::SplitAttrs{axis, sizes},
+                                {b.add_input("x", f32(x))}, "split", static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) b.mark_output(b.output(s, k));
+    check_graph(std::move(b).build(), kExact, what, seed);
+  }
+}
+
+TEST(CpuKernelsConformance, Pad) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const uint64_t seed = seed_of(OpKind::Pad, i);
+    Rng r(seed);
+    const int64_t rank = r.uniform(1, 4);
+    const Shape x = r.shape(rank, 1, 5);
+    ir::PadAttrs a;
+    for (int64_t d = 0; d < 2 * rank; ++d) a.pads.push_back(r.uniform(0, 2));
+    a.value = r.coin() ? 0.0f : -1.5f;
+    std::string what = "seed=" + std::to_string(seed) + " x=" + str(x) + " pads=" + str(a.pads);
+    ir::GraphBuilder b("pad");
+    b.mark_output(b.add_op(OpKind::Pad, a, {b.add_input("x", f32(x))}, "pad"));
+    check_graph(std::move(b).build(), kExact, what, seed);
+  }
+}
+
+TEST(CpuKernelsConformance, Views) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const OpKind kind = i % 3 == 0   ? OpKind::Reshape
+                        : i % 3 == 1 ? OpKind::Flatten
+                                     : OpKind::Identity;
+    const uint64_t seed = seed_of(kind, i);
+    Rng r(seed);
+    const int64_t rank = r.uniform(1, 4);
+    const Shape x = r.shape(rank, 1, 5);
+    ir::OpAttrs attrs;
+    if (kind == OpKind::Reshape) attrs = ir::ReshapeAttrs{{-1}};
+    if (kind == OpKind::Flatten) attrs = ir::AxisAttrs{r.uniform(0, rank)};
+    ir::GraphBuilder b("view");
+    b.mark_output(b.add_op(kind, attrs, {b.add_input("x", f32(x))}, "view"));
+    check_graph(std::move(b).build(), kExact, "seed=" + std::to_string(seed) + " x=" + str(x),
+                seed);
+  }
+}
+
+// The executor may alias a view's output to its input: then there is nothing to run.
+TEST(CpuKernelsConformance, AliasedViewHasNoKernel) {
+  ir::GraphBuilder b("alias");
+  const ValueId x = b.add_input("x", f32({2, 3}));
+  const ValueId y = b.add_op(OpKind::Reshape, ir::ReshapeAttrs{{3, 2}}, {x}, "reshape");
+  b.mark_output(y);
+  const ir::Graph g = std::move(b).build();
+  const TensorLocator same = [&](ValueId v) { return TensorRef{0, nullptr, g.value(v).type}; };
+  const KernelBuildContext build{dnnl::engine(dnnl::engine::kind::cpu, 0)};
+  const NodeId reshape = make_id<NodeId>(0);
+  Bytes scratch = -1;
+  EXPECT_TRUE(make_unit_kernels(g, {&reshape, 1}, same, build, &scratch).empty());
+  EXPECT_EQ(scratch, 0);
+}
+
+// ---- Element-wise --------------------------------------------------------------------------
+
+// A shape that numpy-broadcasts to `out`: leading dims dropped, some dims set to 1.
+Shape broadcastable(Rng& r, const Shape& out) {
+  Shape s(out.begin() + r.uniform(0, static_cast<int64_t>(out.size()) - 1), out.end());
+  for (int64_t& d : s)
+    if (r.coin(0.3)) d = 1;
+  return s;
+}
+
+TEST(CpuKernelsConformance, Activations) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const OpKind kind =
+        std::array{OpKind::Relu, OpKind::Sigmoid, OpKind::Tanh, OpKind::Gelu}[i % 4];
+    const uint64_t seed = seed_of(kind, i);
+    Rng r(seed);
+    const Shape x = r.shape(r.uniform(1, 4), 1, 9);
+    const bool tanh_gelu = r.coin();
+    ir::GraphBuilder b("act");
+    b.mark_output(
+        b.add_op(kind, activation_attrs(kind, tanh_gelu), {b.add_input("x", f32(x))}, "act"));
+    check_graph(std::move(b).build(), kElementwise,
+                "seed=" + std::to_string(seed) + " " + std::string(ir::to_string(kind)) +
+                    " x=" + str(x) + " tanh=" + std::to_string(tanh_gelu),
+                seed);
+  }
+}
+
+TEST(CpuKernelsConformance, AddMul) {
+  for (int i = 0; i < 2 * kCasesPerOp; ++i) {
+    const OpKind kind = i % 2 == 0 ? OpKind::Add : OpKind::Mul;
+    const uint64_t seed = seed_of(kind, i);
+    Rng r(seed);
+    const Shape out = r.shape(r.uniform(1, 4), 1, 5);
+    // Either operand may broadcast; sometimes both do (the plain-loop fallback).
+    Shape a = r.coin(0.6) ? out : broadcastable(r, out);
+    Shape c = r.coin(0.4) ? out : broadcastable(r, out);
+    ir::GraphBuilder b("binary");
+    const ValueId x = b.add_input("a", f32(a));
+    const bool param = r.coin(0.4);
+    const ValueId y =
+        param ? b.add_parameter("b", f32(c), ParamInit::normal(1.0f)) : b.add_input("b", f32(c));
+    ValueId z = b.add_op(kind, {}, {x, y}, "op");
+    const bool relu = r.coin(0.3);
+    if (relu) z = b.add_op(OpKind::Relu, {}, {z}, "relu");
+    b.mark_output(z);
+    check_graph(std::move(b).build(), kElementwise,
+                "seed=" + std::to_string(seed) + " " + std::string(ir::to_string(kind)) + " " +
+                    str(a) + " , " + str(c) + " param=" + std::to_string(param) +
+                    " relu=" + std::to_string(relu),
+                seed);
+  }
+}
+
+TEST(CpuKernelsConformance, Sum) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const uint64_t seed = seed_of(OpKind::Sum, i);
+    Rng r(seed);
+    const Shape out = r.shape(r.uniform(1, 4), 1, 5);
+    const bool broadcast = r.coin();
+    ir::GraphBuilder b("sum");
+    std::vector<ValueId> in;
+    std::string what = "seed=" + std::to_string(seed);
+    for (int64_t k = 0, n = r.uniform(1, 4); k < n; ++k) {
+      const Shape s = broadcast && k > 0 ? broadcastable(r, out) : out;
+      in.push_back(b.add_input("x" + std::to_string(k), f32(s)));
+      what += " " + str(s);
+    }
+    b.mark_output(b.add_op(OpKind::Sum, {}, in, "sum"));
+    check_graph(std::move(b).build(), kElementwise, what, seed);
+  }
+}
+
+// ---- MatMul and Gemm ---------------------------------------------------------------------
+
+TEST(CpuKernelsConformance, MatMul) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const uint64_t seed = seed_of(OpKind::MatMul, i);
+    Rng r(seed);
+    const int64_t m = r.uniform(1, 9), k = r.uniform(1, 17), n = r.uniform(1, 9);
+    const Shape batch = r.shape(r.uniform(0, 2), 1, 3);
+    Shape a = broadcastable(r, batch.empty() ? Shape{1} : batch);
+    Shape c = broadcastable(r, batch.empty() ? Shape{1} : batch);
+    if (batch.empty()) a.clear(), c.clear();
+    if (r.coin(0.3)) a.clear();
+    a.push_back(m), a.push_back(k);
+    c.push_back(k), c.push_back(n);
+    const bool param = r.coin();
+    ir::GraphBuilder b("matmul");
+    const ValueId w =
+        param ? b.add_parameter("w", f32(c), ParamInit::normal(0.5f)) : b.add_input("w", f32(c));
+    b.mark_output(b.add_op(OpKind::MatMul, {}, {b.add_input("a", f32(a)), w}, "matmul"));
+    check_graph(std::move(b).build(), kReduction,
+                "seed=" + std::to_string(seed) + " " + str(a) + " x " + str(c) +
+                    " param=" + std::to_string(param),
+                seed);
+  }
+}
+
+// MatMul -> Add(bias parameter) -> Gelu, as in a transformer MLP: one kernel.
+TEST(CpuKernelsConformance, MatMulBiasGeluUnit) {
+  for (int i = 0; i < kCasesPerOp / 2; ++i) {
+    const uint64_t seed = seed_of(OpKind::MatMul, 100 + i);
+    Rng r(seed);
+    const int64_t k = r.uniform(1, 33), n = r.uniform(1, 17);
+    Shape a = r.shape(r.uniform(0, 2), 1, 4);
+    a.push_back(r.uniform(1, 9)), a.push_back(k);
+    const Shape bias = r.coin(0.8) ? Shape{n} : Shape{1, n};
+    const bool tanh_gelu = r.coin();
+    ir::GraphBuilder b("mlp");
+    ValueId y = b.add_op(
+        OpKind::MatMul, {},
+        {b.add_input("a", f32(a)), b.add_parameter("w", f32({k, n}), ParamInit::normal(0.3f))},
+        "matmul");
+    y = b.add_op(OpKind::Add, {}, {y, b.add_parameter("bias", f32(bias), ParamInit::normal(0.5f))},
+                 "add");
+    y = b.add_op(OpKind::Gelu, ir::GeluAttrs{tanh_gelu}, {y}, "gelu");
+    b.mark_output(y);
+    const std::string what = "seed=" + std::to_string(seed) + " a=" + str(a) +
+                             " k=" + std::to_string(k) + " n=" + std::to_string(n) +
+                             " bias=" + str(bias) + " tanh=" + std::to_string(tanh_gelu);
+    EXPECT_EQ(check_graph(std::move(b).build(), kReduction, what, seed), 1u) << what;
+  }
+}
+
+TEST(CpuKernelsConformance, Gemm) {
+  for (int i = 0; i < 2 * kCasesPerOp; ++i) {
+    const uint64_t seed = seed_of(OpKind::Gemm, i);
+    Rng r(seed);
+    const int64_t m = r.uniform(1, 8), k = r.uniform(1, 16), n = r.uniform(1, 8);
+    ir::GemmAttrs g;
+    g.trans_a = r.coin(0.3);
+    g.trans_b = r.coin();
+    g.alpha = r.pick({1.0f, 1.0f, 0.5f, -2.0f});
+    g.beta = r.pick({1.0f, 1.0f, 0.0f, 0.25f, 3.0f});
+    const int64_t c_form = r.uniform(0, 5);  // none, [N], [1,N], [M,N], [M,1], [1]
+    const Shape c_shape = std::array<Shape, 6>{Shape{}, {n}, {1, n}, {m, n}, {m, 1}, {1}}[c_form];
+    const bool b_param = r.coin(0.7), c_param = r.coin(0.6), relu = r.coin(0.3);
+    ir::GraphBuilder b("gemm");
+    const Shape as = g.trans_a ? Shape{k, m} : Shape{m, k};
+    const Shape bs = g.trans_b ? Shape{n, k} : Shape{k, n};
+    std::vector<ValueId> in{b.add_input("a", f32(as)),
+                            b_param ? b.add_parameter("b", f32(bs), ParamInit::normal(0.5f))
+                                    : b.add_input("b", f32(bs))};
+    if (c_form > 0)
+      in.push_back(c_param ? b.add_parameter("c", f32(c_shape), ParamInit::normal(1.0f))
+                           : b.add_input("c", f32(c_shape)));
+    ValueId y = b.add_op(OpKind::Gemm, g, in, "gemm");
+    if (relu) y = b.add_op(OpKind::Relu, {}, {y}, "relu");
+    b.mark_output(y);
+    std::ostringstream what;
+    what << "seed=" << seed << " m=" << m << " k=" << k << " n=" << n << " transA=" << g.trans_a
+         << " transB=" << g.trans_b << " alpha=" << g.alpha << " beta=" << g.beta
+         << " C=" << (c_form > 0 ? str(c_shape) : "none") << " b_param=" << b_param
+         << " c_param=" << c_param << " relu=" << relu;
+    EXPECT_EQ(check_graph(std::move(b).build(), kReduction, what.str(), seed), 1u) << what.str();
+  }
+}
+
+// ---- Normalization -------------------------------------------------------------------------
+
+TEST(CpuKernelsConformance, BatchNormalization) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const uint64_t seed = seed_of(OpKind::BatchNormalization, i);
+    Rng r(seed);
+    const Shape x = r.shape(r.uniform(2, 6), 1, 5);
+    const bool relu = r.coin();
+    ir::GraphBuilder b("bn");
+    ValueId y = add_batch_norm(b, b.add_input("x", f32(x)), x[1]);
+    if (relu) y = b.add_op(OpKind::Relu, {}, {y}, "relu");
+    b.mark_output(y);
+    const std::string what =
+        "seed=" + std::to_string(seed) + " x=" + str(x) + " relu=" + std::to_string(relu);
+    EXPECT_EQ(check_graph(std::move(b).build(), kElementwise * 4, what, seed), 1u) << what;
+  }
+}
+
+TEST(CpuKernelsConformance, Softmax) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const uint64_t seed = seed_of(OpKind::Softmax, i);
+    Rng r(seed);
+    const int64_t rank = r.uniform(1, 4);
+    const Shape x = r.shape(rank, 1, 9);
+    const int64_t axis = r.uniform(-rank, rank - 1);
+    ir::GraphBuilder b("softmax");
+    b.mark_output(b.add_op(OpKind::Softmax, ir::AxisAttrs{axis}, {b.add_input("x", f32(x))}, "sm"));
+    check_graph(std::move(b).build(), kElementwise,
+                "seed=" + std::to_string(seed) + " x=" + str(x) + " axis=" + std::to_string(axis),
+                seed);
+  }
+}
+
+TEST(CpuKernelsConformance, LayerNormalization) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const uint64_t seed = seed_of(OpKind::LayerNormalization, i);
+    Rng r(seed);
+    const int64_t rank = r.uniform(1, 4);
+    const Shape x = r.shape(rank, 1, 12);
+    const int64_t axis = r.uniform(-rank, rank - 1);
+    const Shape norm(x.begin() + (axis < 0 ? axis + rank : axis), x.end());
+    const bool bias = r.coin(0.7);
+    ir::GraphBuilder b("ln");
+    std::vector<ValueId> in{b.add_input("x", f32(x)),
+                            b.add_parameter("scale", f32(norm), ParamInit::normal(1.0f))};
+    if (bias) in.push_back(b.add_parameter("bias", f32(norm), ParamInit::normal(1.0f)));
+    b.mark_output(b.add_op(OpKind::LayerNormalization, ir::LayerNormAttrs{axis, 1e-5f}, in, "ln"));
+    check_graph(std::move(b).build(), kReduction,
+                "seed=" + std::to_string(seed) + " x=" + str(x) + " axis=" + std::to_string(axis) +
+                    " bias=" + std::to_string(bias),
+                seed);
+  }
+}
+
+// ---- Units of several kernels, threads, errors --------------------------------------------
+
+// A small residual block built as several units: every kernel boundary and fusion rule at once.
+ir::Graph residual_block() {
+  ir::GraphBuilder b("residual");
+  const ValueId x = b.add_input("x", f32({1, 8, 9, 9}));
+  ConvProblem p{{1, 8, 9, 9}, {.kernel = {3, 3}, .pads = {1, 1, 1, 1}}, 8, false};
+  ValueId y = add_batch_norm(b, add_conv(b, x, p), 8);
+  y = b.add_op(OpKind::Relu, {}, {y}, "relu1");
+  y = b.add_op(OpKind::Add, {}, {y, x}, "residual");
+  y = b.add_op(OpKind::Relu, {}, {y}, "relu2");
+  y = b.add_op(OpKind::GlobalAveragePool, {}, {y}, "gap");
+  y = b.add_op(OpKind::Flatten, ir::AxisAttrs{1}, {y}, "flatten");
+  y = b.add_op(OpKind::Gemm, ir::GemmAttrs{.trans_b = true},
+               {y, b.add_parameter("fc.w", f32({5, 8}), ParamInit::normal(0.3f)),
+                b.add_parameter("fc.b", f32({5}), ParamInit::normal(0.3f))},
+               "fc");
+  b.mark_output(b.add_op(OpKind::Softmax, ir::AxisAttrs{-1}, {y}, "softmax"));
+  return std::move(b).build();
+}
+
+TEST(CpuKernelsUnits, ResidualBlockFusesPerUnit) {
+  const ir::Graph g = residual_block();
+  const ir::Weights w = ir::Weights::generate(g, 7);
+  const auto inputs = random_inputs(g, 7);
+  const auto want = ref::run_reference(g, w, inputs);
+  auto ids = [](std::initializer_list<size_t> l) {
+    std::vector<NodeId> v;
+    for (size_t i : l) v.push_back(make_id<NodeId>(i));
+    return v;
+  };
+  // conv-bn-relu | add-relu | gap-flatten | gemm-softmax
+  const std::vector<std::vector<NodeId>> units{ids({0, 1, 2}), ids({3, 4}), ids({5, 6}),
+                                               ids({7, 8})};
+  for (int threads : {1, 2}) {
+    const CpuRun run = run_cpu(g, w, inputs, threads, units);
+    expect_close(run.outputs, want, kReduction, "residual threads=" + std::to_string(threads));
+    EXPECT_EQ(run.num_kernels, 6u);  // conv+bn+relu, add+relu, gap, flatten, gemm, softmax
+  }
+  // One op per unit: nothing fuses, every intermediate is written.
+  std::vector<std::vector<NodeId>> singles;
+  for (size_t n = 0; n < g.num_nodes(); ++n) singles.push_back(ids({n}));
+  const CpuRun run = run_cpu(g, w, inputs, 1, singles);
+  expect_close(run.outputs, want, kReduction, "residual one op per unit");
+  EXPECT_EQ(run.num_kernels, g.num_nodes());
+}
+
+// Kernels built on one thread run on others with their own scratchpads (ecosystem.md §2.5 B),
+// as the executor's lanes do: two lanes, each with its own kernels and request arena, at once.
+TEST(CpuKernelsUnits, KernelsRunOnOtherThreads) {
+  const ir::Graph g = residual_block();
+  const ir::Weights w = ir::Weights::generate(g, 11);
+  const auto inputs = random_inputs(g, 11);
+  const auto want = ref::run_reference(g, w, inputs);
+  const PlainLayout layout(g);
+  const TensorLocator locate = make_locator(g, w, layout);
+  const KernelBuildContext build{dnnl::engine(dnnl::engine::kind::cpu, 0)};
+  std::vector<NodeId> all;
+  for (size_t n = 0; n < g.num_nodes(); ++n) all.push_back(make_id<NodeId>(n));
+  const int saved_threads = omp_get_max_threads();
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    Bytes scratch[2] = {0, 0};
+    const std::vector<std::unique_ptr<Kernel>> kernels[2] = {
+        make_unit_kernels(g, all, locate, build, &scratch[0]),
+        make_unit_kernels(g, all, locate, build, &scratch[1])};
+    std::vector<std::vector<float>> got[2];
+    auto lane = [&](int id) {
+      omp_set_num_threads(threads);  // a per-thread ICV: must match the build's value
+      Buffer arena(static_cast<size_t>(layout.bytes)), pad(static_cast<size_t>(scratch[id]));
+      std::copy(inputs[0].begin(), inputs[0].end(),
+                reinterpret_cast<float*>(arena.data + layout.offsets[index(g.inputs()[0])]));
+      LaneState state{dnnl::stream(build.engine), pad.data};
+      for (int repeat = 0; repeat < 20; ++repeat)
+        for (const auto& k : kernels[id]) k->execute({.arena = arena.data, .lane_state = &state});
+      const ValueId out = g.outputs()[0];
+      const float* p = reinterpret_cast<const float*>(arena.data + layout.offsets[index(out)]);
+      got[id].emplace_back(p, p + g.value(out).type.elements());
+    };
+    std::thread lane0(lane, 0), lane1(lane, 1);
+    lane0.join();
+    lane1.join();
+    for (const auto& out : got)
+      expect_close(out, want, kReduction, "threads=" + std::to_string(threads));
+  }
+  omp_set_num_threads(saved_threads);
+}
+
+// Zoo models (small inputs), fused by the IR's own pass: every unit shape the executor will see.
+TEST(CpuKernelsUnits, ZooModelsMatchReference) {
+  for (const char* name : {"squeezenet", "tv_squeezenet1_0", "googlenet", "resnet50", "bert"}) {
+    auto g = std::make_shared<const ir::Graph>(models::build_zoo_model(
+        name, {.batch = 1, .image_size = 64, .layers = 1, .seq_len = 16, .hidden = 128}));
+    const ir::UnitGraph units = ir::fuse(g);
+    std::vector<std::vector<NodeId>> ops;
+    for (const ir::Unit& u : units.units()) ops.push_back(u.ops);
+    const ir::Weights w = ir::Weights::generate(*g, 5);
+    const auto inputs = random_inputs(*g, 5);
+    const auto want = ref::run_reference(*g, w, inputs);
+    for (int threads : {1, 2})
+      expect_close(run_cpu(*g, w, inputs, threads, ops).outputs, want, kReduction,
+                   std::string(name) + " threads=" + std::to_string(threads));
+  }
+}
+
+// Rejection: an int64 tensor reaching a CPU kernel would be read as floats.
+TEST(CpuKernelsErrors, NonFloatTensorIsUnsupported) {
+  ir::GraphBuilder b("int");
+  const ValueId x = b.add_input("x", {ir::DType::kInt64, {4}});
+  b.mark_output(b.add_op(OpKind::Identity, {}, {x}, "id"));
+  const ir::Graph g = std::move(b).build();
+  const NodeId id = make_id<NodeId>(0);
+  EXPECT_FALSE(supports(g, id));
+  const TensorLocator locate = [&](ValueId v) {
+    return TensorRef{v == x ? 0 : 64, nullptr, g.value(v).type};
+  };
+  const KernelBuildContext build{dnnl::engine(dnnl::engine::kind::cpu, 0)};
+  Bytes scratch = 0;
+  try {
+    make_unit_kernels(g, {&id, 1}, locate, build, &scratch);
+    FAIL() << "expected braid::Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("node 'id' (Identity)"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace braid::exec::cpu

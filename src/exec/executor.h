@@ -1,0 +1,83 @@
+// Executors: ask, prepare once, run many (ggml supports_op; oneDNN pd -> primitive; ORT plan ->
+// steps). A PreparedModel holds everything shared by requests: kernels, weights (read-only),
+// the lowered plan and the memory plan. A Request holds one inference's own state: its
+// activation arena and its events. Several requests of one model can therefore be in flight,
+// and a request can advance one block at a time (TOP's block pipelining).
+//
+//   auto cpu = make_cpu_executor({.threads_per_stream = 1});
+//   auto model = cpu->prepare({graph, weights, units, plan});
+//   auto request = model->new_request();
+//   model->set_input(*request, 0, input);
+//   model->run(*request);                       // or run_blocks(*request, b, b + 1) per block
+//   std::span<const float> y = model->output(*request, 0);
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "base/ids.h"
+#include "base/units.h"
+#include "ir/graph.h"
+#include "ir/unit_graph.h"
+#include "ir/weights.h"
+#include "sched/lower.h"
+
+namespace braid::exec {
+
+// Sim and real executors report the same events, so predicted and measured traces compare.
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  // `at` is time since the start of the run (real or simulated).
+  virtual void on_unit(size_t lane, UnitId unit, Micros begin, Micros end) = 0;
+};
+
+// One inference's state: activations and events. Made by PreparedModel::new_request.
+class Request {
+ public:
+  virtual ~Request() = default;
+};
+
+class PreparedModel {
+ public:
+  virtual ~PreparedModel() = default;
+
+  virtual std::unique_ptr<Request> new_request() const = 0;
+  // Copies graph input `i` (in ir::Graph::inputs() order) into the request.
+  virtual void set_input(Request& request, size_t i, std::span<const float> data) const = 0;
+  // Graph output `i` (in ir::Graph::outputs() order) after a run.
+  virtual std::span<const float> output(const Request& request, size_t i) const = 0;
+
+  virtual size_t num_blocks() const = 0;
+  // Runs blocks [first, last). Blocks must run in order within a request; block 0 starts a new
+  // inference.
+  virtual void run_blocks(Request& request, size_t first, size_t last, RunObserver* observer = nullptr) = 0;
+  void run(Request& request, RunObserver* observer = nullptr) {
+    run_blocks(request, 0, num_blocks(), observer);
+  }
+
+  // Activation memory of one request (the memory plan's arena), graph inputs included.
+  virtual Bytes activation_bytes() const = 0;
+};
+
+// What prepare() needs. The graph and weights are shared: requests never write them.
+struct ModelBundle {
+  std::shared_ptr<const ir::Graph> graph;
+  std::shared_ptr<const ir::Weights> weights;
+  const ir::UnitGraph* units = nullptr;
+  const sched::ExecutionPlan* plan = nullptr;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual std::string_view name() const = 0;
+  // Whether this executor can run `node`; prepare() throws kUnsupported naming the first that
+  // it cannot.
+  virtual bool supports(const ir::Graph& graph, NodeId node) const = 0;
+  virtual std::unique_ptr<PreparedModel> prepare(const ModelBundle& model) = 0;
+};
+
+}  // namespace braid::exec

@@ -1,0 +1,48 @@
+// Kernels: the compiled form of a unit's ops, made once at prepare time and replayed per run.
+// A kernel knows where its tensors live as integers (arena offsets) or fixed pointers, so
+// execute() does no lookup, allocation or string handling.
+//
+//   TensorLocator locate = [&](ValueId v) { return TensorRef{...}; };
+//   auto kernels = cpu::make_unit_kernels(graph, unit.ops, locate, context);
+//   for (auto& k : kernels) k->execute({.arena = arena, .scratch = lane_scratch});
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "base/ids.h"
+#include "base/units.h"
+#include "ir/tensor_type.h"
+
+namespace braid::exec {
+
+// Where a tensor is at run time: an activation at `arena_offset` bytes into the request's arena,
+// or a parameter at `fixed` (memory the prepared model owns; never written by kernels).
+struct TensorRef {
+  int64_t arena_offset = -1;
+  const float* fixed = nullptr;
+  ir::TensorType type;
+
+  bool in_arena() const { return arena_offset >= 0; }
+  float* data(std::byte* arena) const {
+    return in_arena() ? reinterpret_cast<float*>(arena + arena_offset) : const_cast<float*>(fixed);
+  }
+};
+
+using TensorLocator = std::function<TensorRef(ValueId)>;
+
+// What one execute() call needs. `lane_state` is executor-specific (the CPU executor passes
+// its per-lane oneDNN stream and scratchpad).
+struct KernelContext {
+  std::byte* arena = nullptr;
+  void* lane_state = nullptr;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void execute(const KernelContext& context) const = 0;
+};
+
+}  // namespace braid::exec

@@ -1,0 +1,52 @@
+#include "exec/ref/ref_executor.h"
+
+#include "base/error.h"
+#include "exec/ref/ref_kernels.h"
+
+namespace braid::exec::ref {
+
+std::vector<std::vector<float>> run_reference(const ir::Graph& graph, const ir::Weights& weights,
+                                              std::span<const std::vector<float>> inputs) {
+  BRAID_CHECK(inputs.size() == graph.inputs().size(), ErrorCode::kInvalidArgument, "graph '",
+              graph.name(), "' has ", graph.inputs().size(), " inputs, got ", inputs.size());
+  weights.check_complete(graph);
+
+  // One buffer per value; parameters are read straight from `weights`.
+  std::vector<std::vector<float>> values(graph.num_values());
+  std::vector<const float*> pointers(graph.num_values(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Value& v = graph.value(graph.inputs()[i]);
+    BRAID_CHECK(static_cast<int64_t>(inputs[i].size()) == v.type.elements(),
+                ErrorCode::kInvalidArgument, "input '", v.name, "' needs ", v.type.elements(),
+                " values, got ", inputs[i].size());
+    pointers[index(graph.inputs()[i])] = inputs[i].data();
+  }
+  for (ValueId p : graph.parameters()) pointers[index(p)] = weights.data(p).data();
+
+  std::vector<const float*> in;
+  std::vector<float*> out;
+  for (size_t n = 0; n < graph.num_nodes(); ++n) {  // index order is a topological order
+    const ir::Node& node = graph.nodes()[n];
+    in.clear();
+    out.clear();
+    for (ValueId v : node.inputs) {
+      BRAID_ASSERT(pointers[index(v)] != nullptr, "value '", graph.value(v).name, "' not ready");
+      in.push_back(pointers[index(v)]);
+    }
+    for (ValueId v : node.outputs) {
+      values[index(v)].resize(graph.value(v).type.elements());
+      out.push_back(values[index(v)].data());
+      pointers[index(v)] = values[index(v)].data();
+    }
+    ref::run_op(graph, make_id<NodeId>(n), in, out);
+  }
+
+  std::vector<std::vector<float>> result;
+  for (ValueId v : graph.outputs()) {
+    const float* p = pointers[index(v)];
+    result.emplace_back(p, p + graph.value(v).type.elements());
+  }
+  return result;
+}
+
+}  // namespace braid::exec::ref

@@ -1,0 +1,411 @@
+#include "exec/ref/ref_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numbers>
+#include <vector>
+
+#include "base/error.h"
+
+namespace braid::exec::ref {
+
+float relu(float x) {
+  return x > 0.0f ? x : 0.0f;
+}
+float sigmoid(float x) {
+  return static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x))));
+}
+
+float gelu(float x, bool tanh_approximation) {
+  const double v = x;
+  if (tanh_approximation) {
+    const double k = std::sqrt(2.0 / std::numbers::pi);
+    return static_cast<float>(0.5 * v * (1.0 + std::tanh(k * (v + 0.044715 * v * v * v))));
+  }
+  return static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::numbers::sqrt2)));
+}
+
+float apply_activation(ir::Activation activation, float x) {
+  switch (activation) {
+    case ir::Activation::kNone:
+      return x;
+    case ir::Activation::kRelu:
+      return relu(x);
+    case ir::Activation::kSigmoid:
+      return sigmoid(x);
+    case ir::Activation::kTanh:
+      return std::tanh(x);
+    case ir::Activation::kGelu:
+      return gelu(x, /*tanh_approximation=*/false);
+  }
+  BRAID_ASSERT(false, "bad activation");
+}
+
+namespace {
+
+using ir::Shape;
+
+int64_t product(const Shape& s, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= s[i];
+  return p;
+}
+
+int64_t normalize_axis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<int64_t> row_major_strides(const Shape& s) {
+  std::vector<int64_t> strides(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) strides[i - 1] = strides[i] * s[i];
+  return strides;
+}
+
+// Strides that read `in` as if numpy-broadcast to `out` (right-aligned; size-1 dims repeat).
+std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> in_strides = row_major_strides(in);
+  std::vector<int64_t> strides(out.size(), 0);
+  const size_t lead = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) strides[lead + i] = in[i] == 1 ? 0 : in_strides[i];
+  return strides;
+}
+
+// Offset into a tensor with `strides` of the element at row-major position `flat` of `shape`.
+int64_t offset_of(int64_t flat, const Shape& shape, const std::vector<int64_t>& strides) {
+  int64_t offset = 0;
+  for (size_t i = shape.size(); i-- > 0;) {
+    offset += (flat % shape[i]) * strides[i];
+    flat /= shape[i];
+  }
+  return offset;
+}
+
+void conv(const ir::ConvAttrs& a, const Shape& xs, const Shape& ws, const float* x, const float* w,
+          const float* bias, const Shape& ys, float* y) {
+  const int64_t n_batch = xs[0], ic_all = xs[1], ih_all = xs[2], iw_all = xs[3];
+  const int64_t oc_all = ys[1], oh_all = ys[2], ow_all = ys[3];
+  const int64_t ic_per_group = ws[1], oc_per_group = oc_all / a.groups;
+  const int64_t kh_all = ws[2], kw_all = ws[3];
+  for (int64_t n = 0; n < n_batch; ++n)
+    for (int64_t oc = 0; oc < oc_all; ++oc) {
+      const int64_t group = oc / oc_per_group;
+      for (int64_t oh = 0; oh < oh_all; ++oh)
+        for (int64_t ow = 0; ow < ow_all; ++ow) {
+          double acc = bias != nullptr ? bias[oc] : 0.0;
+          for (int64_t icg = 0; icg < ic_per_group; ++icg) {
+            const int64_t ic = group * ic_per_group + icg;
+            for (int64_t kh = 0; kh < kh_all; ++kh) {
+              const int64_t ih = oh * a.stride[0] - a.pads[0] + kh * a.dilation[0];
+              if (ih < 0 || ih >= ih_all) continue;
+              for (int64_t kw = 0; kw < kw_all; ++kw) {
+                const int64_t iw = ow * a.stride[1] - a.pads[1] + kw * a.dilation[1];
+                if (iw < 0 || iw >= iw_all) continue;
+                acc += static_cast<double>(x[((n * ic_all + ic) * ih_all + ih) * iw_all + iw]) *
+                       w[((oc * ic_per_group + icg) * kh_all + kh) * kw_all + kw];
+              }
+            }
+          }
+          y[((n * oc_all + oc) * oh_all + oh) * ow_all + ow] =
+              apply_activation(a.activation, static_cast<float>(acc));
+        }
+    }
+}
+
+void pool(bool is_max, const ir::PoolAttrs& a, const Shape& xs, const float* x, const Shape& ys,
+          float* y) {
+  const int64_t planes = xs[0] * xs[1], ih_all = xs[2], iw_all = xs[3];
+  const int64_t oh_all = ys[2], ow_all = ys[3];
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t oh = 0; oh < oh_all; ++oh)
+      for (int64_t ow = 0; ow < ow_all; ++ow) {
+        const int64_t h0 = oh * a.stride[0] - a.pads[0];
+        const int64_t w0 = ow * a.stride[1] - a.pads[1];
+        double max = -std::numeric_limits<double>::infinity(), sum = 0.0;
+        int64_t count = 0;
+        for (int64_t ih = std::max<int64_t>(h0, 0); ih < std::min(h0 + a.kernel[0], ih_all); ++ih)
+          for (int64_t iw = std::max<int64_t>(w0, 0); iw < std::min(w0 + a.kernel[1], iw_all);
+               ++iw) {
+            const double v = x[(p * ih_all + ih) * iw_all + iw];
+            max = std::max(max, v);
+            sum += v;
+            ++count;
+          }
+        if (a.count_include_pad) {
+          // The window clipped to the padded input (ONNX Runtime and PyTorch).
+          const int64_t h1 = std::min(h0 + a.kernel[0], ih_all + a.pads[2]);
+          const int64_t w1 = std::min(w0 + a.kernel[1], iw_all + a.pads[3]);
+          count = (h1 - h0) * (w1 - w0);
+        }
+        y[(p * oh_all + oh) * ow_all + ow] = static_cast<float>(is_max ? max : sum / count);
+      }
+}
+
+void broadcast_elementwise(ir::OpKind kind, std::span<const float* const> in,
+                           std::span<const Shape* const> shapes, const Shape& ys, float* y) {
+  const int64_t n = ir::num_elements(ys);
+  std::vector<std::vector<int64_t>> strides;
+  for (const Shape* s : shapes) strides.push_back(broadcast_strides(*s, ys));
+  for (int64_t i = 0; i < n; ++i) {
+    double acc = in[0][offset_of(i, ys, strides[0])];
+    for (size_t k = 1; k < in.size(); ++k) {
+      const double v = in[k][offset_of(i, ys, strides[k])];
+      acc = kind == ir::OpKind::Mul ? acc * v : acc + v;
+    }
+    y[i] = static_cast<float>(acc);
+  }
+}
+
+void matmul(const Shape& as, const Shape& bs, const float* a, const float* b, const Shape& ys,
+            float* y) {
+  const size_t r = ys.size();
+  const int64_t m_all = ys[r - 2], n_all = ys[r - 1], k_all = as.back();
+  const Shape batch(ys.begin(), ys.end() - 2);
+  const Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
+  // Strides over the broadcast batch dims, in units of whole matrices.
+  const std::vector<int64_t> a_strides = broadcast_strides(a_batch, batch);
+  const std::vector<int64_t> b_strides = broadcast_strides(b_batch, batch);
+  const int64_t batches = ir::num_elements(batch);
+  for (int64_t t = 0; t < batches; ++t) {
+    const float* at = a + offset_of(t, batch, a_strides) * m_all * k_all;
+    const float* bt = b + offset_of(t, batch, b_strides) * k_all * n_all;
+    float* yt = y + t * m_all * n_all;
+    for (int64_t m = 0; m < m_all; ++m)
+      for (int64_t n = 0; n < n_all; ++n) {
+        double acc = 0.0;
+        for (int64_t k = 0; k < k_all; ++k)
+          acc += static_cast<double>(at[m * k_all + k]) * bt[k * n_all + n];
+        yt[m * n_all + n] = static_cast<float>(acc);
+      }
+  }
+}
+
+void gemm(const ir::GemmAttrs& g, const Shape& as, const float* a, const float* b, const Shape* cs,
+          const float* c, const Shape& ys, float* y) {
+  const int64_t m_all = ys[0], n_all = ys[1];
+  const int64_t k_all = g.trans_a ? as[0] : as[1];
+  std::vector<int64_t> c_strides;
+  if (c != nullptr) c_strides = broadcast_strides(*cs, ys);
+  for (int64_t m = 0; m < m_all; ++m)
+    for (int64_t n = 0; n < n_all; ++n) {
+      double acc = 0.0;
+      for (int64_t k = 0; k < k_all; ++k) {
+        const double av = g.trans_a ? a[k * m_all + m] : a[m * k_all + k];
+        const double bv = g.trans_b ? b[n * k_all + k] : b[k * n_all + n];
+        acc += av * bv;
+      }
+      double out = g.alpha * acc;
+      if (c != nullptr) out += static_cast<double>(g.beta) * c[m * c_strides[0] + n * c_strides[1]];
+      y[m * n_all + n] = static_cast<float>(out);
+    }
+}
+
+void batch_norm(float epsilon, const Shape& xs, std::span<const float* const> in, float* y) {
+  const float *x = in[0], *scale = in[1], *bias = in[2], *mean = in[3], *var = in[4];
+  const int64_t channels = xs[1], inner = product(xs, 2, xs.size());
+  for (int64_t n = 0; n < xs[0]; ++n)
+    for (int64_t c = 0; c < channels; ++c) {
+      const double inv_std = 1.0 / std::sqrt(static_cast<double>(var[c]) + epsilon);
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t at = (n * channels + c) * inner + i;
+        y[at] = static_cast<float>((x[at] - mean[c]) * inv_std * scale[c] + bias[c]);
+      }
+    }
+}
+
+// Softmax along one axis (opset 13): the other dims index independent rows.
+void softmax(int64_t axis, const Shape& xs, const float* x, float* y) {
+  const int64_t outer = product(xs, 0, axis), dim = xs[axis];
+  const int64_t inner = product(xs, axis + 1, xs.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t base = o * dim * inner + i;
+      double max = -std::numeric_limits<double>::infinity(), sum = 0.0;
+      for (int64_t d = 0; d < dim; ++d) max = std::max<double>(max, x[base + d * inner]);
+      for (int64_t d = 0; d < dim; ++d) sum += std::exp(x[base + d * inner] - max);
+      for (int64_t d = 0; d < dim; ++d)
+        y[base + d * inner] = static_cast<float>(std::exp(x[base + d * inner] - max) / sum);
+    }
+}
+
+void layer_norm(const ir::LayerNormAttrs& a, const Shape& xs, const float* x, const float* scale,
+                const float* bias, float* y) {
+  const int64_t axis = normalize_axis(a.axis, static_cast<int64_t>(xs.size()));
+  const int64_t outer = product(xs, 0, axis), inner = product(xs, axis, xs.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* row = x + o * inner;
+    double mean = 0.0, var = 0.0;
+    for (int64_t i = 0; i < inner; ++i) mean += row[i];
+    mean /= static_cast<double>(inner);
+    for (int64_t i = 0; i < inner; ++i) var += (row[i] - mean) * (row[i] - mean);
+    var /= static_cast<double>(inner);
+    const double inv_std = 1.0 / std::sqrt(var + a.epsilon);
+    for (int64_t i = 0; i < inner; ++i)
+      y[o * inner + i] = static_cast<float>((row[i] - mean) * inv_std * scale[i] +
+                                            (bias != nullptr ? bias[i] : 0.0f));
+  }
+}
+
+void transpose(const ir::TransposeAttrs& a, const Shape& xs, const float* x, const Shape& ys,
+               float* y) {
+  const int64_t r = static_cast<int64_t>(xs.size());
+  std::vector<int64_t> perm = a.perm;
+  if (perm.empty())
+    for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
+  const std::vector<int64_t> x_strides = row_major_strides(xs);
+  // Output dim i walks input dim perm[i].
+  std::vector<int64_t> strides(r);
+  for (int64_t i = 0; i < r; ++i) strides[i] = x_strides[perm[i]];
+  const int64_t n = ir::num_elements(ys);
+  for (int64_t i = 0; i < n; ++i) y[i] = x[offset_of(i, ys, strides)];
+}
+
+void split(const ir::SplitAttrs& a, const Shape& xs, const float* x, std::span<float* const> ys) {
+  const int64_t axis = normalize_axis(a.axis, static_cast<int64_t>(xs.size()));
+  const int64_t outer = product(xs, 0, axis), inner = product(xs, axis + 1, xs.size());
+  const int64_t row = xs[axis] * inner;
+  int64_t begin = 0;
+  for (size_t k = 0; k < ys.size(); ++k) {
+    const int64_t chunk = a.sizes[k] * inner;
+    for (int64_t o = 0; o < outer; ++o) std::copy_n(x + o * row + begin, chunk, ys[k] + o * chunk);
+    begin += chunk;
+  }
+}
+
+void pad(const ir::PadAttrs& a, const Shape& xs, const float* x, const Shape& ys, float* y) {
+  const size_t r = xs.size();
+  const std::vector<int64_t> x_strides = row_major_strides(xs);
+  const int64_t n = ir::num_elements(ys);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, offset = 0;
+    bool inside = true;
+    for (size_t d = r; d-- > 0;) {
+      const int64_t at = rest % ys[d] - a.pads[d];
+      rest /= ys[d];
+      inside = inside && at >= 0 && at < xs[d];
+      offset += at * x_strides[d];
+    }
+    y[i] = inside ? x[offset] : a.value;
+  }
+}
+
+void unary(const ir::Node& node, int64_t n, const float* x, float* y) {
+  for (int64_t i = 0; i < n; ++i) {
+    switch (node.kind) {
+      case ir::OpKind::Relu:
+        y[i] = relu(x[i]);
+        break;
+      case ir::OpKind::Sigmoid:
+        y[i] = sigmoid(x[i]);
+        break;
+      case ir::OpKind::Tanh:
+        y[i] = std::tanh(x[i]);
+        break;
+      case ir::OpKind::Gelu: {
+        const auto* g = std::get_if<ir::GeluAttrs>(&node.attrs);
+        y[i] = gelu(x[i], g != nullptr && g->tanh_approximation);
+        break;
+      }
+      default:
+        BRAID_ASSERT(false, "not a unary op");
+    }
+  }
+}
+
+}  // namespace
+
+void run_op(const ir::Graph& graph, NodeId id, std::span<const float* const> in,
+            std::span<float* const> out) {
+  const ir::Node& node = graph.node(id);
+  BRAID_ASSERT(in.size() == node.inputs.size() && out.size() == node.outputs.size(), "node '",
+               node.name, "': wrong number of buffers");
+  auto shape = [&](size_t i) -> const Shape& { return graph.value(node.inputs[i]).type.shape; };
+  const Shape& ys = graph.value(node.outputs[0]).type.shape;
+  const int64_t y_elements = ir::num_elements(ys);
+  float* y = out[0];
+
+  switch (node.kind) {
+    case ir::OpKind::Conv:
+      conv(std::get<ir::ConvAttrs>(node.attrs), shape(0), shape(1), in[0], in[1],
+           in.size() > 2 ? in[2] : nullptr, ys, y);
+      return;
+    case ir::OpKind::Relu:
+    case ir::OpKind::Sigmoid:
+    case ir::OpKind::Tanh:
+    case ir::OpKind::Gelu:
+      unary(node, y_elements, in[0], y);
+      return;
+    case ir::OpKind::MaxPool:
+    case ir::OpKind::AveragePool:
+      pool(node.kind == ir::OpKind::MaxPool, std::get<ir::PoolAttrs>(node.attrs), shape(0), in[0],
+           ys, y);
+      return;
+    case ir::OpKind::GlobalAveragePool: {
+      const Shape& xs = shape(0);
+      const int64_t plane = xs[2] * xs[3];
+      for (int64_t p = 0; p < xs[0] * xs[1]; ++p) {
+        double sum = 0.0;
+        for (int64_t i = 0; i < plane; ++i) sum += in[0][p * plane + i];
+        y[p] = static_cast<float>(sum / plane);
+      }
+      return;
+    }
+    case ir::OpKind::Concat: {
+      const int64_t axis =
+          normalize_axis(std::get<ir::AxisAttrs>(node.attrs).axis, static_cast<int64_t>(ys.size()));
+      const int64_t outer = product(ys, 0, axis), inner = product(ys, axis + 1, ys.size());
+      float* at = y;
+      for (int64_t o = 0; o < outer; ++o)
+        for (size_t k = 0; k < in.size(); ++k) {
+          const int64_t chunk = shape(k)[axis] * inner;
+          at = std::copy_n(in[k] + o * chunk, chunk, at);
+        }
+      return;
+    }
+    case ir::OpKind::Add:
+    case ir::OpKind::Mul:
+    case ir::OpKind::Sum: {
+      std::vector<const Shape*> shapes;
+      for (size_t k = 0; k < in.size(); ++k) shapes.push_back(&shape(k));
+      broadcast_elementwise(node.kind, in, shapes, ys, y);
+      return;
+    }
+    case ir::OpKind::MatMul:
+      matmul(shape(0), shape(1), in[0], in[1], ys, y);
+      return;
+    case ir::OpKind::Gemm:
+      gemm(std::get<ir::GemmAttrs>(node.attrs), shape(0), in[0], in[1],
+           in.size() > 2 ? &shape(2) : nullptr, in.size() > 2 ? in[2] : nullptr, ys, y);
+      return;
+    case ir::OpKind::BatchNormalization:
+      batch_norm(std::get<ir::BatchNormAttrs>(node.attrs).epsilon, shape(0), in, y);
+      return;
+    case ir::OpKind::Softmax:
+      softmax(
+          normalize_axis(std::get<ir::AxisAttrs>(node.attrs).axis, static_cast<int64_t>(ys.size())),
+          shape(0), in[0], y);
+      return;
+    case ir::OpKind::LayerNormalization:
+      layer_norm(std::get<ir::LayerNormAttrs>(node.attrs), shape(0), in[0], in[1],
+                 in.size() > 2 ? in[2] : nullptr, y);
+      return;
+    case ir::OpKind::Reshape:
+    case ir::OpKind::Flatten:
+    case ir::OpKind::Identity:
+      std::copy_n(in[0], y_elements, y);
+      return;
+    case ir::OpKind::Transpose:
+      transpose(std::get<ir::TransposeAttrs>(node.attrs), shape(0), in[0], ys, y);
+      return;
+    case ir::OpKind::Split:
+      split(std::get<ir::SplitAttrs>(node.attrs), shape(0), in[0], out);
+      return;
+    case ir::OpKind::Pad:
+      pad(std::get<ir::PadAttrs>(node.attrs), shape(0), in[0], ys, y);
+      return;
+  }
+  BRAID_ASSERT(false, "unhandled op kind");
+}
+
+}  // namespace braid::exec::ref
