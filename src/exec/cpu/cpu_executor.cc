@@ -89,7 +89,7 @@ class CpuPreparedModel final : public PreparedModel {
     std::vector<std::byte> scratchpad;
     std::thread thread;
   };
-  void lane_main(size_t lane_index, int cpu);
+  void lane_main(size_t lane_index, const std::vector<int>& cpus);
   void run_lane(Lane& lane, size_t lane_index, CpuRequest& request, size_t first, size_t last);
 
   std::shared_ptr<const ir::Graph> graph_;
@@ -177,10 +177,15 @@ CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOption
     lane.state.stream = dnnl::stream(engine_);
     lane.state.scratchpad = lane.scratchpad.data();
   }
+  // Lane i gets threads_per_stream consecutive CPUs (wrapping around): its OpenMP team inherits
+  // the lane thread's mask, so a one-CPU mask would stack the whole team on one core.
   std::vector<int> cpus = allowed_cpus();
+  const size_t width = static_cast<size_t>(options.threads_per_stream);
   for (size_t i = 0; i < lanes_.size(); ++i) {
-    int cpu = options.pin_threads && !cpus.empty() ? cpus[i % cpus.size()] : -1;
-    lanes_[i].thread = std::thread([this, i, cpu] { lane_main(i, cpu); });
+    std::vector<int> mine;
+    if (options.pin_threads && !cpus.empty())
+      for (size_t k = 0; k < std::min(width, cpus.size()); ++k) mine.push_back(cpus[(i * width + k) % cpus.size()]);
+    lanes_[i].thread = std::thread([this, i, mine] { lane_main(i, mine); });
   }
 }
 
@@ -194,11 +199,11 @@ CpuPreparedModel::~CpuPreparedModel() {
     if (lane.thread.joinable()) lane.thread.join();
 }
 
-void CpuPreparedModel::lane_main(size_t lane_index, int cpu) {
-  if (cpu >= 0) {
+void CpuPreparedModel::lane_main(size_t lane_index, const std::vector<int>& cpus) {
+  if (!cpus.empty()) {
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
+    for (int cpu : cpus) CPU_SET(cpu, &set);
     pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
   }
   // OpenMP's thread budget is per thread: this lane's primitives use threads_per_stream.

@@ -22,7 +22,7 @@ namespace braid::exec {
 
 struct CpuExecutorOptions {
   int threads_per_stream = 1;  // OpenMP threads inside each oneDNN primitive
-  bool pin_threads = true;     // pin lane i to the i-th allowed CPU (wrapping around)
+  bool pin_threads = true;     // pin lane i to CPUs [i*T, i*T + T) of the allowed set (wrapping)
   MemoryPlanOptions memory;
 };
 
