@@ -6,7 +6,7 @@ ifdef CI
   CMAKE_FLAGS += -DBRAID_WERROR=ON
 endif
 
-.PHONY: all deps build test demo models fuzz format clean
+.PHONY: all deps build test demo models fuzz tsan format clean
 
 all: build
 
@@ -36,6 +36,14 @@ models:
 # libFuzzer on the ONNX importer for 60 s (clang; not part of `make test`).
 fuzz: deps
 	bash scripts/fuzz.sh
+
+# ThreadSanitizer build of the executor tests (not in `make test`: slow). oneDNN and libgomp are
+# not instrumented; TSan then checks braid's own lanes, events and memory plan.
+tsan: deps
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRAID_SANITIZE=thread
+	cmake --build build-tsan -j $(JOBS) --target exec_test
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ignore_noninstrumented_modules=1" \
+	  ./build-tsan/src/exec/exec_test --gtest_filter='*CpuExecutor*:MemoryPlan*'
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cc')
