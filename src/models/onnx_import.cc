@@ -167,8 +167,8 @@ class Importer {
   ImportedModel run() {
     BRAID_CHECK(options_.batch >= 1, ErrorCode::kInvalidArgument, "batch must be >= 1, got ",
                 options_.batch);
-    read_opset();
     check_op_types();
+    read_opset();
     for (int i = 0; i < g_.initializer_size(); ++i) {
       const onnx::TensorProto& t = g_.initializer(i);
       BRAID_CHECK(!t.name().empty(), kBad, "initializer #", i, " has no name");
@@ -253,6 +253,8 @@ class Importer {
       int64_t elements = 1;
       for (int k = 0; k < tt.shape().dim_size(); ++k) {
         const auto& d = tt.shape().dim(k);
+        BRAID_CHECK(!d.has_dim_value() || d.dim_value() != 0, kUnsupported, what, ": dim ", k,
+                    " is 0; braid does not support zero-size tensors");
         int64_t v = d.has_dim_value() ? d.dim_value() : 0;
         BRAID_CHECK(v >= 0, kBad, what, ": dim ", k, " is ", v);
         if (v == 0) {
@@ -787,12 +789,46 @@ class Importer {
     consts_[n.output(0)] = std::move(c);
   }
 
+  // braid runs inference: a Dropout is an alias of its input only when it provably does not
+  // drop (is_test=1 before opset 7; no training_mode, a constant false one, or ratio 0 after).
+  void check_inference_dropout(int i) const {
+    const onnx::NodeProto& n = g_.node(i);
+    if (opset_ < 7) {
+      BRAID_CHECK(attr_int(i, "is_test", 0) != 0, kUnsupported, describe(i),
+                  ": Dropout in training mode (is_test=0); braid runs inference only");
+      return;
+    }
+    if (n.input_size() < 3 || n.input(2).empty()) return;
+    const Constant* training = constant(n.input(2));
+    if (training && training->proto && is_all_zero(*training->proto)) return;
+    if (n.input_size() >= 2 && !n.input(1).empty())
+      if (const Constant* ratio = constant(n.input(1)); ratio && ratio->proto &&
+                                                        is_all_zero(*ratio->proto))
+        return;
+    BRAID_THROW(kUnsupported, describe(i),
+                ": Dropout with training_mode that is not a constant false; braid runs inference only");
+  }
+
+  // True when every element of a bool/float/int tensor constant is zero (false).
+  static bool is_all_zero(const onnx::TensorProto& t) {
+    for (char c : t.raw_data())
+      if (c != 0) return false;
+    for (int32_t v : t.int32_data())
+      if (v != 0) return false;
+    for (float v : t.float_data())
+      if (v != 0.0f) return false;
+    for (int64_t v : t.int64_data())
+      if (v != 0) return false;
+    return true;
+  }
+
   void import_node(int i) {
     const onnx::NodeProto& n = g_.node(i);
     check_attributes(i);
     if (fused_nodes_.count(i)) return;  // its Conv already wrote its output
     if (n.op_type() == "Constant") return import_constant(i);
     const bool dropout = n.op_type() == "Dropout";
+    if (dropout) check_inference_dropout(i);
     if (dropout || (n.op_type() == "Identity" && n.input_size() == 1 && constant(n.input(0)))) {
       // Inference-time Dropout and Identity of a constant only rename their input.
       BRAID_CHECK(n.input_size() >= 1 && !n.input(0).empty(), kBad, describe(i), ": has no input");

@@ -14,7 +14,8 @@
 //     Identity-of-initializer become aliases;
 //  5. cross-checks braid's shapes against ONNX's own shape inference (and any value_info the file
 //     declares): a different static shape is a shape-mismatch error naming the node.
-// Symbolic or zero batch dims of graph inputs take OnnxImportOptions::batch; any other dynamic
+// Symbolic (dim_param or unset) batch dims of graph inputs take OnnxImportOptions::batch; a
+// fixed 0 is a zero-size tensor (unsupported); any other dynamic
 // dim is an error. Only embedded float32 data is read (no external data files).
 //
 // Files written by export_onnx_* carry braid metadata (metadata_props) that the importer restores:
@@ -35,7 +36,7 @@
 namespace braid::models {
 
 struct OnnxImportOptions {
-  int64_t batch = 1;  // given to symbolic / dynamic (dim_param or 0) dims of graph inputs
+  int64_t batch = 1;  // given to symbolic / dynamic (dim_param or unset) dim 0 of graph inputs
 };
 
 struct ImportedModel {
