@@ -23,5 +23,6 @@ void add_export_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);
 void add_validate_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_profile_command(CLI::App& app);
 
 }  // namespace braid::cli

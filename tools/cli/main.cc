@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   braid::cli::add_schedule_command(app);
   braid::cli::add_validate_command(app);
   braid::cli::add_run_command(app);
+  braid::cli::add_profile_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,75 @@
+// cost::CostModel — what the schedulers ask: how long a unit, a stage and a transfer take.
+// IOS's dynamic program (ios.txt §4) needs the latency of candidate stages; LIOS/HIOS list
+// schedulers need unit latencies and transfer times. One interface serves them all, and the
+// implementations decide where the numbers come from:
+//  - DagCostModel (dag_cost.h): the latencies written in a weighted DAG (papers' examples).
+//  - CpuProfiler (cpu_profiler.h): measured on this CPU with the CPU executor, as IOS profiles
+//    each stage on the device, cached on disk (profile_cache.h).
+//
+//   models::LoadedModel m = models::load_model("inception_v3");
+//   cost::CpuProfiler profiler(m.units, weights, {.threads_per_stream = 1});
+//   Micros a = profiler.unit_latency(u);
+//   std::vector<std::vector<UnitId>> stage = {{u}, {v, w}};   // u ∥ (v then w)
+//   Micros s = profiler.stage_latency(stage);
+//   profiler.stats().measurements;                          // 0 when everything was cached
+//
+// A cost model is bound to one UnitGraph (which must outlive it) and is const and deterministic
+// from the caller's view: asking twice gives the same answer (caching hides behind the const
+// methods). Implementations are safe to call from several threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "base/ids.h"
+#include "base/units.h"
+#include "ir/unit_graph.h"
+
+namespace braid::cost {
+
+// What a cost model did, for the schedulers' reports (the DP prints how many stages it asked
+// for and how many were actually measured).
+struct CostStats {
+  int64_t unit_queries = 0;   // unit_latency calls
+  int64_t stage_queries = 0;  // stage_latency calls
+  int64_t measurements = 0;   // stages actually run on the device (0 when all were cached)
+  int64_t cache_hits = 0;     // answers found in the disk cache
+};
+
+class CostModel {
+ public:
+  explicit CostModel(const ir::UnitGraph& units) : units_(&units) {}
+  virtual ~CostModel() = default;
+  CostModel(const CostModel&) = delete;
+  CostModel& operator=(const CostModel&) = delete;
+
+  virtual std::string_view name() const = 0;
+  // The latency of `unit` run alone.
+  virtual Micros unit_latency(UnitId unit) const = 0;
+  // One IOS stage (ios.txt §3): `groups` run concurrently, group i on stream i, the units of a
+  // group one after another. Groups must be non-empty and independent of each other.
+  virtual Micros stage_latency(std::span<const std::vector<UnitId>> groups) const = 0;
+  // Copying the tensors of `edge` between devices (HIOS); 0 on one device.
+  virtual Micros transfer_latency(const ir::UnitEdge& edge) const { return Micros{0}; }
+
+  const ir::UnitGraph& units() const { return *units_; }
+  CostStats stats() const {
+    return {unit_queries_.load(), stage_queries_.load(), measurements_.load(), cache_hits_.load()};
+  }
+
+ protected:
+  void count_unit_query() const { ++unit_queries_; }
+  void count_stage_query() const { ++stage_queries_; }
+  void count_measurement() const { ++measurements_; }
+  void count_cache_hit() const { ++cache_hits_; }
+
+ private:
+  const ir::UnitGraph* units_;
+  mutable std::atomic<int64_t> unit_queries_{0}, stage_queries_{0}, measurements_{0},
+      cache_hits_{0};
+};
+
+}  // namespace braid::cost

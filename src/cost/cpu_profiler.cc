@@ -1,0 +1,249 @@
+#include "cost/cpu_profiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "base/error.h"
+#include "cost/stage_key.h"
+#include "cost/subgraph.h"
+#include "exec/cpu/cpu_executor.h"
+#include "sched/lower.h"
+#include "sched/validate.h"
+
+namespace braid::cost {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Linear interpolation between order statistics (numpy's default).
+Micros percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  const double pos = p * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return Micros{v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo))};
+}
+
+// The makespan of one inference: first unit start to last unit end, as the executor saw them.
+class MakespanObserver final : public exec::RunObserver {
+ public:
+  void on_unit(size_t, UnitId, Micros begin, Micros end) override {
+    first_ = std::min(first_, begin);
+    last_ = std::max(last_, end);
+  }
+  Micros take() {
+    Micros span = last_ - first_;
+    first_ = Micros::max();
+    last_ = Micros::zero();
+    return span;
+  }
+
+ private:
+  Micros first_ = Micros::max();
+  Micros last_ = Micros::zero();
+};
+
+// A stage as people read it: "Conv-Relu ; Conv || MaxPool" (groups sorted, like the key).
+std::string describe(const ir::UnitGraph& units, std::span<const std::vector<UnitId>> groups) {
+  std::vector<std::string> parts;
+  for (const auto& group : groups) {
+    std::string g;
+    for (UnitId u : group) g += (g.empty() ? "" : " ; ") + units.signature(u);
+    parts.push_back(std::move(g));
+  }
+  std::sort(parts.begin(), parts.end());
+  std::string s;
+  for (const std::string& p : parts) s += (s.empty() ? "" : " || ") + p;
+  return s;
+}
+
+constexpr std::chrono::milliseconds kRetryPause{200};
+
+// Mean of the samples taken; nullopt when none could be taken.
+class LoadSampler {
+ public:
+  void sample() {
+    if (auto n = other_runnable_threads()) {
+      sum_ += *n;
+      ++count_;
+    }
+  }
+  std::optional<double> mean() const {
+    return count_ > 0 ? std::optional<double>(sum_ / count_) : std::nullopt;
+  }
+
+ private:
+  double sum_ = 0;
+  int count_ = 0;
+};
+
+}  // namespace
+
+CpuProfiler::CpuProfiler(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
+                         CpuProfilerOptions options)
+    : CostModel(units),
+      weights_(std::move(weights)),
+      options_(std::move(options)),
+      machine_(this_machine()) {
+  BRAID_CHECK(units.graph() != nullptr, ErrorCode::kInvalidArgument, "'", units.name(),
+              "' is a weighted DAG: it has no operators to profile");
+  BRAID_CHECK(weights_ != nullptr, ErrorCode::kInvalidArgument,
+              "the CPU profiler needs the model's weights");
+  weights_->check_complete(*units.graph());
+  BRAID_CHECK(options_.threads_per_stream >= 1 && options_.runs >= 1 && options_.number >= 1 &&
+                  options_.warmup >= 0 && options_.suspect_retries >= 0,
+              ErrorCode::kInvalidArgument,
+              "profiler options: threads per stream, runs and number must be >= 1");
+  if (options_.use_cache)
+    cache_ = std::make_unique<ProfileCache>(
+        options_.cache_dir.empty() ? ProfileCache::default_dir() : options_.cache_dir, machine_);
+  unit_memo_.resize(units.num_units());
+}
+
+CpuProfiler::~CpuProfiler() = default;  // the cache flushes itself
+
+void CpuProfiler::flush() const {
+  if (cache_) cache_->flush();
+}
+
+int64_t CpuProfiler::suspect_measurements() const {
+  std::lock_guard lock(measure_mutex_);
+  return suspect_;
+}
+
+Micros CpuProfiler::unit_latency(UnitId unit) const {
+  count_unit_query();
+  return profile_unit(unit).median;
+}
+
+Micros CpuProfiler::stage_latency(std::span<const std::vector<UnitId>> groups) const {
+  count_stage_query();
+  return profile_stage(groups).median;
+}
+
+Measurement CpuProfiler::profile_unit(UnitId unit) const {
+  BRAID_CHECK(index(unit) < units().num_units(), ErrorCode::kInvalidArgument, "unit #", index(unit),
+              " out of range (", units().num_units(), " units)");
+  {
+    std::lock_guard lock(memo_mutex_);
+    if (const auto& m = unit_memo_[index(unit)]) return *m;
+  }
+  const std::vector<std::vector<UnitId>> stage = {{unit}};
+  Measurement m = profile_stage(stage);
+  std::lock_guard lock(memo_mutex_);
+  unit_memo_[index(unit)] = m;
+  return m;
+}
+
+Measurement CpuProfiler::profile_stage(std::span<const std::vector<UnitId>> groups) const {
+  return lookup_or_measure(groups);
+}
+
+std::string CpuProfiler::cache_key(std::span<const std::vector<UnitId>> groups) const {
+  // The batch size is in every shape of the stage key.
+  return stage_key(units(), groups) +
+         "\nexecutor=cpu threads_per_stream=" + std::to_string(options_.threads_per_stream);
+}
+
+Measurement CpuProfiler::lookup_or_measure(std::span<const std::vector<UnitId>> groups) const {
+  BRAID_CHECK(!groups.empty(), ErrorCode::kInvalidArgument, "a stage needs at least one group");
+  for (const auto& group : groups) {
+    BRAID_CHECK(!group.empty(), ErrorCode::kInvalidArgument, "a stage's group is empty");
+    for (UnitId u : group)
+      BRAID_CHECK(index(u) < units().num_units(), ErrorCode::kInvalidArgument, "unit #", index(u),
+                  " out of range (", units().num_units(), " units)");
+  }
+  const std::string key = cache_key(groups);
+  {
+    std::lock_guard lock(memo_mutex_);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  }
+  std::lock_guard measuring(measure_mutex_);
+  {
+    // Another thread may have measured it while this one waited.
+    std::lock_guard lock(memo_mutex_);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  }
+  Measurement m;
+  std::optional<Measurement> cached = cache_ ? cache_->find(key) : std::nullopt;
+  if (cached && !(cached->suspect && options_.remeasure_suspect)) {
+    m = *cached;
+    count_cache_hit();
+  } else {
+    m = measure(groups);
+    count_measurement();
+    if (m.suspect) ++suspect_;
+    if (cache_) cache_->insert(key, m, describe(units(), groups));
+  }
+  std::lock_guard lock(memo_mutex_);
+  memo_.emplace(key, m);
+  return m;
+}
+
+Measurement CpuProfiler::measure(std::span<const std::vector<UnitId>> groups) const {
+  std::vector<UnitId> flat;
+  for (const auto& group : groups) flat.insert(flat.end(), group.begin(), group.end());
+  ExtractedStage stage = extract(*units().graph(), units(), flat, weights_.get());
+
+  sched::Schedule schedule;
+  schedule.algorithm = "profile";
+  schedule.model = stage.graph->name();
+  sched::Stage concurrent;
+  size_t position = 0;
+  for (const auto& group : groups) {
+    std::vector<UnitId> mapped;
+    for (size_t i = 0; i < group.size(); ++i) mapped.push_back(stage.unit_of[position++]);
+    concurrent.groups.push_back(std::move(mapped));
+  }
+  schedule.stages.push_back(std::move(concurrent));
+  // Dependent groups are not a stage; the validator names the offending edge.
+  sched::validate_or_throw(stage.units, schedule);
+  const sched::ExecutionPlan plan = sched::lower(stage.units, schedule);
+
+  auto model = exec::make_cpu_executor({.threads_per_stream = options_.threads_per_stream})
+                   ->prepare({stage.graph, stage.weights, &stage.units, &plan});
+  auto request = model->new_request();
+  std::mt19937_64 rng(options_.input_seed);
+  std::uniform_real_distribution<float> noise(-1.0f, 1.0f);
+  for (size_t i = 0; i < stage.graph->inputs().size(); ++i) {
+    std::vector<float> x(stage.graph->value(stage.graph->inputs()[i]).type.elements());
+    for (float& v : x) v = noise(rng);
+    model->set_input(*request, i, x);
+  }
+
+  Measurement m;
+  MakespanObserver observer;
+  for (int attempt = 0;; ++attempt) {
+    // Sampled between runs, never inside one, so reading /proc costs the timings nothing.
+    LoadSampler load;
+    for (int i = 0; i < options_.warmup; ++i) model->run(*request);
+    load.sample();
+    std::vector<double> means;
+    for (int r = 0; r < options_.runs; ++r) {
+      Micros total{0};
+      for (int k = 0; k < options_.number; ++k) {
+        model->run(*request, &observer);
+        total += observer.take();
+      }
+      means.push_back(total.count() / options_.number);
+      load.sample();
+    }
+    m.median = percentile(means, 0.5);
+    m.p10 = percentile(means, 0.1);
+    m.p90 = percentile(means, 0.9);
+    m.runs = options_.runs;
+    m.number = options_.number;
+    m.other_load = load.mean();
+    m.suspect = m.other_load && *m.other_load > options_.busy_load_threshold;
+    // Once a retry has failed the machine is busy for a while: stop paying for retries until a
+    // measurement comes out clean again.
+    if (!m.suspect || attempt >= (busy_streak_ ? 0 : options_.suspect_retries)) break;
+    std::this_thread::sleep_for(kRetryPause);
+  }
+  busy_streak_ = m.suspect;
+  return m;
+}
+
+}  // namespace braid::cost

@@ -1,0 +1,109 @@
+// cost::CpuProfiler — stage latencies measured on this CPU with the CPU executor, the way IOS
+// profiles every candidate stage on the device (ios.txt §4; peers.md §1.3, §1.6).
+//
+//   cost::CpuProfiler profiler(m.units, weights, {.threads_per_stream = 1});
+//   Micros u = profiler.unit_latency(unit);          // the unit alone on one stream
+//   Micros s = profiler.stage_latency(groups);       // group i on stream i, concurrently
+//   cost::Measurement full = profiler.profile_stage(groups);   // median, p10, p90, suspect
+//
+// How a stage is measured: its units are cut out as a graph of their own (subgraph.h), whose
+// inputs are filled with uniform [-1, 1] noise (zeros or uninitialized memory give denormals
+// and timings 10x off); a Schedule with one concurrent stage (group i on stream i) is lowered
+// and prepared on the CPU executor; `warmup` inferences run untimed, then `runs` runs of
+// `number` inferences each. An inference's latency is its makespan, from the first unit's
+// start to the last unit's end as the executor observes them, so waking the lane threads for
+// a new request is not charged to every stage. The result is the median of the per-run means,
+// with p10/p90 of those means as the spread. IOS does the same with warmup 2, number 6,
+// repeat 6 and the mean over repeats (peers.md §1.6); the median resists one preempted run.
+//
+// Results are cached in memory and on disk (profile_cache.h), keyed by the machine, the stage
+// key (stage_key.h) and threads per stream: a second profile of the same model measures
+// nothing, and identical Inception blocks are measured once (IOS re-measures them,
+// peers.md §1.3 step 7).
+//
+// Busy machine policy (ecosystem.md §4.4). After the warmup and after every timed run the
+// profiler counts the other processes' runnable threads (machine.h: the running count of
+// /proc/loadavg minus this process's running threads). Their mean is the measurement's
+// `other_load`: about how many CPUs others wanted meanwhile. Above `busy_load_threshold` (a
+// quarter of a CPU) the measurement is suspect. It is then repeated after a short pause, up to
+// `suspect_retries` times, except right after a measurement that stayed suspect (a machine
+// busy for minutes would cost a pause per stage). If still suspect it is kept, flagged in the
+// cache and counted in suspect_measurements(); `remeasure_suspect` measures it again later.
+// Not used for the verdict: the 1-minute load average (it lags; `braid profile` only reports
+// it) and /proc/stat CPU times (a 10 ms tick cannot resolve stages of a few milliseconds).
+//
+// The OpenMP wait policy is left as the environment sets it: the profile must describe how
+// `braid run` executes, and libgomp reads OMP_WAIT_POLICY / GOMP_SPINCOUNT once, at load, so a
+// process cannot change its own. It is part of the machine fingerprint. With one thread per
+// stream (the default) it does not matter, as a team of one never spins; with more, set
+// OMP_WAIT_POLICY=passive on a shared machine (`braid profile` says so).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "cost/cost_model.h"
+#include "cost/machine.h"
+#include "cost/profile_cache.h"
+#include "ir/weights.h"
+
+namespace braid::cost {
+
+struct CpuProfilerOptions {
+  int threads_per_stream = 1;       // OpenMP threads inside each oneDNN primitive
+  int warmup = 2;                   // untimed inferences first
+  int runs = 5;                     // timed runs (IOS's repeat)
+  int number = 3;                   // inferences per run, averaged (IOS's number)
+  uint64_t input_seed = 1;          // of the uniform [-1, 1] inputs
+  bool use_cache = true;            // read and write the disk cache
+  std::filesystem::path cache_dir;  // empty: ProfileCache::default_dir()
+  double busy_load_threshold = 0.25;
+  int suspect_retries = 1;
+  bool remeasure_suspect = false;
+};
+
+class CpuProfiler final : public CostModel {
+ public:
+  // `units` must be the fusion of an operator graph and `weights` its complete parameters;
+  // throws braid::Error otherwise (kInvalidArgument, kInvalidModel).
+  CpuProfiler(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
+              CpuProfilerOptions options = {});
+  ~CpuProfiler() override;
+
+  std::string_view name() const override { return "cpu_profiler"; }
+  Micros unit_latency(UnitId unit) const override;
+  Micros stage_latency(std::span<const std::vector<UnitId>> groups) const override;
+
+  // The full result for a stage (median, spread, busy-machine judgement); measures it unless
+  // it is cached. Does not count as a query in stats().
+  Measurement profile_stage(std::span<const std::vector<UnitId>> groups) const;
+  Measurement profile_unit(UnitId unit) const;
+  int64_t suspect_measurements() const;
+  const Machine& machine() const { return machine_; }
+  // Null when options.use_cache is false.
+  const ProfileCache* cache() const { return cache_.get(); }
+  // Saves new measurements to disk now (the destructor also does).
+  void flush() const;
+
+ private:
+  Measurement lookup_or_measure(std::span<const std::vector<UnitId>> groups) const;
+  Measurement measure(std::span<const std::vector<UnitId>> groups) const;
+  std::string cache_key(std::span<const std::vector<UnitId>> groups) const;
+
+  std::shared_ptr<const ir::Weights> weights_;
+  CpuProfilerOptions options_;
+  Machine machine_;
+  std::unique_ptr<ProfileCache> cache_;
+  mutable std::mutex memo_mutex_;     // guards memo_, unit_memo_
+  mutable std::mutex measure_mutex_;  // one measurement at a time: two would disturb each other
+  mutable std::map<std::string, Measurement> memo_;  // by cache_key
+  mutable std::vector<std::optional<Measurement>> unit_memo_;
+  mutable int64_t suspect_ = 0;       // measure_mutex_
+  mutable bool busy_streak_ = false;  // the last measurement stayed suspect (measure_mutex_)
+};
+
+}  // namespace braid::cost

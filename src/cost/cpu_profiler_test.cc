@@ -1,0 +1,155 @@
+#include "cost/cpu_profiler.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "base/error.h"
+#include "models/zoo.h"
+#include "test_env.h"
+
+namespace braid::cost {
+namespace {
+
+struct Model {
+  std::shared_ptr<const ir::Graph> graph;
+  std::shared_ptr<const ir::Weights> weights;
+  ir::UnitGraph units;
+};
+
+Model make_model(const std::string& name, int64_t image_size) {
+  Model m;
+  m.graph =
+      std::make_shared<const ir::Graph>(models::build_zoo_model(name, {.image_size = image_size}));
+  m.weights = std::make_shared<const ir::Weights>(ir::Weights::generate(*m.graph, 7));
+  m.units = ir::fuse(m.graph);
+  return m;
+}
+
+// Few runs keep the test fast; no retries, since the test machine is often busy.
+CpuProfilerOptions fast_options(const std::filesystem::path& cache_dir) {
+  return {.warmup = 1, .runs = 3, .number = 1, .cache_dir = cache_dir, .suspect_retries = 0};
+}
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  auto dir = testing::scratch_dir() / name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+// Two units of squeezenet that can run concurrently: the two expands of the first fire module.
+std::vector<std::vector<UnitId>> two_expands(const ir::UnitGraph& units) {
+  for (size_t i = 0; i < units.num_units(); ++i) {
+    auto succ = units.successors(make_id<UnitId>(i));
+    if (succ.size() == 2) return {{succ[0]}, {succ[1]}};
+  }
+  ADD_FAILURE() << "no fork in squeezenet";
+  return {};
+}
+
+TEST(CpuProfiler, MeasuresPositiveLatenciesAndCachesThem) {
+  Model m = make_model("squeezenet", 64);
+  auto dir = fresh_dir("profiler");
+  const auto stage = two_expands(m.units);
+  Micros first_unit, first_stage;
+  {
+    CpuProfiler profiler(m.units, m.weights, fast_options(dir));
+    EXPECT_EQ(profiler.name(), "cpu_profiler");
+    first_unit = profiler.unit_latency(UnitId{0});
+    EXPECT_GT(first_unit.count(), 0);
+    Measurement full = profiler.profile_unit(UnitId{0});
+    EXPECT_LE(full.p10, full.median);
+    EXPECT_LE(full.median, full.p90);
+    EXPECT_EQ(full.runs, 3);
+    first_stage = profiler.stage_latency(stage);
+    EXPECT_GT(first_stage.count(), 0);
+    EXPECT_EQ(profiler.stats().measurements, 2);
+
+    // Asking again measures nothing, and answers the same.
+    EXPECT_EQ(profiler.unit_latency(UnitId{0}), first_unit);
+    std::vector<std::vector<UnitId>> swapped = {stage[1], stage[0]};
+    EXPECT_EQ(profiler.stage_latency(swapped), first_stage);
+    // A one-unit stage is the unit.
+    std::vector<std::vector<UnitId>> alone = {{UnitId{0}}};
+    EXPECT_EQ(profiler.stage_latency(alone), first_unit);
+    CostStats stats = profiler.stats();
+    EXPECT_EQ(stats.measurements, 2);
+    EXPECT_EQ(stats.unit_queries, 2);
+    EXPECT_EQ(stats.stage_queries, 3);
+    EXPECT_EQ(stats.cache_hits, 0);
+  }
+  // A new profiler on the same cache directory measures nothing either.
+  CpuProfiler again(m.units, m.weights, fast_options(dir));
+  EXPECT_EQ(again.unit_latency(UnitId{0}), first_unit);
+  EXPECT_EQ(again.stage_latency(stage), first_stage);
+  EXPECT_EQ(again.stats().measurements, 0);
+  EXPECT_EQ(again.stats().cache_hits, 2);
+
+  // Threads per stream are part of the key.
+  auto two_threads = fast_options(dir);
+  two_threads.threads_per_stream = 2;
+  CpuProfiler wider(m.units, m.weights, two_threads);
+  wider.unit_latency(UnitId{0});
+  EXPECT_EQ(wider.stats().measurements, 1);
+}
+
+TEST(CpuProfiler, WorksWithoutTheDiskCache) {
+  Model m = make_model("squeezenet", 64);
+  auto options = fast_options({});
+  options.use_cache = false;
+  CpuProfiler profiler(m.units, m.weights, options);
+  EXPECT_EQ(profiler.cache(), nullptr);
+  EXPECT_GT(profiler.unit_latency(UnitId{1}).count(), 0);
+  profiler.unit_latency(UnitId{1});
+  EXPECT_EQ(profiler.stats().measurements, 1);
+}
+
+// Identical Inception-C blocks (mixed_6c, mixed_6d) are measured once.
+TEST(CpuProfiler, IdenticalUnitsAreMeasuredOnce) {
+  Model m = make_model("inception_v3", 107);
+  CpuProfiler profiler(m.units, m.weights, fast_options(fresh_dir("identical")));
+  profiler.unit_latency(*m.units.find_unit("mixed_6c/branch7x7dbl_3"));
+  profiler.unit_latency(*m.units.find_unit("mixed_6d/branch7x7dbl_3"));
+  EXPECT_EQ(profiler.stats().measurements, 1);
+}
+
+TEST(CpuProfiler, CorruptCacheIsTolerated) {
+  Model m = make_model("squeezenet", 64);
+  auto dir = fresh_dir("corrupt");
+  std::filesystem::path path;
+  {
+    CpuProfiler probe(m.units, m.weights, fast_options(dir));
+    path = probe.cache()->path();
+  }
+  std::filesystem::create_directories(dir);
+  std::ofstream(path) << "{ this is not json";
+  {
+    CpuProfiler profiler(m.units, m.weights, fast_options(dir));
+    EXPECT_EQ(profiler.cache()->warnings().size(), 1u);
+    EXPECT_GT(profiler.unit_latency(UnitId{0}).count(), 0);
+    EXPECT_EQ(profiler.stats().measurements, 1);
+  }
+  CpuProfiler after(m.units, m.weights, fast_options(dir));
+  EXPECT_TRUE(after.cache()->warnings().empty());
+  after.unit_latency(UnitId{0});
+  EXPECT_EQ(after.stats().measurements, 0);
+}
+
+// Groups that depend on each other are not a stage: measuring them would time a deadlock or a
+// race, so the profiler refuses them by name.
+TEST(CpuProfiler, RefusesDependentGroupsAndDags) {
+  Model m = make_model("squeezenet", 64);
+  CpuProfiler profiler(m.units, m.weights, fast_options(fresh_dir("dependent")));
+  std::vector<std::vector<UnitId>> dependent = {{UnitId{0}}, {m.units.successors(UnitId{0})[0]}};
+  EXPECT_THROW(profiler.stage_latency(dependent), Error);
+  EXPECT_THROW(profiler.stage_latency({}), Error);
+
+  std::vector<ir::Unit> units(1);
+  units[0].name = "a";
+  units[0].latency = Micros{1};
+  ir::UnitGraph dag = ir::UnitGraph::from_dag("dag", units, {});
+  EXPECT_THROW(CpuProfiler(dag, m.weights), Error);
+}
+
+}  // namespace
+}  // namespace braid::cost
