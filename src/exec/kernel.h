@@ -17,12 +17,24 @@
 
 namespace braid::exec {
 
+// How a tensor's elements are ordered in memory. Parameters, graph inputs and graph outputs are
+// always plain; the CPU executor's layout pass (exec/cpu/layout.h) may keep 4-D activations in
+// a oneDNN layout. No layout pads: a blocked tensor's channel count is a multiple of its block,
+// so every layout of a tensor has the same size in bytes.
+enum class TensorLayout : uint8_t {
+  kPlain,    // row-major: nchw, nc, ...
+  kNhwc,     // channels last (oneDNN acdb)
+  kNChw8c,   // channels in blocks of 8: [N][C/8][H][W][8]
+  kNChw16c,  // channels in blocks of 16: [N][C/16][H][W][16]
+};
+
 // Where a tensor is at run time: an activation at `arena_offset` bytes into the request's arena,
 // or a parameter at `fixed` (memory the prepared model owns; never written by kernels).
 struct TensorRef {
   int64_t arena_offset = -1;
   const float* fixed = nullptr;
   ir::TensorType type;
+  TensorLayout layout = TensorLayout::kPlain;
 
   bool in_arena() const { return arena_offset >= 0; }
   float* data(std::byte* arena) const {

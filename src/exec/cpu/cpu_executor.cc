@@ -16,6 +16,7 @@
 
 #include "base/error.h"
 #include "exec/cpu/cpu_kernels.h"
+#include "exec/cpu/layout.h"
 
 namespace braid::exec {
 namespace {
@@ -37,12 +38,14 @@ struct UnitTiming {
 class CpuRequest final : public Request {
  public:
   CpuRequest(Bytes arena_bytes, size_t num_events, const std::vector<size_t>& launches_per_lane)
-      : arena_(static_cast<std::byte*>(std::aligned_alloc(kTensorAlignment, round_up(arena_bytes)))),
+      : arena_(
+            static_cast<std::byte*>(std::aligned_alloc(kTensorAlignment, round_up(arena_bytes)))),
         events_(num_events),
         timings_(launches_per_lane.size()) {
     // Reserved once, so recording timings allocates nothing during a run.
     for (size_t i = 0; i < timings_.size(); ++i) timings_[i].reserve(launches_per_lane[i]);
-    BRAID_CHECK(arena_ != nullptr, ErrorCode::kInternal, "cannot allocate a ", arena_bytes, "-byte arena");
+    BRAID_CHECK(arena_ != nullptr, ErrorCode::kInternal, "cannot allocate a ", arena_bytes,
+                "-byte arena");
     std::memset(arena_, 0, round_up(arena_bytes));
     for (auto& e : events_) e.store(0);
   }
@@ -56,7 +59,10 @@ class CpuRequest final : public Request {
   Clock::time_point start;  // of the current inference
 
  private:
-  static Bytes round_up(Bytes n) { return std::max<Bytes>(kTensorAlignment, (n + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment); }
+  static Bytes round_up(Bytes n) {
+    return std::max<Bytes>(kTensorAlignment,
+                           (n + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment);
+  }
   std::byte* arena_;
   std::vector<std::atomic<uint64_t>> events_;
   std::vector<std::vector<UnitTiming>> timings_;
@@ -70,9 +76,9 @@ class CpuPreparedModel final : public PreparedModel {
   std::unique_ptr<Request> new_request() const override {
     std::vector<size_t> launches;
     for (const Lane& lane : lanes_)
-      launches.push_back(std::count_if(lane.steps.begin(), lane.steps.end(), [](const CompiledStep& s) {
-        return s.kind == CompiledStep::Kind::kLaunch;
-      }));
+      launches.push_back(std::count_if(
+          lane.steps.begin(), lane.steps.end(),
+          [](const CompiledStep& s) { return s.kind == CompiledStep::Kind::kLaunch; }));
     return std::make_unique<CpuRequest>(memory_.arena_bytes, num_events_, launches);
   }
   void set_input(Request& request, size_t i, std::span<const float> data) const override;
@@ -140,11 +146,16 @@ CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOption
   num_events_ = plan.num_events;
   num_blocks_ = plan.num_blocks;
 
+  // Graph inputs and outputs stay plain, so set_input/output copy as they are.
+  const std::vector<TensorLayout> layouts = cpu::choose_layouts(g, cpu::layout_options_from_env());
   TensorLocator locate = [&](ValueId v) {
     TensorRef ref;
     ref.type = g.value(v).type;
-    if (g.value(v).kind == ir::ValueKind::kParameter) ref.fixed = weights_->data(v).data();
-    else ref.arena_offset = memory_.offset[index(v)];
+    ref.layout = layouts[index(v)];
+    if (g.value(v).kind == ir::ValueKind::kParameter)
+      ref.fixed = weights_->data(v).data();
+    else
+      ref.arena_offset = memory_.offset[index(v)];
     return ref;
   };
   // Primitives fix their thread count at creation (ecosystem.md §2.4): create them under the
@@ -184,7 +195,8 @@ CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOption
   for (size_t i = 0; i < lanes_.size(); ++i) {
     std::vector<int> mine;
     if (options.pin_threads && !cpus.empty())
-      for (size_t k = 0; k < std::min(width, cpus.size()); ++k) mine.push_back(cpus[(i * width + k) % cpus.size()]);
+      for (size_t k = 0; k < std::min(width, cpus.size()); ++k)
+        mine.push_back(cpus[(i * width + k) % cpus.size()]);
     lanes_[i].thread = std::thread([this, i, mine] { lane_main(i, mine); });
   }
 }
@@ -262,7 +274,8 @@ void CpuPreparedModel::run_lane(Lane& lane, size_t lane_index, CpuRequest& reque
         break;
       case CompiledStep::Kind::kWait: {
         auto& e = events[step.id];
-        for (uint64_t v = e.load(std::memory_order_acquire); v != epoch; v = e.load(std::memory_order_acquire))
+        for (uint64_t v = e.load(std::memory_order_acquire); v != epoch;
+             v = e.load(std::memory_order_acquire))
           e.wait(v, std::memory_order_acquire);
         break;
       }
@@ -275,15 +288,17 @@ void CpuPreparedModel::set_input(Request& r, size_t i, std::span<const float> da
   const ir::Graph& g = *graph_;
   BRAID_CHECK(i < g.inputs().size(), ErrorCode::kInvalidArgument, "input #", i, " does not exist");
   ValueId v = g.inputs()[i];
-  BRAID_CHECK(static_cast<int64_t>(data.size()) == g.value(v).type.elements(), ErrorCode::kInvalidArgument,
-              "input '", g.value(v).name, "' needs ", g.value(v).type.elements(), " values, got ", data.size());
+  BRAID_CHECK(static_cast<int64_t>(data.size()) == g.value(v).type.elements(),
+              ErrorCode::kInvalidArgument, "input '", g.value(v).name, "' needs ",
+              g.value(v).type.elements(), " values, got ", data.size());
   std::memcpy(request.arena() + memory_.offset[index(v)], data.data(), data.size_bytes());
 }
 
 std::span<const float> CpuPreparedModel::output(const Request& r, size_t i) const {
   const auto& request = static_cast<const CpuRequest&>(r);
   const ir::Graph& g = *graph_;
-  BRAID_CHECK(i < g.outputs().size(), ErrorCode::kInvalidArgument, "output #", i, " does not exist");
+  BRAID_CHECK(i < g.outputs().size(), ErrorCode::kInvalidArgument, "output #", i,
+              " does not exist");
   ValueId v = g.outputs()[i];
   const auto* data = reinterpret_cast<const float*>(request.arena() + memory_.offset[index(v)]);
   return {data, static_cast<size_t>(g.value(v).type.elements())};
@@ -293,8 +308,8 @@ void CpuPreparedModel::run_blocks(Request& r, size_t first, size_t last, RunObse
   auto& request = static_cast<CpuRequest&>(r);
   BRAID_CHECK(first <= last && last <= num_blocks_, ErrorCode::kInvalidArgument, "blocks [", first,
               ", ", last, ") out of range: the model has ", num_blocks_);
-  BRAID_CHECK(first == 0 || first == request.next_block, ErrorCode::kInvalidArgument,
-              "block ", first, " run out of order: the request is at block ", request.next_block);
+  BRAID_CHECK(first == 0 || first == request.next_block, ErrorCode::kInvalidArgument, "block ",
+              first, " run out of order: the request is at block ", request.next_block);
   std::lock_guard run_lock(run_mutex_);
   if (first == 0) {
     ++request.epoch;
@@ -328,10 +343,13 @@ class CpuExecutor final : public Executor {
  public:
   explicit CpuExecutor(const CpuExecutorOptions& options) : options_(options) {}
   std::string_view name() const override { return "cpu"; }
-  bool supports(const ir::Graph& graph, NodeId node) const override { return cpu::supports(graph, node); }
+  bool supports(const ir::Graph& graph, NodeId node) const override {
+    return cpu::supports(graph, node);
+  }
   std::unique_ptr<PreparedModel> prepare(const ModelBundle& model) override {
-    BRAID_CHECK(model.graph && model.weights && model.units && model.plan, ErrorCode::kInvalidArgument,
-                "the CPU executor needs a graph, weights, units and a plan (a weighted DAG cannot run)");
+    BRAID_CHECK(
+        model.graph && model.weights && model.units && model.plan, ErrorCode::kInvalidArgument,
+        "the CPU executor needs a graph, weights, units and a plan (a weighted DAG cannot run)");
     return std::make_unique<CpuPreparedModel>(model, options_);
   }
 

@@ -43,7 +43,8 @@ std::vector<std::vector<float>> run_cpu(const Model& m, const sched::Schedule& s
                                         bool block_by_block = false) {
   sched::validate_or_throw(m.units, s);
   sched::ExecutionPlan plan = sched::lower(m.units, s);
-  auto model = make_cpu_executor({.threads_per_stream = threads})->prepare({m.graph, m.weights, &m.units, &plan});
+  auto model = make_cpu_executor({.threads_per_stream = threads})
+                   ->prepare({m.graph, m.weights, &m.units, &plan});
   auto request = model->new_request();
   for (size_t i = 0; i < m.inputs.size(); ++i) model->set_input(*request, i, m.inputs[i]);
   if (block_by_block) {
@@ -60,7 +61,8 @@ std::vector<std::vector<float>> run_cpu(const Model& m, const sched::Schedule& s
 }
 
 // Relative closeness: max |a - b| <= rtol * max|b| (random weights make output scales vary).
-void expect_close(const std::vector<float>& a, const std::vector<float>& b, double rtol, const std::string& what) {
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, double rtol,
+                  const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   double scale = 0, err = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -68,7 +70,8 @@ void expect_close(const std::vector<float>& a, const std::vector<float>& b, doub
     err = std::max(err, std::abs(double(a[i]) - double(b[i])));
     ASSERT_TRUE(std::isfinite(a[i])) << what << " element " << i;
   }
-  EXPECT_LE(err, rtol * std::max(scale, 1e-30)) << what << ": max error " << err << ", scale " << scale;
+  EXPECT_LE(err, rtol * std::max(scale, 1e-30))
+      << what << ": max error " << err << ", scale " << scale;
 }
 
 struct Case {
@@ -91,7 +94,8 @@ TEST_P(CpuExecutorZoo, MatchesReferenceUnderEverySchedule) {
   }
   auto expected = ref::run_reference(*m.graph, *m.weights, m.inputs);
   auto sequential = run_cpu(m, sched::make_scheduler("sequential")->schedule(m.units));
-  for (size_t i = 0; i < expected.size(); ++i) expect_close(sequential[i], expected[i], 1e-4, "sequential vs reference");
+  for (size_t i = 0; i < expected.size(); ++i)
+    expect_close(sequential[i], expected[i], 1e-4, "sequential vs reference");
   auto greedy = run_cpu(m, sched::make_scheduler("greedy")->schedule(m.units));
   EXPECT_EQ(greedy, sequential) << "greedy";
   EXPECT_EQ(run_cpu(m, sched::make_scheduler("greedy")->schedule(m.units), 1, true), sequential)
@@ -106,7 +110,8 @@ INSTANTIATE_TEST_SUITE_P(Models, CpuExecutorZoo,
                          ::testing::Values(Case{"squeezenet", 64}, Case{"inception_v3", 107},
                                            Case{"randwire", 64}, Case{"nasnet", 96},
                                            Case{"googlenet", 64}, Case{"resnet50", 64},
-                                           Case{"tv_inception_v3", 107}, Case{"tv_squeezenet1_0", 64}),
+                                           Case{"tv_inception_v3", 107},
+                                           Case{"tv_squeezenet1_0", 64}),
                          [](const auto& info) { return std::string(info.param.model); });
 
 TEST(CpuExecutor, TwoThreadsPerStreamMatchesReference) {
@@ -128,7 +133,8 @@ TEST(CpuExecutor, MissingWaitIsRejectedBeforeItCanRace) {
 
 TEST(CpuExecutor, BlocksMustRunInOrder) {
   Model m = make_model("squeezenet", {.batch = 1, .image_size = 64});
-  sched::ExecutionPlan plan = sched::lower(m.units, sched::make_scheduler("sequential")->schedule(m.units));
+  sched::ExecutionPlan plan =
+      sched::lower(m.units, sched::make_scheduler("sequential")->schedule(m.units));
   auto model = make_cpu_executor()->prepare({m.graph, m.weights, &m.units, &plan});
   auto request = model->new_request();
   ASSERT_GT(model->num_blocks(), 2u);

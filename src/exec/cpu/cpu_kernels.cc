@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "exec/cpu/cpu_kernels_impl.h"
+#include "exec/cpu/layout.h"
 
 namespace braid::exec::cpu {
 namespace detail {
@@ -36,6 +37,27 @@ Dims row_major_strides(const Dims& dims) {
 
 memory::desc plain_md(const Dims& dims) {
   return memory::desc(dims, dt::f32, row_major_strides(dims));
+}
+
+memory::desc layout_md(const Dims& dims, TensorLayout layout) {
+  using tag = memory::format_tag;
+  BRAID_ASSERT(layout == TensorLayout::kPlain || dims.size() == 4, "a ", dims.size(),
+               "-D tensor cannot be blocked");
+  switch (layout) {
+    case TensorLayout::kPlain:
+      return plain_md(dims);
+    case TensorLayout::kNhwc:
+      return memory::desc(dims, dt::f32, tag::nhwc);
+    case TensorLayout::kNChw8c:
+      return memory::desc(dims, dt::f32, tag::nChw8c);
+    case TensorLayout::kNChw16c:
+      return memory::desc(dims, dt::f32, tag::nChw16c);
+  }
+  BRAID_ASSERT(false, "unhandled layout");
+}
+
+memory::desc arena_md(const TensorRef& ref) {
+  return layout_md(to_dims(ref.type.shape), ref.layout);
 }
 
 dnnl::primitive_attr make_attr(const dnnl::post_ops& post_ops) {
@@ -73,6 +95,31 @@ void DnnlKernel::add(const dnnl::primitive_desc_base& pd, const dnnl::primitive&
         std::max<Bytes>(call_scratchpad_bytes_, static_cast<Bytes>(scratch.get_size()));
   }
   calls_.push_back({primitive, std::move(args)});
+  auto pending = std::move(pending_outputs_);
+  pending_outputs_.clear();
+  for (const auto& [temporary, tensor] : pending) add_reorder(temporary, tensor);
+}
+
+memory DnnlKernel::input(const memory::desc& wanted, const TensorRef& ref) {
+  // A plain tensor seen as plain, with any dims of the same size (a view): no copy.
+  if (ref.layout == TensorLayout::kPlain && wanted == plain_md(wanted.dims()))
+    return bind(wanted, ref);
+  const memory stored = bind(arena_md(ref), ref);
+  if (stored.get_desc() == wanted) return stored;
+  const memory t = temporary(wanted);
+  add_reorder(stored, t);
+  return t;
+}
+
+memory DnnlKernel::output(const memory::desc& wanted, const TensorRef& ref) {
+  // A plain tensor seen as plain, with any dims of the same size (a view): no copy.
+  if (ref.layout == TensorLayout::kPlain && wanted == plain_md(wanted.dims()))
+    return bind(wanted, ref);
+  const memory stored = bind(arena_md(ref), ref);
+  if (stored.get_desc() == wanted) return stored;
+  const memory t = temporary(wanted);
+  pending_outputs_.emplace_back(t, stored);
+  return t;
 }
 
 void DnnlKernel::add_reorder(const memory& from, const memory& to) {
@@ -257,6 +304,29 @@ class PadKernel final : public Kernel {
   float value_;
 };
 
+// Pad of a 4-D tensor on H and W in any layouts: fill the output, then reorder the input into
+// its window (a sub-tensor whose offsets stay clear of the channel blocks).
+class WindowPadKernel final : public Kernel {
+ public:
+  WindowPadKernel(const detail::BuildContext& c, const TensorRef& src, const TensorRef& dst,
+                  const std::vector<int64_t>& pads, float value)
+      : copy_(c.engine), dst_(dst), value_(value) {
+    const memory::desc window = arena_md(dst).submemory_desc(
+        to_dims(src.type.shape), Dims{pads[0], pads[1], pads[2], pads[3]});
+    copy_.add_reorder(copy_.bind(arena_md(src), src), copy_.bind(window, dst));
+  }
+  void execute(const KernelContext& context) const override {
+    std::fill_n(dst_.data(context.arena), dst_.type.elements(), value_);
+    copy_.execute(context);
+  }
+  Bytes scratchpad_bytes() const { return copy_.scratchpad_bytes(); }
+
+ private:
+  DnnlKernel copy_;
+  TensorRef dst_;
+  float value_;
+};
+
 // ---- oneDNN kernels ----------------------------------------------------------------------
 
 int64_t normalize_axis(int64_t axis, size_t rank) {
@@ -275,14 +345,17 @@ memory::desc flat_md(const ir::TensorType& t) {
 
 std::unique_ptr<Kernel> build_eltwise(const BuildContext& c, const Chain& chain) {
   const ir::Node& node = *chain.head;
-  const ir::TensorType& type = c.graph.value(node.inputs[0]).type;
-  const memory::desc md = flat_md(type);
+  const TensorRef src_ref = c.ref(node.inputs[0]), dst_ref = c.ref(chain.output);
+  // Element by element, any layout without padding is a flat array; across layouts the op
+  // runs in the input's and its result is reordered.
+  const bool same_layout = src_ref.layout == dst_ref.layout;
+  const memory::desc md = same_layout ? flat_md(src_ref.type) : arena_md(src_ref);
   dnnl::eltwise_forward::primitive_desc pd(
       {prop_kind::forward_inference, eltwise_algorithm(node), md, 0.0f, 0.0f}, make_attr(),
       c.engine);
   auto k = std::make_unique<DnnlKernel>(c.engine);
-  memory src = k->bind(md, c.ref(node.inputs[0]));
-  memory dst = k->bind(md, c.ref(chain.output));
+  memory src = k->bind(md, src_ref);
+  memory dst = same_layout ? k->bind(md, dst_ref) : k->output(md, dst_ref);
   k->add(pd, dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
   return k;
 }
@@ -292,12 +365,29 @@ std::unique_ptr<Kernel> build_concat(const BuildContext& c, const Chain& chain) 
   const ir::Shape& ys = c.shape(chain.output);
   const int axis =
       static_cast<int>(normalize_axis(std::get<ir::AxisAttrs>(node.attrs).axis, ys.size()));
+  // oneDNN copies each input into its window of the output: a plain copy when all share one
+  // layout, its reference kernel (slow) otherwise. So it concatenates in the inputs' common
+  // layout, reordering the result when the output's differs, and needs every window of a
+  // blocked layout to start at a whole block.
+  const TensorRef dst_ref = c.ref(chain.output);
   std::vector<memory::desc> src_mds;
-  for (ValueId v : node.inputs) src_mds.push_back(plain_md(to_dims(c.shape(v))));
-  const memory::desc dst_md = plain_md(to_dims(ys));
+  const TensorLayout common = c.ref(node.inputs[0]).layout;
+  bool same = true;
+  for (ValueId v : node.inputs) {
+    src_mds.push_back(arena_md(c.ref(v)));
+    same = same && c.ref(v).layout == common;
+  }
+  auto aligned = [&](TensorLayout layout) {
+    return std::all_of(node.inputs.begin(), node.inputs.end(),
+                       [&](ValueId v) { return c.shape(v)[axis] % channel_block(layout) == 0; });
+  };
+  const TensorLayout layout = same && aligned(common)   ? common
+                              : aligned(dst_ref.layout) ? dst_ref.layout
+                                                        : TensorLayout::kPlain;
+  const memory::desc dst_md = layout_md(to_dims(ys), layout);
   dnnl::concat::primitive_desc pd(dst_md, axis, src_mds, c.engine, make_attr());
   auto k = std::make_unique<DnnlKernel>(c.engine);
-  Args args{{DNNL_ARG_DST, k->bind(dst_md, c.ref(chain.output))}};
+  Args args{{DNNL_ARG_DST, k->output(dst_md, dst_ref)}};
   for (size_t i = 0; i < node.inputs.size(); ++i)
     args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = k->bind(src_mds[i], c.ref(node.inputs[i]));
   k->add(pd, dnnl::concat(pd), std::move(args));
@@ -324,18 +414,24 @@ std::unique_ptr<Kernel> build_binary(const BuildContext& c, const Chain& chain) 
         node.kind, std::vector{c.ref(node.inputs[0]), c.ref(node.inputs[1])}, c.ref(chain.output));
   }
   const Dims out = to_dims(c.shape(chain.output));
-  const memory::desc src0_md = plain_md(out);
-  const memory::desc src1_md = plain_md(pad_front(to_dims(c.shape(operands->second)), out.size()));
+  const TensorRef src0 = c.ref(operands->first), src1 = c.ref(operands->second);
+  const TensorRef dst = c.ref(chain.output);
+  // Same shapes: computed in the output's layout (an input laid out otherwise is reordered
+  // first). Broadcasting: plain only (layout.h keeps such operands plain).
+  const bool same_shapes = to_dims(c.shape(operands->second)) == out;
+  const memory::desc src0_md = layout_md(out, dst.layout);
+  const memory::desc src1_md =
+      same_shapes ? src0_md : plain_md(pad_front(to_dims(c.shape(operands->second)), out.size()));
   const algorithm alg =
       node.kind == ir::OpKind::Mul ? algorithm::binary_mul : algorithm::binary_add;
   dnnl::post_ops po;
   append_activations(po, chain);
   dnnl::binary::primitive_desc pd({alg, src0_md, src1_md, src0_md}, make_attr(po), c.engine);
   auto k = std::make_unique<DnnlKernel>(c.engine);
-  k->add(pd, dnnl::binary(pd),
-         {{DNNL_ARG_SRC_0, k->bind(src0_md, c.ref(operands->first))},
-          {DNNL_ARG_SRC_1, k->bind(src1_md, c.ref(operands->second))},
-          {DNNL_ARG_DST, k->bind(src0_md, c.ref(chain.output))}});
+  Args args{{DNNL_ARG_SRC_0, k->input(src0_md, src0)},
+            {DNNL_ARG_SRC_1, same_shapes ? k->input(src1_md, src1) : k->bind(src1_md, src1)},
+            {DNNL_ARG_DST, k->bind(src0_md, dst)}};
+  k->add(pd, dnnl::binary(pd), std::move(args));
   return k;
 }
 
@@ -348,16 +444,29 @@ std::unique_ptr<Kernel> build_sum(const BuildContext& c, const Chain& chain) {
     refs.push_back(c.ref(v));
     same_shapes = same_shapes && c.shape(v) == ys;
   }
-  if (node.inputs.size() == 1) return std::make_unique<CopyKernel>(refs[0], c.ref(chain.output));
+  if (node.inputs.size() == 1) {
+    const TensorRef dst = c.ref(chain.output);
+    if (refs[0].layout == dst.layout) return std::make_unique<CopyKernel>(refs[0], dst);
+    auto k = std::make_unique<DnnlKernel>(c.engine);
+    k->add_reorder(k->bind(arena_md(refs[0]), refs[0]), k->bind(arena_md(dst), dst));
+    return k;
+  }
   if (!same_shapes) return std::make_unique<BroadcastKernel>(node.kind, refs, c.ref(chain.output));
-  const memory::desc md = flat_md(c.graph.value(chain.output).type);
-  const std::vector<memory::desc> src_mds(node.inputs.size(), md);
+  // One layout throughout: a flat array. Mixed layouts: oneDNN's sum reorders each input into
+  // the output (an accumulating reorder), slower but rare (layout.h blocks a Sum only when one
+  // of its inputs is blocked).
+  const TensorRef dst = c.ref(chain.output);
+  const bool same_layout = std::all_of(refs.begin(), refs.end(),
+                                       [&](const TensorRef& r) { return r.layout == dst.layout; });
+  const memory::desc dst_md = same_layout ? flat_md(dst.type) : arena_md(dst);
+  std::vector<memory::desc> src_mds;
+  for (const TensorRef& r : refs) src_mds.push_back(same_layout ? dst_md : arena_md(r));
   const std::vector<float> scales(node.inputs.size(), 1.0f);
-  dnnl::sum::primitive_desc pd(md, scales, src_mds, c.engine, make_attr());
+  dnnl::sum::primitive_desc pd(dst_md, scales, src_mds, c.engine, make_attr());
   auto k = std::make_unique<DnnlKernel>(c.engine);
-  Args args{{DNNL_ARG_DST, k->bind(md, c.ref(chain.output))}};
+  Args args{{DNNL_ARG_DST, k->bind(dst_md, dst)}};
   for (size_t i = 0; i < refs.size(); ++i)
-    args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = k->bind(md, refs[i]);
+    args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = k->bind(src_mds[i], refs[i]);
   k->add(pd, dnnl::sum(pd), std::move(args));
   return k;
 }
@@ -365,10 +474,13 @@ std::unique_ptr<Kernel> build_sum(const BuildContext& c, const Chain& chain) {
 std::unique_ptr<Kernel> build_batch_norm(const BuildContext& c, const Chain& chain) {
   const ir::Node& node = *chain.head;
   const ir::Shape& xs = c.shape(node.inputs[0]);
-  // Viewed as [N, C, spatial, 1] whatever the rank: oneDNN 2.6 has a jit kernel for nchw but
+  const TensorRef src_ref = c.ref(node.inputs[0]), dst_ref = c.ref(chain.output);
+  // 4-D: as laid out in the arena (a different output layout costs a reorder after). Other
+  // ranks are plain, viewed as [N, C, spatial, 1]: oneDNN 2.6 has a jit kernel for nchw but
   // only its reference kernel for 3-D (ncw) data.
-  const Dims dims{xs[0], xs[1], product(xs, 2, xs.size()), 1};
-  const memory::desc md = plain_md(dims);
+  const bool four_d = xs.size() == 4;
+  const memory::desc md =
+      four_d ? arena_md(src_ref) : plain_md({xs[0], xs[1], product(xs, 2, xs.size()), 1});
   const memory::desc channel_md = plain_md({xs[1]});
   auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
                dnnl::normalization_flags::use_shift;
@@ -378,12 +490,12 @@ std::unique_ptr<Kernel> build_batch_norm(const BuildContext& c, const Chain& cha
       make_attr(), c.engine);
   auto k = std::make_unique<DnnlKernel>(c.engine);
   k->add(pd, dnnl::batch_normalization_forward(pd),
-         {{DNNL_ARG_SRC, k->bind(md, c.ref(node.inputs[0]))},
+         {{DNNL_ARG_SRC, k->bind(md, src_ref)},
           {DNNL_ARG_SCALE, k->bind(channel_md, c.ref(node.inputs[1]))},
           {DNNL_ARG_SHIFT, k->bind(channel_md, c.ref(node.inputs[2]))},
           {DNNL_ARG_MEAN, k->bind(channel_md, c.ref(node.inputs[3]))},
           {DNNL_ARG_VARIANCE, k->bind(channel_md, c.ref(node.inputs[4]))},
-          {DNNL_ARG_DST, k->bind(md, c.ref(chain.output))}});
+          {DNNL_ARG_DST, four_d ? k->output(md, dst_ref) : k->bind(md, dst_ref)}});
   return k;
 }
 
@@ -487,6 +599,14 @@ std::unique_ptr<Kernel> build_view(const BuildContext& c, const Chain& chain) {
 
 std::unique_ptr<Kernel> build(const BuildContext& c, const Chain& chain) {
   const ir::Node& node = *chain.head;
+  // The layout pass (layout.h) gives blocked tensors only to kernels that take them.
+  const bool reads_blocked = accepts_blocked(c.graph, node, false);
+  for (size_t i = 0; i < node.inputs.size(); ++i)
+    BRAID_ASSERT(c.ref(node.inputs[i]).layout == TensorLayout::kPlain || reads_blocked, "node '",
+                 node.name, "' cannot read input #", i, " blocked");
+  BRAID_ASSERT(
+      c.ref(chain.output).layout == TensorLayout::kPlain || accepts_blocked(c.graph, node, true),
+      "node '", node.name, "' cannot write its output blocked");
   switch (node.kind) {
     case ir::OpKind::Conv:
       return build_conv(c, chain);
@@ -527,8 +647,10 @@ std::unique_ptr<Kernel> build(const BuildContext& c, const Chain& chain) {
       return build_split(c, chain);
     case ir::OpKind::Pad: {
       const auto& a = std::get<ir::PadAttrs>(node.attrs);
-      return std::make_unique<PadKernel>(c.ref(node.inputs[0]), c.ref(chain.output), a.pads,
-                                         a.value);
+      const TensorRef src = c.ref(node.inputs[0]), dst = c.ref(chain.output);
+      if (src.layout == TensorLayout::kPlain && dst.layout == TensorLayout::kPlain)
+        return std::make_unique<PadKernel>(src, dst, a.pads, a.value);
+      return std::make_unique<WindowPadKernel>(c, src, dst, a.pads, a.value);
     }
   }
   BRAID_ASSERT(false, "unhandled op kind");
@@ -563,7 +685,15 @@ Chain plan_chain(const BuildContext& c, std::span<const NodeId> ops, size_t at) 
   chain.head = &c.graph.node(ops[at]);
   chain.output = chain.head->outputs[0];
   const ir::Node& head = *chain.head;
-  auto next = [&] { return sole_next_consumer(c, ops, at + chain.length - 1, chain.output); };
+  // The next op, when it can join: the kernel writes the chain's last output, so it must be
+  // one the head can write in the layout the arena has it in.
+  auto next = [&]() -> const ir::Node* {
+    const ir::Node* n = sole_next_consumer(c, ops, at + chain.length - 1, chain.output);
+    if (n == nullptr || c.ref(n->outputs[0]).layout == TensorLayout::kPlain ||
+        accepts_blocked(c.graph, *chain.head, true))
+      return n;
+    return nullptr;
+  };
   auto take = [&](const ir::Node* n) {
     chain.output = n->outputs[0];
     ++chain.length;
@@ -688,6 +818,8 @@ std::vector<std::unique_ptr<Kernel>> make_unit_kernels(const ir::Graph& graph,
                   "): oneDNN cannot create its primitive: ", e.what());
     }
     if (const auto* k = dynamic_cast<const detail::DnnlKernel*>(kernel.get()))
+      scratch = std::max(scratch, k->scratchpad_bytes());
+    if (const auto* k = dynamic_cast<const detail::WindowPadKernel*>(kernel.get()))
       scratch = std::max(scratch, k->scratchpad_bytes());
     if (kernel) kernels.push_back(std::move(kernel));
     at += chain.length;

@@ -26,6 +26,10 @@ Dims pad_front(Dims dims, size_t rank);
 Dims row_major_strides(const Dims& dims);
 // A plain row-major float32 descriptor (nchw, nc, abc... for any rank).
 memory::desc plain_md(const Dims& dims);
+// `dims` laid out as `layout`; a layout other than kPlain needs 4-D dims.
+memory::desc layout_md(const Dims& dims, TensorLayout layout);
+// An arena tensor as it is laid out.
+memory::desc arena_md(const TensorRef& ref);
 // Every primitive uses a user scratchpad, so it can run on any lane (ecosystem.md §2.5 B).
 dnnl::primitive_attr make_attr(const dnnl::post_ops& post_ops = {});
 
@@ -45,6 +49,12 @@ class DnnlKernel final : public Kernel {
   void add(const dnnl::primitive_desc_base& pd, const dnnl::primitive& primitive, Args args);
   // Adds a reorder from `from` to `to` (a layout change inside the kernel).
   void add_reorder(const memory& from, const memory& to);
+  // `ref` as an operand described by `wanted` (same dims as the tensor): the tensor itself when
+  // it is laid out that way, else a temporary it is reordered into first (a call added now).
+  memory input(const memory::desc& wanted, const TensorRef& ref);
+  // `ref` as the result `wanted` of the next add(): the tensor itself when it is laid out that
+  // way, else a temporary that add() reorders into the tensor after its call.
+  memory output(const memory::desc& wanted, const TensorRef& ref);
   void set_epilogue(std::function<void(std::byte* arena)> epilogue) {
     epilogue_ = std::move(epilogue);
   }
@@ -60,8 +70,9 @@ class DnnlKernel final : public Kernel {
   };
   dnnl::engine engine_;
   std::vector<Call> calls_;
-  std::vector<std::pair<memory, int64_t>> arena_;        // (memory, arena offset) per run
-  std::vector<std::pair<memory, int64_t>> temporaries_;  // (memory, scratchpad offset)
+  std::vector<std::pair<memory, memory>> pending_outputs_;  // (temporary, tensor) for add()
+  std::vector<std::pair<memory, int64_t>> arena_;           // (memory, arena offset) per run
+  std::vector<std::pair<memory, int64_t>> temporaries_;     // (memory, scratchpad offset)
   std::vector<memory> scratchpads_;  // calls' scratchpads, at temporary_bytes_ (sequential)
   Bytes temporary_bytes_ = 0;
   Bytes call_scratchpad_bytes_ = 0;

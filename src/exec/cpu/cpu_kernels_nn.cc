@@ -1,6 +1,7 @@
 // CPU kernels for the compute ops: Conv (+ folded BatchNormalization + activation post-ops),
-// Max/AveragePool, GlobalAveragePool, MatMul (+ bias Add) and Gemm. Activations stay plain
-// (nchw / row-major); weights are reordered once, here, into the layout the primitive prefers.
+// Max/AveragePool, GlobalAveragePool, MatMul (+ bias Add) and Gemm. Conv and pooling take their
+// activations in the layout the arena has them in (layout.h); MatMul and Gemm only plain ones.
+// Weights are reordered once, here, into the layout the primitive prefers.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -10,6 +11,7 @@
 
 #include "base/error.h"
 #include "exec/cpu/cpu_kernels_impl.h"
+#include "exec/cpu/layout.h"
 
 namespace braid::exec::cpu::detail {
 namespace {
@@ -44,23 +46,28 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
   const ir::Shape& ws = c.shape(w);
   const int64_t oc = ws[0], groups = a.groups;
   const Dims w_dims = groups > 1 ? Dims{groups, oc / groups, ws[1], ws[2], ws[3]} : to_dims(ws);
-  const memory::desc src_md = plain_md(to_dims(c.shape(x)));
-  const memory::desc dst_md = plain_md(to_dims(c.shape(chain.output)));
+  const TensorRef src_ref = c.ref(x), dst_ref = c.ref(chain.output);
+  const memory::desc src_md = arena_md(src_ref);
+  const memory::desc dst_md = arena_md(dst_ref);
   const memory::desc user_w_md = plain_md(w_dims);
   const memory::desc bias_md = plain_md({oc});
   const bool w_fixed = c.is_fixed(w);
   // Fixed weights let the primitive choose its layout; we reorder them once below.
   const memory::desc w_md = w_fixed ? memory::desc(w_dims, dt::f32, tag::any) : user_w_md;
-  // Activations: on nchw, oneDNN 2.6 runs a convolution as im2col + GEMM. Its blocked
-  // kernels (nChw16c) plus a reorder in and out of the lane scratchpad were faster on this
-  // machine (1 and 2 threads) for spatial kernels (about 2x), grouped and depthwise convs
-  // (10x) and few input channels; for dense 1x1 convs with 32+ channels the two were level,
-  // and plain saves the copies.
-  const bool blocked = groups > 1 || ws[2] * ws[3] > 1 || ws[1] < kMinPlainChannels;
-  const memory::desc conv_src_md =
-      blocked ? memory::desc(src_md.dims(), dt::f32, tag::any) : src_md;
-  const memory::desc conv_dst_md =
-      blocked ? memory::desc(dst_md.dims(), dt::f32, tag::any) : dst_md;
+  // Activations already blocked in the arena (layout.h) are used as they are. A plain one: on
+  // nchw, oneDNN 2.6 runs a convolution as im2col + GEMM. Its blocked kernels plus a reorder in
+  // and out of the lane scratchpad were faster on this machine (1 and 2 threads) for spatial
+  // kernels (about 2x), grouped and depthwise convs (10x) and few input channels; for dense
+  // 1x1 convs with 32+ channels the two were level, and plain saves the copies.
+  const bool blocked = groups > 1 || ws[2] * ws[3] > 1 || ws[1] < kMinPlainChannels ||
+                       src_ref.layout != TensorLayout::kPlain ||
+                       dst_ref.layout != TensorLayout::kPlain;
+  auto conv_md = [&](const memory::desc& md, const TensorRef& ref) {
+    if (!blocked || ref.layout != TensorLayout::kPlain) return md;
+    return memory::desc(md.dims(), dt::f32, tag::any);
+  };
+  const memory::desc conv_src_md = conv_md(src_md, src_ref);
+  const memory::desc conv_dst_md = conv_md(dst_md, dst_ref);
 
   // BatchNormalization after the conv, folded: s = scale / sqrt(var + eps),
   // w' = w * s[oc], b' = (b - mean) * s[oc] + shift.
@@ -100,12 +107,8 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
   dnnl::convolution_forward::primitive_desc pd(desc, make_attr(po), c.engine);
 
   auto k = std::make_unique<DnnlKernel>(c.engine);
-  const memory src = k->bind(src_md, c.ref(x));
-  const memory dst = k->bind(dst_md, c.ref(chain.output));
-  const memory conv_src = pd.src_desc() == src_md ? src : k->temporary(pd.src_desc());
-  const memory conv_dst = pd.dst_desc() == dst_md ? dst : k->temporary(pd.dst_desc());
-  if (conv_src != src) k->add_reorder(src, conv_src);
-  Args args{{DNNL_ARG_SRC, conv_src}, {DNNL_ARG_DST, conv_dst}};
+  Args args{{DNNL_ARG_SRC, k->input(pd.src_desc(), src_ref)},
+            {DNNL_ARG_DST, k->output(pd.dst_desc(), dst_ref)}};
   if (!folded_w.empty()) {
     const memory user(user_w_md, c.engine, folded_w.data());
     args[DNNL_ARG_WEIGHTS] = prepare_weights(c, user, pd.weights_desc(), false);
@@ -117,7 +120,6 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
     if (has_b) args[DNNL_ARG_BIAS] = k->bind(bias_md, c.ref(b));
   }
   k->add(pd, dnnl::convolution_forward(pd), std::move(args));
-  if (conv_dst != dst) k->add_reorder(conv_dst, dst);
   return k;
 }
 
@@ -138,16 +140,17 @@ std::unique_ptr<Kernel> build_pool(const BuildContext& c, const Chain& chain) {
     pad_r[i] = std::max(a.pads[2 + i], needed);
     clipped_windows = clipped_windows || pad_r[i] > a.pads[2 + i];
   }
-  const memory::desc src_md = plain_md(to_dims(xs));
-  const memory::desc dst_md = plain_md(to_dims(ys));
+  // The pool runs in its input's layout; a different output layout costs a reorder after it.
+  const TensorRef src_ref = c.ref(node.inputs[0]), dst_ref = c.ref(chain.output);
+  const memory::desc src_md = arena_md(src_ref);
+  const memory::desc dst_md = layout_md(to_dims(ys), src_ref.layout);
   const dnnl::pooling_v2_forward::desc desc(
       prop_kind::forward_inference, alg, src_md, dst_md, Dims{a.stride[0], a.stride[1]},
       Dims{a.kernel[0], a.kernel[1]}, Dims{0, 0}, Dims{a.pads[0], a.pads[1]}, pad_r);
   dnnl::pooling_v2_forward::primitive_desc pd(desc, make_attr(), c.engine);
   auto k = std::make_unique<DnnlKernel>(c.engine);
   k->add(pd, dnnl::pooling_v2_forward(pd),
-         {{DNNL_ARG_SRC, k->bind(src_md, c.ref(node.inputs[0]))},
-          {DNNL_ARG_DST, k->bind(dst_md, c.ref(chain.output))}});
+         {{DNNL_ARG_SRC, k->bind(src_md, src_ref)}, {DNNL_ARG_DST, k->output(dst_md, dst_ref)}});
 
   if (!is_max && a.count_include_pad && clipped_windows) {
     // oneDNN divides by the whole kernel; ONNX Runtime and PyTorch by the part of the window
@@ -162,7 +165,10 @@ std::unique_ptr<Kernel> build_pool(const BuildContext& c, const Chain& chain) {
         factor[i][o] = static_cast<float>(a.kernel[i]) / static_cast<float>(end - begin);
       }
     }
-    const TensorRef dst = c.ref(chain.output);
+    // The loop indexes nchw; layout.h keeps the outputs of such pools plain.
+    BRAID_ASSERT(dst_ref.layout == TensorLayout::kPlain, "node '", node.name,
+                 "': a ceil_mode average pool must write a plain output");
+    const TensorRef dst = dst_ref;
     const int64_t planes = ys[0] * ys[1], oh = ys[2], ow = ys[3];
     k->set_epilogue([dst, factor, planes, oh, ow](std::byte* arena) {
       float* y = dst.data(arena);
@@ -180,8 +186,9 @@ std::unique_ptr<Kernel> build_pool(const BuildContext& c, const Chain& chain) {
 std::unique_ptr<Kernel> build_global_average_pool(const BuildContext& c, const Chain& chain) {
   const ir::Node& node = *chain.head;
   const ir::Shape& xs = c.shape(node.inputs[0]);
-  const memory::desc src_md = plain_md(to_dims(xs));
-  const memory::desc dst_md = plain_md(to_dims(c.shape(chain.output)));
+  const TensorRef src_ref = c.ref(node.inputs[0]), dst_ref = c.ref(chain.output);
+  const memory::desc src_md = arena_md(src_ref);
+  const memory::desc dst_md = layout_md(to_dims(c.shape(chain.output)), src_ref.layout);
   // One window covering the whole plane.
   const dnnl::pooling_v2_forward::desc desc(
       prop_kind::forward_inference, algorithm::pooling_avg_exclude_padding, src_md, dst_md,
@@ -189,8 +196,7 @@ std::unique_ptr<Kernel> build_global_average_pool(const BuildContext& c, const C
   dnnl::pooling_v2_forward::primitive_desc pd(desc, make_attr(), c.engine);
   auto k = std::make_unique<DnnlKernel>(c.engine);
   k->add(pd, dnnl::pooling_v2_forward(pd),
-         {{DNNL_ARG_SRC, k->bind(src_md, c.ref(node.inputs[0]))},
-          {DNNL_ARG_DST, k->bind(dst_md, c.ref(chain.output))}});
+         {{DNNL_ARG_SRC, k->bind(src_md, src_ref)}, {DNNL_ARG_DST, k->output(dst_md, dst_ref)}});
   return k;
 }
 

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "exec/cpu/layout.h"
 #include "exec/ref/ref_executor.h"
 #include "ir/shape_inference.h"
 #include "ir/unit_graph.h"
@@ -67,10 +68,13 @@ struct PlainLayout {
   }
 };
 
-TensorLocator make_locator(const ir::Graph& g, const ir::Weights& w, const PlainLayout& layout) {
-  return [&g, &w, &layout](ValueId v) {
+// `layouts` (per ValueId; empty: all plain) orders the elements of each arena slot.
+TensorLocator make_locator(const ir::Graph& g, const ir::Weights& w, const PlainLayout& layout,
+                           std::span<const TensorLayout> layouts = {}) {
+  return [&g, &w, &layout, layouts](ValueId v) {
     TensorRef ref;
     ref.type = g.value(v).type;
+    if (!layouts.empty()) ref.layout = layouts[index(v)];
     if (layout.offsets[index(v)] >= 0)
       ref.arena_offset = layout.offsets[index(v)];
     else
@@ -79,15 +83,78 @@ TensorLocator make_locator(const ir::Graph& g, const ir::Weights& w, const Plain
   };
 }
 
+constexpr TensorLayout kBlockedLayouts[] = {TensorLayout::kNhwc, TensorLayout::kNChw8c,
+                                            TensorLayout::kNChw16c};
+
+std::string str(TensorLayout layout) {
+  switch (layout) {
+    case TensorLayout::kPlain:
+      return "plain";
+    case TensorLayout::kNhwc:
+      return "nhwc";
+    case TensorLayout::kNChw8c:
+      return "nChw8c";
+    case TensorLayout::kNChw16c:
+      return "nChw16c";
+  }
+  return "?";
+}
+
+// A tensor of shape `s` in `layout`, as oneDNN describes it.
+dnnl::memory::desc layout_desc(const Shape& s, TensorLayout layout) {
+  using tag = dnnl::memory::format_tag;
+  dnnl::memory::dims dims{1};
+  if (!s.empty()) dims.assign(s.begin(), s.end());
+  switch (layout) {
+    case TensorLayout::kPlain: {
+      dnnl::memory::dims strides(dims.size(), 1);
+      for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+      return {dims, dnnl::memory::data_type::f32, strides};
+    }
+    case TensorLayout::kNhwc:
+      return {dims, dnnl::memory::data_type::f32, tag::nhwc};
+    case TensorLayout::kNChw8c:
+      return {dims, dnnl::memory::data_type::f32, tag::nChw8c};
+    case TensorLayout::kNChw16c:
+      return {dims, dnnl::memory::data_type::f32, tag::nChw16c};
+  }
+  return {};
+}
+
+// Copies a tensor of shape `s` from layout `from` to layout `to`.
+void convert(const Shape& s, TensorLayout from, const float* src, TensorLayout to, float* dst) {
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  dnnl::memory in(layout_desc(s, from), engine, const_cast<float*>(src));
+  dnnl::memory out(layout_desc(s, to), engine, dst);
+  dnnl::reorder(in, out).execute(stream, in, out);
+  stream.wait();
+}
+
+// Each value the kernels can take in `layout` (graph inputs and outputs too: run_cpu converts
+// them) gets it with probability 1/2, so every plain/blocked boundary of every op shows up.
+std::vector<TensorLayout> random_layouts(const ir::Graph& g, TensorLayout layout, uint64_t seed) {
+  std::mt19937 gen(static_cast<uint32_t>(seed * 31 + static_cast<uint64_t>(layout)));
+  std::vector<TensorLayout> layouts(g.num_values(), TensorLayout::kPlain);
+  for (size_t v = 0; v < g.num_values(); ++v)
+    if (can_be_blocked(g, make_id<ValueId>(v), layout) && gen() % 2 == 0) layouts[v] = layout;
+  return layouts;
+}
+
 struct CpuRun {
   std::vector<std::vector<float>> outputs;
   size_t num_kernels = 0;
 };
 
 // Builds `units` (default: all nodes as one unit) under `threads` OpenMP threads and runs them
-// on a NaN-filled arena, so a kernel that skips an output or reads garbage shows up.
+// on a NaN-filled arena, so a kernel that skips an output or reads garbage shows up. Tensors
+// are laid out as `layouts` says (default: all plain); inputs and outputs are converted.
 CpuRun run_cpu(const ir::Graph& g, const ir::Weights& w, std::span<const std::vector<float>> in,
-               int threads, std::vector<std::vector<NodeId>> units = {}) {
+               int threads, std::vector<std::vector<NodeId>> units = {},
+               std::span<const TensorLayout> layouts = {}) {
+  auto layout_of = [&](ValueId v) {
+    return layouts.empty() ? TensorLayout::kPlain : layouts[index(v)];
+  };
   if (units.empty()) {
     units.emplace_back();
     for (size_t n = 0; n < g.num_nodes(); ++n) units[0].push_back(make_id<NodeId>(n));
@@ -95,7 +162,7 @@ CpuRun run_cpu(const ir::Graph& g, const ir::Weights& w, std::span<const std::ve
   const int saved_threads = omp_get_max_threads();
   omp_set_num_threads(threads);
   const PlainLayout layout(g);
-  const TensorLocator locate = make_locator(g, w, layout);
+  const TensorLocator locate = make_locator(g, w, layout, layouts);
   const KernelBuildContext build{dnnl::engine(dnnl::engine::kind::cpu, 0)};
   std::vector<std::unique_ptr<Kernel>> kernels;
   Bytes scratch = 0;
@@ -109,16 +176,20 @@ CpuRun run_cpu(const ir::Graph& g, const ir::Weights& w, std::span<const std::ve
   Buffer scratchpad(static_cast<size_t>(scratch));
   std::fill_n(reinterpret_cast<float*>(arena.data), layout.bytes / 4,
               std::numeric_limits<float>::quiet_NaN());
-  for (size_t i = 0; i < in.size(); ++i)
-    std::copy(in[i].begin(), in[i].end(),
-              reinterpret_cast<float*>(arena.data + layout.offsets[index(g.inputs()[i])]));
+  for (size_t i = 0; i < in.size(); ++i) {
+    const ValueId v = g.inputs()[i];
+    convert(g.value(v).type.shape, TensorLayout::kPlain, in[i].data(), layout_of(v),
+            reinterpret_cast<float*>(arena.data + layout.offsets[index(v)]));
+  }
   LaneState lane{dnnl::stream(build.engine), scratchpad.data};
   for (const auto& k : kernels) k->execute({.arena = arena.data, .lane_state = &lane});
   CpuRun run;
   run.num_kernels = kernels.size();
   for (ValueId v : g.outputs()) {
     const float* p = reinterpret_cast<const float*>(arena.data + layout.offsets[index(v)]);
-    run.outputs.emplace_back(p, p + g.value(v).type.elements());
+    run.outputs.emplace_back(g.value(v).type.elements());
+    convert(g.value(v).type.shape, layout_of(v), p, TensorLayout::kPlain,
+            run.outputs.back().data());
   }
   omp_set_num_threads(saved_threads);
   return run;
@@ -155,7 +226,9 @@ void expect_close(const std::vector<std::vector<float>>& got,
   }
 }
 
-// The whole check: reference vs CPU kernels at 1 and 2 threads. Returns the kernel count.
+// The whole check: reference vs CPU kernels at 1 and 2 threads on plain tensors, then on random
+// mixes of plain and each blocked layout (at 1 or 2 threads, by seed). Returns the kernel count
+// of the plain run.
 size_t check_graph(const ir::Graph& g, double tolerance, const std::string& what, uint64_t seed) {
   const ir::Weights w = ir::Weights::generate(g, seed);
   const auto inputs = random_inputs(g, seed);
@@ -165,6 +238,15 @@ size_t check_graph(const ir::Graph& g, double tolerance, const std::string& what
     const CpuRun run = run_cpu(g, w, inputs, threads);
     expect_close(run.outputs, want, tolerance, what + " threads=" + std::to_string(threads));
     kernels = run.num_kernels;
+  }
+  for (TensorLayout layout : kBlockedLayouts) {
+    const auto layouts = random_layouts(g, layout, seed);
+    if (std::all_of(layouts.begin(), layouts.end(),
+                    [](TensorLayout l) { return l == TensorLayout::kPlain; }))
+      continue;
+    const int threads = 1 + static_cast<int>((seed + static_cast<uint64_t>(layout)) % 2);
+    expect_close(run_cpu(g, w, inputs, threads, {}, layouts).outputs, want, tolerance,
+                 what + " " + str(layout) + " threads=" + std::to_string(threads));
   }
   return kernels;
 }
@@ -772,6 +854,12 @@ TEST(CpuKernelsUnits, ZooModelsMatchReference) {
     for (int threads : {1, 2})
       expect_close(run_cpu(*g, w, inputs, threads, ops).outputs, want, kReduction,
                    std::string(name) + " threads=" + std::to_string(threads));
+    // The layouts the executor would choose, for each blocked layout.
+    for (TensorLayout layout : kBlockedLayouts) {
+      const auto layouts = choose_layouts(*g, {.blocked = layout});
+      expect_close(run_cpu(*g, w, inputs, 1, ops, layouts).outputs, want, kReduction,
+                   std::string(name) + " " + str(layout));
+    }
   }
 }
 
