@@ -53,7 +53,8 @@ class PreparedModel {
   virtual size_t num_blocks() const = 0;
   // Runs blocks [first, last). Blocks must run in order within a request; block 0 starts a new
   // inference.
-  virtual void run_blocks(Request& request, size_t first, size_t last, RunObserver* observer = nullptr) = 0;
+  virtual void run_blocks(Request& request, size_t first, size_t last,
+                          RunObserver* observer = nullptr) = 0;
   void run(Request& request, RunObserver* observer = nullptr) {
     run_blocks(request, 0, num_blocks(), observer);
   }

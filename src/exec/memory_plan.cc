@@ -1,23 +1,74 @@
 #include "exec/memory_plan.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "base/error.h"
 
 namespace braid::exec {
 namespace {
 
-Bytes align(Bytes n) { return (n + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment; }
+Bytes align(Bytes n) {
+  return (n + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+}
 
-// The lifetime of one storage (a root value and every view of it).
+// Where a value lies when it has no storage of its own: `bytes` into `value`'s storage.
+struct Placement {
+  ValueId value{};
+  Bytes bytes = 0;
+  bool is_view = false;  // a view's unit only reads; a Concat input's producer writes
+};
+
+// The lifetime of one storage: a root value, its views, and the Concat inputs placed in it.
 struct Lifetime {
   ValueId root{};
   Bytes bytes = 0;
-  std::optional<UnitId> producer;  // none: a graph input, written before the run
+  std::vector<UnitId> writers;  // none: a graph input, written before the run
   std::vector<UnitId> readers;
-  bool pinned = false;             // graph outputs (and inputs of nothing) live to the end
+  bool pinned = false;  // graph inputs and outputs live for the whole run
   int64_t offset = -1;
 };
+
+// Places the inputs of every Concat that can take them all in their windows.
+void place_concat_inputs(const ir::Graph& g, const MemoryPlanOptions& options,
+                         std::vector<std::optional<Placement>>& placement,
+                         std::vector<NodeId>& in_place) {
+  if (!options.concat_in_place) return;
+  std::vector<int> concat_uses(g.num_values(), 0);
+  for (const ir::Node& n : g.nodes())
+    if (n.kind == ir::OpKind::Concat)
+      for (ValueId v : n.inputs) ++concat_uses[index(v)];
+
+  for (size_t i = 0; i < g.num_nodes(); ++i) {
+    const ir::Node& n = g.node(make_id<NodeId>(i));
+    if (n.kind != ir::OpKind::Concat) continue;
+    const ValueId out = n.outputs.front();
+    const ir::Shape& shape = g.value(out).type.shape;
+    int64_t axis = std::get<ir::AxisAttrs>(n.attrs).axis;
+    if (axis < 0) axis += static_cast<int64_t>(shape.size());
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= shape[d];
+    if (outer != 1) continue;  // the windows are strided, not contiguous
+    bool all = true;
+    int64_t offset = 0;
+    for (ValueId v : n.inputs) {
+      const ir::Value& value = g.value(v);
+      all = all && value.kind == ir::ValueKind::kActivation && !g.is_output(v) &&
+            concat_uses[index(v)] == 1 && !placement[index(v)] &&
+            !(options.alias_views && ir::is_view(g.node(value.producer).kind)) &&
+            options.concat_in_place(v, out, offset);
+      offset += value.type.shape[axis];
+    }
+    if (!all) continue;
+    const Bytes per_slice = g.value(out).type.bytes() / shape[axis];
+    offset = 0;
+    for (ValueId v : n.inputs) {
+      placement[index(v)] = Placement{out, offset * per_slice, false};
+      offset += g.value(v).type.shape[axis];
+    }
+    in_place.push_back(make_id<NodeId>(i));
+  }
+}
 
 }  // namespace
 
@@ -27,16 +78,31 @@ MemoryPlan plan_memory(const ir::Graph& g, const ir::UnitGraph& units,
   MemoryPlan m;
   m.offset.assign(num_values, -1);
   m.storage_of.resize(num_values);
-  for (size_t v = 0; v < num_values; ++v) m.storage_of[v] = make_id<ValueId>(v);
 
-  // Views alias their input's storage (never a parameter's: kernels write activations).
+  // Views lie in their input's storage (never a parameter's: kernels write activations).
+  std::vector<std::optional<Placement>> placement(num_values);
   if (options.alias_views) {
     for (const ir::Node& n : g.nodes()) {
       if (!ir::is_view(n.kind)) continue;
       ValueId in = n.inputs.front();
       if (g.value(in).kind == ir::ValueKind::kParameter) continue;
-      m.storage_of[index(n.outputs.front())] = m.storage_of[index(in)];
+      placement[index(n.outputs.front())] = Placement{in, 0, true};
     }
+  }
+  place_concat_inputs(g, options, placement, m.in_place_concats);
+
+  // Follow placements to the root storage; `within` is the byte offset inside it.
+  std::vector<Bytes> within(num_values, 0);
+  for (size_t v = 0; v < num_values; ++v) {
+    ValueId at = make_id<ValueId>(v);
+    Bytes bytes = 0;
+    for (size_t hops = 0; placement[index(at)]; ++hops) {
+      BRAID_ASSERT(hops <= num_values, "memory plan: placements form a cycle");
+      bytes += placement[index(at)]->bytes;
+      at = placement[index(at)]->value;
+    }
+    m.storage_of[v] = at;
+    within[v] = bytes;
   }
 
   std::vector<int64_t> lifetime_of(num_values, -1);
@@ -50,40 +116,45 @@ MemoryPlan plan_memory(const ir::Graph& g, const ir::UnitGraph& units,
       Lifetime l;
       l.root = root;
       l.bytes = g.value(root).type.bytes();
-      if (g.value(root).kind == ir::ValueKind::kActivation) l.producer = units.unit_of(g.value(root).producer);
       lifetimes.push_back(l);
     }
     Lifetime& l = lifetimes[lifetime_of[index(root)]];
     for (NodeId c : value.consumers) l.readers.push_back(units.unit_of(c));
-    // A view is written by the view's own unit (a copy when not aliased): that unit reads too.
-    if (value.kind == ir::ValueKind::kActivation && make_id<ValueId>(v) != root)
-      l.readers.push_back(units.unit_of(value.producer));
-    if (g.is_output(make_id<ValueId>(v))) l.pinned = true;
-  }
-  for (size_t v = 0; v < num_values; ++v) {
-    // An input that aliases an output, or a graph input, keeps its own memory to the end.
-    if (g.value(make_id<ValueId>(v)).kind == ir::ValueKind::kInput) lifetimes[lifetime_of[v]].pinned = true;
+    if (value.kind == ir::ValueKind::kActivation) {
+      // A view is computed by its own unit from the storage it lies in: that unit reads.
+      const bool view = placement[v] && placement[v]->is_view;
+      (view ? l.readers : l.writers).push_back(units.unit_of(value.producer));
+    }
+    // Graph inputs are written before the run and outputs read after it.
+    if (g.is_output(make_id<ValueId>(v)) || value.kind == ir::ValueKind::kInput) l.pinned = true;
   }
 
   const auto& hb = plan.happens_before;
-  // a is done before b starts when every unit that touches a (its producer and its readers)
-  // happens before b's producer. Graph inputs and outputs are pinned: never reused.
+  // a is done before b starts when every unit that touches a (writers and readers) happens
+  // before every writer of b. Pinned storage is never handed on.
   auto done_before = [&](const Lifetime& a, const Lifetime& b) {
-    if (a.pinned || !b.producer) return false;
-    const size_t p = index(*b.producer);
-    if (a.producer && !hb[index(*a.producer)][p]) return false;
-    for (UnitId r : a.readers)
-      if (!hb[index(r)][p]) return false;
+    if (a.pinned || b.writers.empty()) return false;
+    for (UnitId w : b.writers) {
+      const size_t p = index(w);
+      for (UnitId x : a.writers)
+        if (!hb[index(x)][p]) return false;
+      for (UnitId r : a.readers)
+        if (!hb[index(r)][p]) return false;
+    }
     return true;
   };
 
-  // First fit in producer order; larger tensors first among ties keeps the arena tight.
+  // First fit in order of first writer; larger tensors first among ties keeps the arena tight.
+  auto first_writer = [&](const Lifetime& l) {
+    size_t first = 0;  // 0: no writer (a graph input)
+    for (UnitId w : l.writers) first = first == 0 ? index(w) + 1 : std::min(first, index(w) + 1);
+    return first;
+  };
   std::vector<size_t> order(lifetimes.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  auto producer_rank = [&](const Lifetime& l) { return l.producer ? index(*l.producer) + 1 : 0; };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (producer_rank(lifetimes[a]) != producer_rank(lifetimes[b]))
-      return producer_rank(lifetimes[a]) < producer_rank(lifetimes[b]);
+    const size_t fa = first_writer(lifetimes[a]), fb = first_writer(lifetimes[b]);
+    if (fa != fb) return fa < fb;
     return lifetimes[a].bytes > lifetimes[b].bytes;
   });
   std::vector<size_t> placed;
@@ -109,7 +180,7 @@ MemoryPlan plan_memory(const ir::Graph& g, const ir::UnitGraph& units,
   }
   for (size_t v = 0; v < num_values; ++v) {
     if (g.value(make_id<ValueId>(v)).kind == ir::ValueKind::kParameter) continue;
-    m.offset[v] = lifetimes[lifetime_of[index(m.storage_of[v])]].offset;
+    m.offset[v] = lifetimes[lifetime_of[index(m.storage_of[v])]].offset + within[v];
   }
   return m;
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "base/ids.h"
@@ -22,16 +23,26 @@ namespace braid::exec {
 
 inline constexpr Bytes kTensorAlignment = 64;  // a cache line; oneDNN's preferred alignment
 
+// Whether the executor's kernels can write `input` straight into its window of `concat` (the
+// Concat's output), `offset` elements into the axis: a question of layouts the plan cannot see.
+using ConcatInPlace = std::function<bool(ValueId input, ValueId concat, int64_t offset)>;
+
 struct MemoryPlanOptions {
-  bool reuse = true;         // false: every tensor its own slot (a debugging aid)
-  bool alias_views = true;   // Reshape/Flatten/Identity outputs share their input's storage
+  bool reuse = true;        // false: every tensor its own slot (a debugging aid)
+  bool alias_views = true;  // Reshape/Flatten/Identity outputs share their input's storage
+  // Set: a Concat whose every input can be placed in its window (the window is contiguous,
+  // i.e. the dims before the axis are all 1; the input is an activation that no other Concat
+  // takes and that is neither a view nor a graph output; the predicate agrees) gets its inputs
+  // written there by their producers, and copies nothing. Empty: every Concat copies.
+  ConcatInPlace concat_in_place;
 };
 
 struct MemoryPlan {
   std::vector<int64_t> offset;      // per ValueId: byte offset in the arena; -1 for parameters
-  std::vector<ValueId> storage_of;  // per ValueId: the value whose storage it uses (itself if none)
-  Bytes arena_bytes = 0;            // peak: the arena's size
-  Bytes unshared_bytes = 0;         // what the activations would need without reuse
+  std::vector<ValueId> storage_of;  // per ValueId: the value whose storage it lies in (or itself)
+  std::vector<NodeId> in_place_concats;  // Concats whose inputs already sit in their windows
+  Bytes arena_bytes = 0;                 // peak: the arena's size
+  Bytes unshared_bytes = 0;              // what the activations would need without reuse
 };
 
 MemoryPlan plan_memory(const ir::Graph& graph, const ir::UnitGraph& units,

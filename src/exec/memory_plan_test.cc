@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "exec/cpu/layout.h"
 #include "models/zoo.h"
 #include "sched/lower.h"
+#include "sched/random_schedule.h"
 #include "sched/registry.h"
 
 namespace braid::exec {
@@ -16,11 +20,16 @@ struct Planned {
   MemoryPlan memory;
 };
 
-Planned plan_for(const std::string& model, const std::string& algo, const MemoryPlanOptions& options = {}) {
+Planned plan_for(const std::string& model, const std::string& algo,
+                 const MemoryPlanOptions& options = {}, const models::ZooOptions& zoo = {}) {
   Planned p;
-  p.graph = std::make_shared<const ir::Graph>(models::build_zoo_model(model));
+  p.graph = std::make_shared<const ir::Graph>(models::build_zoo_model(model, zoo));
   p.units = ir::fuse(p.graph);
-  p.plan = sched::lower(p.units, sched::make_scheduler(algo)->schedule(p.units));
+  // "random:SEED": a random valid schedule on 3 streams.
+  p.plan = sched::lower(p.units,
+                        algo.starts_with("random:")
+                            ? sched::random_stream_schedule(p.units, 3, std::stoul(algo.substr(7)))
+                            : sched::make_scheduler(algo)->schedule(p.units));
   p.memory = plan_memory(*p.graph, p.units, p.plan, options);
   return p;
 }
@@ -35,14 +44,16 @@ void expect_no_live_overlap(const Planned& p) {
     for (size_t v = 0; v < g.num_values(); ++v) {
       if (p.memory.storage_of[v] != root) continue;
       const ir::Value& value = g.value(make_id<ValueId>(v));
-      if (value.kind == ir::ValueKind::kActivation) units.push_back(p.units.unit_of(value.producer));
+      if (value.kind == ir::ValueKind::kActivation)
+        units.push_back(p.units.unit_of(value.producer));
       for (NodeId c : value.consumers) units.push_back(p.units.unit_of(c));
     }
     return units;
   };
   std::vector<ValueId> roots;
   for (size_t v = 0; v < g.num_values(); ++v)
-    if (g.value(make_id<ValueId>(v)).kind != ir::ValueKind::kParameter && index(p.memory.storage_of[v]) == v)
+    if (g.value(make_id<ValueId>(v)).kind != ir::ValueKind::kParameter &&
+        index(p.memory.storage_of[v]) == v)
       roots.push_back(make_id<ValueId>(v));
   auto has = [&](ValueId root, auto pred) {
     for (size_t v = 0; v < g.num_values(); ++v)
@@ -58,7 +69,8 @@ void expect_no_live_overlap(const Planned& p) {
       int64_t b0 = p.memory.offset[index(b)], b1 = b0 + g.value(b).type.bytes();
       if (a1 <= b0 || b1 <= a0) continue;  // disjoint bytes
       // Graph inputs are written before the run: nothing may share their bytes.
-      ASSERT_FALSE(has(a, is_input) || has(b, is_input)) << g.value(a).name << " / " << g.value(b).name;
+      ASSERT_FALSE(has(a, is_input) || has(b, is_input))
+          << g.value(a).name << " / " << g.value(b).name;
       auto ua = touching(a), ub = touching(b);
       auto all_before = [&](const std::vector<UnitId>& x, const std::vector<UnitId>& y) {
         for (UnitId u : x)
@@ -69,8 +81,8 @@ void expect_no_live_overlap(const Planned& p) {
       // Graph outputs live to the end: whatever shares their bytes must come before them.
       const bool a_first = all_before(ua, ub) && !has(a, is_output);
       const bool b_first = all_before(ub, ua) && !has(b, is_output);
-      EXPECT_TRUE(a_first || b_first)
-          << "'" << g.value(a).name << "' and '" << g.value(b).name << "' share bytes while both may be live";
+      EXPECT_TRUE(a_first || b_first) << "'" << g.value(a).name << "' and '" << g.value(b).name
+                                      << "' share bytes while both may be live";
     }
   }
 }
@@ -92,6 +104,55 @@ TEST(MemoryPlan, ConcurrentStagesKeepTheirTensorsApart) {
 TEST(MemoryPlan, NoReuseGivesEveryTensorItsOwnSlot) {
   Planned p = plan_for("squeezenet", "sequential", {.reuse = false});
   EXPECT_EQ(p.memory.arena_bytes, p.memory.unshared_bytes);
+}
+
+size_t count_concats(const ir::Graph& g) {
+  return std::count_if(g.nodes().begin(), g.nodes().end(),
+                       [](const ir::Node& n) { return n.kind == ir::OpKind::Concat; });
+}
+
+// With in-place concats, every input of such a Concat lies exactly in its window, and storage
+// shared that way still never overlaps a live tensor, under concurrent and random schedules.
+TEST(MemoryPlan, InPlaceConcatsPlaceInputsInTheirWindows) {
+  for (const char* algo : {"sequential", "greedy", "random:1", "random:2"}) {
+    for (const char* model : {"inception_v3", "googlenet", "randwire"}) {
+      MemoryPlanOptions options;
+      options.concat_in_place = [](ValueId, ValueId, int64_t) { return true; };
+      Planned p = plan_for(model, algo, options);
+      const ir::Graph& g = *p.graph;
+      EXPECT_EQ(p.memory.in_place_concats.size(), count_concats(g)) << model;
+      for (NodeId id : p.memory.in_place_concats) {
+        const ir::Node& n = g.node(id);
+        int64_t at = p.memory.offset[index(n.outputs.front())];
+        for (ValueId v : n.inputs) {
+          EXPECT_EQ(p.memory.offset[index(v)], at) << model << " " << n.name;
+          at += g.value(v).type.bytes();
+        }
+      }
+      expect_no_live_overlap(p);
+    }
+  }
+}
+
+// The CPU executor's layout rule: plain and nChw16c windows of whole blocks qualify, nhwc
+// windows (channels interleaved) never; a batch above 1 makes every window strided.
+TEST(MemoryPlan, InPlaceConcatsFollowTheLayouts) {
+  for (TensorLayout layout : {TensorLayout::kPlain, TensorLayout::kNChw16c, TensorLayout::kNhwc}) {
+    for (int64_t batch : {1, 2}) {
+      const ir::Graph g = models::build_zoo_model("inception_v3", {.batch = batch});
+      const auto layouts = cpu::choose_layouts(g, {.blocked = layout});
+      MemoryPlanOptions options;
+      options.concat_in_place = [&](ValueId input, ValueId concat, int64_t offset) {
+        return cpu::can_write_into_concat(g, layouts, input, concat, offset);
+      };
+      Planned p = plan_for("inception_v3", "greedy", options, {.batch = batch});
+      const size_t expected =
+          batch == 1 && layout != TensorLayout::kNhwc ? count_concats(*p.graph) : 0;
+      EXPECT_EQ(p.memory.in_place_concats.size(), expected)
+          << cpu::layout_name(layout) << " batch " << batch;
+      expect_no_live_overlap(p);
+    }
+  }
 }
 
 }  // namespace

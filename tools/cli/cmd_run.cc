@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "exec/chrome_trace.h"
 #include "exec/cpu/cpu_executor.h"
+#include "exec/cpu/layout.h"
 #include "sched/lower.h"
 #include "sched/registry.h"
 #include "sched/validate.h"
@@ -56,18 +57,36 @@ void add_run_command(CLI::App& app) {
   algo_opt->excludes(file_opt);
   cmd->add_option("--device", device, "Executor: cpu")->capture_default_str();
   cmd->add_option("--streams", sched_options.max_streams, "Streams the scheduler may use")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--threads-per-stream", exec_options.threads_per_stream, "OpenMP threads per stream")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--iters", iters, "Timed runs")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--warmup", warmup, "Untimed runs first")->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--threads-per-stream", exec_options.threads_per_stream,
+                  "OpenMP threads per stream")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--spin-us", exec_options.spin_us,
+                  "Microseconds a stream spins on an event before it sleeps (0: never spins)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option_function<std::string>(
+      "--layout",
+      [](const std::string& name) { exec_options.layout = exec::cpu::parse_layout(name); },
+      "Activation layout between kernels: nhwc (default), nchw16c, nchw8c, plain");
+  cmd->add_flag("!--concat-copy", exec_options.concat_in_place,
+                "Concats copy their inputs (default: producers write into the concat's output)");
+  cmd->add_option("--iters", iters, "Timed runs")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--warmup", warmup, "Untimed runs first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--input-seed", input_seed, "Seed of the random inputs")->capture_default_str();
   cmd->add_option("--trace", trace_path, "Write a Chrome trace (JSON) of the timed runs");
   cmd->add_flag("--json", json, "Print latency_ms {median,p10,p90}, peak_bytes, outputs_sha256");
   cmd->callback([] {
     BRAID_CHECK(!algo.empty() || !schedule_path.empty(), ErrorCode::kInvalidArgument,
                 "give --algo NAME or --schedule FILE");
-    BRAID_CHECK(device == "cpu", ErrorCode::kNotFound, "unknown device '", device, "' (available: cpu)");
+    BRAID_CHECK(device == "cpu", ErrorCode::kNotFound, "unknown device '", device,
+                "' (available: cpu)");
     models::LoadedModel m = models::load_model(flags.spec, flags.options);
     BRAID_CHECK(m.graph != nullptr, ErrorCode::kInvalidArgument, "'", flags.spec,
                 "' is a weighted DAG: it has no operators to run");
@@ -89,17 +108,21 @@ void add_run_command(CLI::App& app) {
     }
     for (int i = 0; i < warmup; ++i) model->run(*request);
     std::vector<std::string> lane_names;
-    for (const auto& lane : plan.lanes) lane_names.push_back(fmt::format("device {} stream {}", lane.device, lane.stream));
+    for (const auto& lane : plan.lanes)
+      lane_names.push_back(fmt::format("device {} stream {}", lane.device, lane.stream));
     exec::ChromeTrace trace(m.units, fmt::format("{} {}", m.units.name(), s.algorithm), lane_names);
     std::vector<double> ms;
     for (int i = 0; i < iters; ++i) {
       auto begin = std::chrono::steady_clock::now();
       model->run(*request, trace_path.empty() ? nullptr : &trace);
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+              .count());
       trace.next_run();
     }
     std::vector<std::span<const float>> outputs;
-    for (size_t i = 0; i < m.graph->outputs().size(); ++i) outputs.push_back(model->output(*request, i));
+    for (size_t i = 0; i < m.graph->outputs().size(); ++i)
+      outputs.push_back(model->output(*request, i));
     if (!trace_path.empty()) trace.write(trace_path);
     const double median = percentile(ms, 0.5), p10 = percentile(ms, 0.1), p90 = percentile(ms, 0.9);
     if (json) {
@@ -115,10 +138,11 @@ void add_run_command(CLI::App& app) {
       std::cout << j.dump(2) << "\n";
       return;
     }
-    fmt::print("{} {} on {} ({} streams x {} threads): median {:.3f} ms (p10 {:.3f}, p90 {:.3f}), "
-               "activations {:.1f} MiB\n",
-               m.units.name(), s.algorithm, device, plan.lanes.size(), exec_options.threads_per_stream,
-               median, p10, p90, model->activation_bytes() / 1048576.0);
+    fmt::print(
+        "{} {} on {} ({} streams x {} threads): median {:.3f} ms (p10 {:.3f}, p90 {:.3f}), "
+        "activations {:.1f} MiB\n",
+        m.units.name(), s.algorithm, device, plan.lanes.size(), exec_options.threads_per_stream,
+        median, p10, p90, model->activation_bytes() / 1048576.0);
   });
 }
 

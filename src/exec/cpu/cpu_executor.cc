@@ -23,6 +23,29 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Spins until `done()` or `budget` has passed; returns done(). The clock is read once every
+// 64 probes, so a probe costs a few nanoseconds.
+template <class Done>
+bool spin_until(Done done, std::chrono::microseconds budget) {
+  if (budget.count() <= 0) return done();
+  const auto deadline = Clock::now() + budget;
+  for (;;) {
+    for (int k = 0; k < 64; ++k) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    if (Clock::now() >= deadline) return done();
+  }
+}
+
 // One compiled step of a lane: integers only.
 struct CompiledStep {
   enum class Kind : uint8_t { kLaunch, kRecord, kWait };
@@ -112,9 +135,10 @@ class CpuPreparedModel final : public PreparedModel {
   std::mutex run_mutex_;
   std::mutex job_mutex_;
   std::condition_variable job_cv_, done_cv_;
-  uint64_t job_generation_ = 0;
+  std::atomic<uint64_t> job_generation_{0};  // written under job_mutex_; spun on without it
   size_t lanes_busy_ = 0;
-  bool shutdown_ = false;
+  std::atomic<bool> shutdown_{false};
+  std::chrono::microseconds spin_{0};  // options_.spin_us, or 0 where lanes share CPUs
   CpuRequest* job_request_ = nullptr;
   size_t job_first_ = 0, job_last_ = 0;
   std::atomic<bool> failed_{false};
@@ -142,12 +166,16 @@ CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOption
                 "' (", ir::to_string(n.kind), "): not supported by the CPU executor");
   }
   weights_->check_complete(g);
-  memory_ = plan_memory(g, units, plan, options.memory);
+  // Graph inputs and outputs stay plain, so set_input/output copy as they are.
+  const std::vector<TensorLayout> layouts = cpu::choose_layouts(g, {.blocked = options.layout});
+  MemoryPlanOptions memory_options = options.memory;
+  if (options.concat_in_place)
+    memory_options.concat_in_place = [&](ValueId input, ValueId concat, int64_t offset) {
+      return cpu::can_write_into_concat(g, layouts, input, concat, offset);
+    };
+  memory_ = plan_memory(g, units, plan, memory_options);
   num_events_ = plan.num_events;
   num_blocks_ = plan.num_blocks;
-
-  // Graph inputs and outputs stay plain, so set_input/output copy as they are.
-  const std::vector<TensorLayout> layouts = cpu::choose_layouts(g, cpu::layout_options_from_env());
   TensorLocator locate = [&](ValueId v) {
     TensorRef ref;
     ref.type = g.value(v).type;
@@ -191,6 +219,8 @@ CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOption
   // Lane i gets threads_per_stream consecutive CPUs (wrapping around): its OpenMP team inherits
   // the lane thread's mask, so a one-CPU mask would stack the whole team on one core.
   std::vector<int> cpus = allowed_cpus();
+  if (lanes_.size() * static_cast<size_t>(options.threads_per_stream) <= cpus.size())
+    spin_ = std::chrono::microseconds(options.spin_us);
   const size_t width = static_cast<size_t>(options.threads_per_stream);
   for (size_t i = 0; i < lanes_.size(); ++i) {
     std::vector<int> mine;
@@ -225,8 +255,10 @@ void CpuPreparedModel::lane_main(size_t lane_index, const std::vector<int>& cpus
     CpuRequest* request;
     size_t first, last;
     {
+      auto ready = [&] { return shutdown_ || job_generation_.load() != seen; };
+      spin_until(ready, spin_);
       std::unique_lock lock(job_mutex_);
-      job_cv_.wait(lock, [&] { return shutdown_ || job_generation_ != seen; });
+      job_cv_.wait(lock, ready);
       if (shutdown_) return;
       seen = job_generation_;
       request = job_request_;
@@ -274,6 +306,7 @@ void CpuPreparedModel::run_lane(Lane& lane, size_t lane_index, CpuRequest& reque
         break;
       case CompiledStep::Kind::kWait: {
         auto& e = events[step.id];
+        spin_until([&] { return e.load(std::memory_order_acquire) == epoch; }, spin_);
         for (uint64_t v = e.load(std::memory_order_acquire); v != epoch;
              v = e.load(std::memory_order_acquire))
           e.wait(v, std::memory_order_acquire);

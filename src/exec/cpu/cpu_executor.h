@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "exec/executor.h"
+#include "exec/kernel.h"
 #include "exec/memory_plan.h"
 
 namespace braid::exec {
@@ -23,6 +24,17 @@ namespace braid::exec {
 struct CpuExecutorOptions {
   int threads_per_stream = 1;  // OpenMP threads inside each oneDNN primitive
   bool pin_threads = true;     // pin lane i to CPUs [i*T, i*T + T) of the allowed set (wrapping)
+  // How long a lane spins on an event (or for the next job) before it sleeps on a futex. Waking
+  // a sleeping thread on another CPU costs tens of microseconds on a VM, more than most units
+  // of a small model; spinning on its own CPU costs nothing when lanes do not share CPUs, so
+  // lanes spin only when lanes x threads_per_stream fit in the allowed CPUs. 0: never spin.
+  int spin_us = 100;
+  // Producers write straight into their window of a Concat's output where the layouts allow
+  // (cpu::can_write_into_concat); the Concat then copies nothing.
+  bool concat_in_place = true;
+  // The layout of activations between oneDNN kernels (cpu/layout.h); graph inputs and outputs
+  // are always plain.
+  TensorLayout layout = TensorLayout::kNhwc;
   MemoryPlanOptions memory;
 };
 

@@ -39,12 +39,12 @@ Model make_model(const std::string& name, models::ZooOptions options) {
   return m;
 }
 
-std::vector<std::vector<float>> run_cpu(const Model& m, const sched::Schedule& s, int threads = 1,
+std::vector<std::vector<float>> run_cpu(const Model& m, const sched::Schedule& s,
+                                        const CpuExecutorOptions& options = {},
                                         bool block_by_block = false) {
   sched::validate_or_throw(m.units, s);
   sched::ExecutionPlan plan = sched::lower(m.units, s);
-  auto model = make_cpu_executor({.threads_per_stream = threads})
-                   ->prepare({m.graph, m.weights, &m.units, &plan});
+  auto model = make_cpu_executor(options)->prepare({m.graph, m.weights, &m.units, &plan});
   auto request = model->new_request();
   for (size_t i = 0; i < m.inputs.size(); ++i) model->set_input(*request, i, m.inputs[i]);
   if (block_by_block) {
@@ -98,7 +98,7 @@ TEST_P(CpuExecutorZoo, MatchesReferenceUnderEverySchedule) {
     expect_close(sequential[i], expected[i], 1e-4, "sequential vs reference");
   auto greedy = run_cpu(m, sched::make_scheduler("greedy")->schedule(m.units));
   EXPECT_EQ(greedy, sequential) << "greedy";
-  EXPECT_EQ(run_cpu(m, sched::make_scheduler("greedy")->schedule(m.units), 1, true), sequential)
+  EXPECT_EQ(run_cpu(m, sched::make_scheduler("greedy")->schedule(m.units), {}, true), sequential)
       << "greedy, one block at a time";
   for (uint64_t seed = 0; seed < 20; ++seed) {
     auto random = run_cpu(m, sched::random_stream_schedule(m.units, 1 + seed % 4, seed));
@@ -117,8 +117,27 @@ INSTANTIATE_TEST_SUITE_P(Models, CpuExecutorZoo,
 TEST(CpuExecutor, TwoThreadsPerStreamMatchesReference) {
   Model m = make_model("squeezenet", {.batch = 2, .image_size = 64});
   auto expected = ref::run_reference(*m.graph, *m.weights, m.inputs);
-  auto got = run_cpu(m, sched::make_scheduler("greedy")->schedule(m.units), 2);
+  auto got =
+      run_cpu(m, sched::make_scheduler("greedy")->schedule(m.units), {.threads_per_stream = 2});
   expect_close(got[0], expected[0], 1e-4, "2 threads per stream");
+}
+
+// Every activation layout gives the reference's outputs, and producers writing straight into
+// their window of a Concat's output (plain and nChw16c allow it) give exactly what copying
+// gives, under any schedule. Inception V3 has 11 channel concats.
+TEST(CpuExecutor, LayoutsAndInPlaceConcatsAgree) {
+  Model m = make_model("inception_v3", {.batch = 1, .image_size = 107});
+  auto expected = ref::run_reference(*m.graph, *m.weights, m.inputs);
+  const sched::Schedule greedy = sched::make_scheduler("greedy")->schedule(m.units);
+  const sched::Schedule random = sched::random_stream_schedule(m.units, 3, 5);
+  for (TensorLayout layout :
+       {TensorLayout::kPlain, TensorLayout::kNhwc, TensorLayout::kNChw8c, TensorLayout::kNChw16c}) {
+    const std::string name = "layout " + std::to_string(static_cast<int>(layout));
+    auto copied = run_cpu(m, greedy, {.concat_in_place = false, .layout = layout});
+    expect_close(copied[0], expected[0], 1e-4, name);
+    EXPECT_EQ(run_cpu(m, greedy, {.layout = layout}), copied) << name;
+    EXPECT_EQ(run_cpu(m, random, {.layout = layout}), copied) << name << ", random schedule";
+  }
 }
 
 // A schedule with a missing wait would race; the validator refuses it before any executor

@@ -360,6 +360,22 @@ std::unique_ptr<Kernel> build_eltwise(const BuildContext& c, const Chain& chain)
   return k;
 }
 
+// Whether every input of a Concat already lies in its window of the output, in the output's
+// layout (the memory plan's in-place concat): then there is nothing to copy.
+bool inputs_in_windows(const BuildContext& c, const ir::Node& node, int axis,
+                       const TensorRef& dst) {
+  const ir::Shape& ys = dst.type.shape;
+  if (!dst.in_arena() || product(ys, 0, axis) != 1) return false;
+  const int64_t slice_bytes = dst.type.bytes() / ys[axis];
+  int64_t at = dst.arena_offset;
+  for (ValueId v : node.inputs) {
+    const TensorRef in = c.ref(v);
+    if (!in.in_arena() || in.arena_offset != at || in.layout != dst.layout) return false;
+    at += c.shape(v)[axis] * slice_bytes;
+  }
+  return true;
+}
+
 std::unique_ptr<Kernel> build_concat(const BuildContext& c, const Chain& chain) {
   const ir::Node& node = *chain.head;
   const ir::Shape& ys = c.shape(chain.output);
@@ -370,6 +386,7 @@ std::unique_ptr<Kernel> build_concat(const BuildContext& c, const Chain& chain) 
   // layout, reordering the result when the output's differs, and needs every window of a
   // blocked layout to start at a whole block.
   const TensorRef dst_ref = c.ref(chain.output);
+  if (inputs_in_windows(c, node, axis, dst_ref)) return nullptr;  // the memory plan did it
   std::vector<memory::desc> src_mds;
   const TensorLayout common = c.ref(node.inputs[0]).layout;
   bool same = true;

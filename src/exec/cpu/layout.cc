@@ -1,7 +1,6 @@
 #include "exec/cpu/layout.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string_view>
 
 #include "base/error.h"
@@ -51,24 +50,27 @@ int64_t channel_block(TensorLayout layout) {
   return 1;
 }
 
-LayoutOptions layout_options_from_env() {
-  LayoutOptions options;
-  const char* env = std::getenv("BRAID_CPU_LAYOUT");
-  if (env == nullptr || *env == '\0') return options;
-  const std::string_view name(env);
-  if (name == "plain") {
-    options.blocked = TensorLayout::kPlain;
-  } else if (name == "nhwc") {
-    options.blocked = TensorLayout::kNhwc;
-  } else if (name == "nchw8c") {
-    options.blocked = TensorLayout::kNChw8c;
-  } else if (name == "nchw16c") {
-    options.blocked = TensorLayout::kNChw16c;
-  } else {
-    BRAID_THROW(ErrorCode::kInvalidArgument, "BRAID_CPU_LAYOUT='", name,
-                "': expected plain, nhwc, nchw8c or nchw16c");
+TensorLayout parse_layout(std::string_view name) {
+  if (name == "plain") return TensorLayout::kPlain;
+  if (name == "nhwc") return TensorLayout::kNhwc;
+  if (name == "nchw8c") return TensorLayout::kNChw8c;
+  if (name == "nchw16c") return TensorLayout::kNChw16c;
+  BRAID_THROW(ErrorCode::kInvalidArgument, "unknown layout '", name,
+              "': expected plain, nhwc, nchw8c or nchw16c");
+}
+
+std::string_view layout_name(TensorLayout layout) {
+  switch (layout) {
+    case TensorLayout::kPlain:
+      return "plain";
+    case TensorLayout::kNhwc:
+      return "nhwc";
+    case TensorLayout::kNChw8c:
+      return "nchw8c";
+    case TensorLayout::kNChw16c:
+      return "nchw16c";
   }
-  return options;
+  return "?";
 }
 
 bool accepts_blocked(const ir::Graph& g, const ir::Node& n, bool as_output) {
@@ -159,6 +161,21 @@ std::vector<TensorLayout> choose_layouts(const ir::Graph& g, const LayoutOptions
     if (keep) layouts[index(out)] = options.blocked;
   }
   return layouts;
+}
+
+bool can_write_into_concat(const ir::Graph& graph, const std::vector<TensorLayout>& layouts,
+                           ValueId input, ValueId concat, int64_t offset) {
+  const TensorLayout layout = layouts[index(concat)];
+  if (layouts[index(input)] != layout) return false;
+  if (layout == TensorLayout::kPlain) return true;
+  if (layout == TensorLayout::kNhwc) return false;  // channel windows interleave
+  const ir::Node& node = graph.node(graph.value(concat).producer);
+  int64_t axis = std::get<ir::AxisAttrs>(node.attrs).axis;
+  const auto rank = static_cast<int64_t>(graph.value(concat).type.shape.size());
+  if (axis < 0) axis += rank;
+  if (axis == 0) return true;
+  const int64_t block = channel_block(layout);
+  return axis == 1 && offset % block == 0 && graph.value(input).type.shape[1] % block == 0;
 }
 
 }  // namespace braid::exec::cpu

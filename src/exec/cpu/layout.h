@@ -1,17 +1,25 @@
-// The CPU executor's layout pass: which activations live in the arena in a oneDNN blocked layout
-// (nChw16c by default) instead of plain nchw. oneDNN's direct convolutions run on blocked
-// tensors; on plain ones they either reorder in and out of a scratch copy or fall back to
-// im2col + GEMM. Keeping a run of convs, pools and element-wise ops blocked end to end removes
-// those copies; reorders are left only at plain/blocked boundaries, inside the kernel that
-// crosses one (ONNX Runtime's NCHWc transformer does the same with MLAS's nChw8c/16c).
+// The CPU executor's layout pass: which activations live in the arena in a oneDNN layout other
+// than plain nchw. oneDNN's fast convolutions want one: on plain tensors they reorder in and out
+// of a scratch copy or fall back to im2col + GEMM. Keeping a run of convs, pools and
+// element-wise ops in one layout end to end removes those copies; reorders are left only at
+// boundaries, inside the kernel that crosses one (ONNX Runtime's NCHWc transformer does the
+// same with MLAS's nChw8c/16c).
 //
-//   const auto layouts = cpu::choose_layouts(graph, cpu::layout_options_from_env());
+// The default is nhwc: oneDNN 2.6 runs its brgemm convolutions (brgconv) on it, which measured
+// faster than its direct nChw16c convolutions here (AVX-512, batch 1: Inception V3 1 thread
+// 70 vs 78 ms, NASNet 349 vs 413 ms, RandWire 131 vs 156 ms; GoogLeNet, SqueezeNet within 3%).
+// nChw16c keeps one advantage: a Concat's channel windows are contiguous whole blocks, so
+// producers can write straight into them (nhwc windows interleave; a strided nhwc destination
+// sends oneDNN's convolution to its reference implementation).
+//
+//   const auto layouts = cpu::choose_layouts(graph, {.blocked = TensorLayout::kNhwc});
 //   ref.layout = layouts[index(value)];          // in the executor's TensorLocator
 //
 // The choice depends on the graph only (never on units or the schedule), so every schedule
 // runs the same kernels on the same layouts and produces bit-identical outputs.
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 #include "exec/kernel.h"
@@ -20,13 +28,13 @@
 namespace braid::exec::cpu {
 
 struct LayoutOptions {
-  // The layout of every activation that can be blocked; kPlain turns the pass off.
-  TensorLayout blocked = TensorLayout::kNChw16c;
+  // The layout of every activation that can leave plain; kPlain turns the pass off.
+  TensorLayout blocked = TensorLayout::kNhwc;
 };
 
-// LayoutOptions with `blocked` from BRAID_CPU_LAYOUT (plain, nhwc, nchw8c, nchw16c), for
-// side-by-side measurements; unset: the default. Throws kInvalidArgument on other values.
-LayoutOptions layout_options_from_env();
+// A layout by name (plain, nhwc, nchw8c, nchw16c); throws kInvalidArgument on other names.
+TensorLayout parse_layout(std::string_view name);
+std::string_view layout_name(TensorLayout layout);
 
 // Whether the CPU kernel of `node` reads a blocked activation as its data input(s)
 // (`as_output` false) or writes its output blocked (`as_output` true) without a reorder of its
@@ -45,6 +53,13 @@ bool can_be_blocked(const ir::Graph& graph, ValueId value, TensorLayout layout);
 // activation inputs is blocked too (Concat: all of them). Views (Reshape, Flatten) read plain
 // only, so the value they alias is always plain.
 std::vector<TensorLayout> choose_layouts(const ir::Graph& graph, const LayoutOptions& options);
+
+// Whether `input`, written in layouts[input] at `offset` elements into the concat axis of the
+// Concat output `concat` (in layouts[concat]), lands exactly on its window: the same layout,
+// and for a blocked one, a window of whole channel blocks. The memory plan checks the rest
+// (a contiguous window: dims before the axis all 1).
+bool can_write_into_concat(const ir::Graph& graph, const std::vector<TensorLayout>& layouts,
+                           ValueId input, ValueId concat, int64_t offset);
 
 // Channels per block of `layout`: 16 or 8, 1 for nhwc and plain.
 int64_t channel_block(TensorLayout layout);

@@ -1,5 +1,5 @@
 // The layout pass: which activations the CPU executor keeps blocked, on hand-made graphs and on
-// zoo models, and the BRAID_CPU_LAYOUT override.
+// zoo models, and layout names.
 #include "exec/cpu/layout.h"
 
 #include <gtest/gtest.h>
@@ -120,26 +120,15 @@ TEST(CpuLayout, ZooModels) {
   }
 }
 
-TEST(CpuLayout, EnvironmentOverride) {
-  const char* saved = std::getenv("BRAID_CPU_LAYOUT");
-  const std::string restore = saved != nullptr ? saved : "";
-  ::unsetenv("BRAID_CPU_LAYOUT");
-  EXPECT_EQ(layout_options_from_env().blocked, LayoutOptions{}.blocked);
-  ::setenv("BRAID_CPU_LAYOUT", "plain", 1);
-  EXPECT_EQ(layout_options_from_env().blocked, kPlain);
-  ::setenv("BRAID_CPU_LAYOUT", "nchw8c", 1);
-  EXPECT_EQ(layout_options_from_env().blocked, TensorLayout::kNChw8c);
-  ::setenv("BRAID_CPU_LAYOUT", "nchw", 1);
+TEST(CpuLayout, ParsesLayoutNames) {
+  for (TensorLayout layout : {kPlain, TensorLayout::kNhwc, TensorLayout::kNChw8c, kBlocked})
+    EXPECT_EQ(parse_layout(layout_name(layout)), layout);
   try {
-    layout_options_from_env();
+    parse_layout("nchw");
     FAIL() << "expected braid::Error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-  }
-  if (saved != nullptr) {
-    ::setenv("BRAID_CPU_LAYOUT", restore.c_str(), 1);
-  } else {
-    ::unsetenv("BRAID_CPU_LAYOUT");
+    EXPECT_NE(std::string(e.what()).find("nchw16c"), std::string::npos) << e.what();
   }
 }
 
