@@ -6,7 +6,7 @@ ifdef CI
   CMAKE_FLAGS += -DBRAID_WERROR=ON
 endif
 
-.PHONY: all deps build test demo models fuzz tsan format clean
+.PHONY: all deps build test demo models bench fuzz tsan format clean
 
 all: build
 
@@ -32,6 +32,13 @@ demo: build
 # Real PyTorch models exported to ONNX (Debian's CPU-only torch; never at test time).
 models:
 	bash scripts/models.sh
+
+# Benchmarks (measure and print, never assert): plan dispatch cost, then braid vs ONNX Runtime.
+BENCH_MODELS ?= inception_v3 resnet50 googlenet squeezenet nasnet randwire bert
+bench: build
+	taskset -c 0,1 ./$(BUILD)/bench/dispatch_bench --benchmark_min_time=0.3
+	.venv/bin/python bench/peers.py $(BENCH_MODELS) --braid $(BUILD)/braid --rounds 3 --iters 10 \
+	  --json $(BUILD)/peers.json --markdown $(BUILD)/peers.md
 
 # libFuzzer on the ONNX importer for 60 s (clang; not part of `make test`).
 fuzz: deps
