@@ -52,6 +52,12 @@ class CostModel {
   // One IOS stage (ios.txt §3): `groups` run concurrently, group i on stream i, the units of a
   // group one after another. Groups must be non-empty and independent of each other.
   virtual Micros stage_latency(std::span<const std::vector<UnitId>> groups) const = 0;
+  // An operator-merge stage (ios.txt §4.2): the units run as one wider kernel. By default the
+  // units one after another, which is what an executor without merged kernels does.
+  virtual Micros merge_latency(std::span<const UnitId> units) const {
+    std::vector<UnitId> group(units.begin(), units.end());
+    return stage_latency(std::span<const std::vector<UnitId>>(&group, 1));
+  }
   // Copying the tensors of `edge` between devices (HIOS); 0 on one device.
   virtual Micros transfer_latency(const ir::UnitEdge& edge) const { return Micros{0}; }
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "cost/roofline.h"
 #include "sched/trivial.h"
 
 namespace braid::sched {
@@ -27,11 +28,19 @@ constexpr Entry kSchedulers[] = {
 
 }  // namespace
 
+Schedule Scheduler::schedule(const ir::UnitGraph& graph) const {
+  const std::unique_ptr<cost::CostModel> cost = cost::default_cost_model(graph);
+  return schedule(graph, *cost, nullptr);
+}
+
 std::unique_ptr<Scheduler> make_scheduler(std::string_view name, const ScheduleOptions& options) {
   BRAID_CHECK(options.max_streams >= 0, ErrorCode::kInvalidArgument,
               "max_streams must be >= 0 (0 = unbounded), got ", options.max_streams);
   BRAID_CHECK(options.num_devices >= 1, ErrorCode::kInvalidArgument,
               "num_devices must be >= 1, got ", options.num_devices);
+  BRAID_CHECK(options.max_group_size >= 0 && options.max_groups >= 0, ErrorCode::kInvalidArgument,
+              "max_group_size and max_groups must be >= 0, got ", options.max_group_size, " and ",
+              options.max_groups);
   for (const Entry& e : kSchedulers)
     if (e.name == name) return e.make(options);
   std::string known;

@@ -1,12 +1,14 @@
 // The Scheduler interface and the registry of schedulers, an explicit ordered list (like
 // oneDNN's impl lists): no registration behind anyone's back.
 //
-//   std::unique_ptr<Scheduler> s = make_scheduler("greedy", {.max_streams = 8});
-//   Schedule plan = s->schedule(units);   // valid by validate.h's rules
+//   std::unique_ptr<Scheduler> s = make_scheduler("ios", {.max_streams = 8});
+//   SearchStats stats;
+//   Schedule plan = s->schedule(units, cost, &stats);   // valid by validate.h's rules
+//   Schedule quick = s->schedule(units);                // cost::default_cost_model(units)
 //   for (std::string_view name : scheduler_names()) ...
 //
-// Options are typed and given at construction; schedule() is const and deterministic, so one
-// Scheduler may serve many graphs and threads.
+// Options are typed and given at construction; schedule() is const and deterministic (given
+// the seed), so one Scheduler may serve many graphs and threads.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cost/cost_model.h"
 #include "ir/unit_graph.h"
 #include "sched/schedule.h"
 
@@ -23,15 +26,30 @@ struct ScheduleOptions {
   int max_streams = 10;  // streams per device (IOS's runtime has 10); 0 = unbounded
   int num_devices = 1;
   uint64_t seed = 0;  // for schedulers that randomize; ties are otherwise broken by UnitId
+  // IOS pruning (ios.txt §4.3): at most `max_groups` groups (s) of at most `max_group_size`
+  // units (r) per stage. 0 = unbounded.
+  int max_group_size = 3;
+  int max_groups = 8;
+};
+
+// What a search did, for reports (`braid schedule --json`). Zero where it does not apply.
+struct SearchStats {
+  int64_t transitions = 0;    // IOS: (S, S') pairs visited
+  int64_t states = 0;         // IOS: distinct sets of scheduled units memoized
+  int64_t stage_queries = 0;  // stage-latency questions the search asked the cost model
+  int64_t nodes = 0;          // exact search: branch-and-bound nodes expanded
 };
 
 class Scheduler {
  public:
   virtual ~Scheduler() = default;
   virtual std::string_view name() const = 0;
-  // Later schedulers also take the platform and a cost model (STYLE.md §2); the trivial ones
-  // need neither.
-  virtual Schedule schedule(const ir::UnitGraph& graph) const = 0;
+  // Schedules `graph` under `cost` (bound to the same graph). `stats` may be null.
+  virtual Schedule schedule(const ir::UnitGraph& graph, const cost::CostModel& cost,
+                            SearchStats* stats = nullptr) const = 0;
+  // The same under the graph's own cost model (cost::default_cost_model: its latencies when it
+  // is a weighted DAG, else the roofline).
+  Schedule schedule(const ir::UnitGraph& graph) const;
 };
 
 // Throws braid::Error: kNotFound for an unknown name (the message lists the known ones),

@@ -7,7 +7,8 @@
 
 namespace braid::sched {
 
-Schedule SequentialScheduler::schedule(const ir::UnitGraph& graph) const {
+Schedule SequentialScheduler::schedule(const ir::UnitGraph& graph, const cost::CostModel&,
+                                       SearchStats*) const {
   Schedule s;
   s.algorithm = std::string(name());
   s.model = graph.name();
@@ -22,7 +23,8 @@ GreedyScheduler::GreedyScheduler(const ScheduleOptions& options) : options_(opti
               "greedy: max_streams must be >= 0 (0 = unbounded), got ", options.max_streams);
 }
 
-Schedule GreedyScheduler::schedule(const ir::UnitGraph& graph) const {
+Schedule GreedyScheduler::schedule(const ir::UnitGraph& graph, const cost::CostModel&,
+                                   SearchStats*) const {
   Schedule s;
   s.algorithm = std::string(name());
   s.model = graph.name();

@@ -14,7 +14,9 @@ class SequentialScheduler final : public Scheduler {
  public:
   explicit SequentialScheduler(const ScheduleOptions& = {}) {}
   std::string_view name() const override { return "sequential"; }
-  Schedule schedule(const ir::UnitGraph& graph) const override;
+  using Scheduler::schedule;
+  Schedule schedule(const ir::UnitGraph& graph, const cost::CostModel& cost,
+                    SearchStats* stats = nullptr) const override;
 };
 
 // IOS's greedy baseline (Block.greedy_schedule): a Kahn wavefront. The ready units form one
@@ -26,7 +28,9 @@ class GreedyScheduler final : public Scheduler {
  public:
   explicit GreedyScheduler(const ScheduleOptions& options = {});
   std::string_view name() const override { return "greedy"; }
-  Schedule schedule(const ir::UnitGraph& graph) const override;
+  using Scheduler::schedule;
+  Schedule schedule(const ir::UnitGraph& graph, const cost::CostModel& cost,
+                    SearchStats* stats = nullptr) const override;
 
  private:
   ScheduleOptions options_;

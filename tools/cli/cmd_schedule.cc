@@ -5,6 +5,8 @@
 
 #include "base/error.h"
 #include "commands.h"
+#include "cost_flags.h"
+#include "sched/predict.h"
 #include "sched/registry.h"
 #include "sched/validate.h"
 
@@ -13,45 +15,81 @@ namespace braid::cli {
 void add_schedule_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("schedule", "Schedule a model and write the schedule (JSON)");
   static ModelFlags flags;
+  static CostFlags cost_flags;
   static std::string algo, output;
   static sched::ScheduleOptions options;
   static bool json = false;
   add_model_flags(*cmd, flags);
+  add_cost_flags(*cmd, cost_flags);
   std::string names;
-  for (std::string_view n : sched::scheduler_names()) names += (names.empty() ? "" : "|") + std::string(n);
+  for (std::string_view n : sched::scheduler_names())
+    names += (names.empty() ? "" : "|") + std::string(n);
   cmd->add_option("--algo", algo, "Algorithm: " + names)->required();
-  cmd->add_option("--max-streams", options.max_streams, "Streams per device (0: unbounded)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--streams,--max-streams", options.max_streams,
+                  "Streams per device (0: unbounded)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-group-size,-r", options.max_group_size,
+                  "ios: units per group of a stage (r; 0: unbounded)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-groups,-s", options.max_groups, "ios: groups per stage (s; 0: unbounded)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--seed", options.seed, "Seed of randomized schedulers")->capture_default_str();
   cmd->add_option("-o,--output", output, "Write the schedule to this file");
   cmd->add_flag("--json", json, "Print a JSON summary with the schedule");
-  flags.options.with_weights = false;
   cmd->callback([] {
+    flags.options.with_weights = cost_needs_weights(cost_flags, flags.spec);
     models::LoadedModel m = models::load_model(flags.spec, flags.options);
+    std::unique_ptr<cost::CostModel> cost = make_cost_model(cost_flags, m);
     auto scheduler = sched::make_scheduler(algo, options);
+    sched::SearchStats stats;
+    const cost::CostStats cost_before = cost->stats();
     auto begin = std::chrono::steady_clock::now();
-    sched::Schedule s = scheduler->schedule(m.units);
-    double search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    sched::Schedule s = scheduler->schedule(m.units, *cost, &stats);
+    double search_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    const cost::CostStats cost_after = cost->stats();
     s.model = m.units.name();
-    s.stats["search_ms"] = search_ms;
     // A scheduler's output is checked before anyone can run it.
     sched::validate_or_throw(m.units, s);
+    const Micros predicted = sched::predicted_latency(m.units, s, *cost);
+    const sched::Schedule sequential =
+        sched::make_scheduler("sequential")->schedule(m.units, *cost);
+    const Micros sequential_latency = sched::predicted_latency(m.units, sequential, *cost);
+    s.predicted_latency = predicted;
+    s.stats["search_ms"] = search_ms;
+    s.stats["cost"] = cost->name();
+    if (stats.transitions > 0) s.stats["transitions"] = stats.transitions;
     if (!output.empty()) sched::write_schedule_file(s, m.units, output);
     if (json) {
       nlohmann::json j = {{"algorithm", s.algorithm},
                           {"model", s.model},
+                          {"cost", cost->name()},
                           {"units", m.units.num_units()},
+                          {"predicted_ms", predicted.count() / 1e3},
+                          {"sequential_ms", sequential_latency.count() / 1e3},
                           {"search_ms", search_ms},
                           {"streams", sched::num_streams(s)},
                           {"stages", s.stages.size()},
-                          {"predicted_ms", s.predicted_latency ? nlohmann::json(s.predicted_latency->count() / 1000.0) : nlohmann::json()},
+                          {"transitions", stats.transitions},
+                          {"states", stats.states},
+                          {"stage_queries", cost_after.stage_queries - cost_before.stage_queries},
+                          {"measurements", cost_after.measurements - cost_before.measurements},
                           {"schedule", sched::to_json(s, m.units)}};
       std::cout << j.dump(2) << "\n";
       return;
     }
-    fmt::print("{} on {}: {} units, {} stages, {} streams, search {:.3f} ms\n", s.algorithm, s.model,
-               m.units.num_units(), s.stages.size(), sched::num_streams(s), search_ms);
-    if (output.empty()) fmt::print("{}", sched::to_string(s, m.units));
-    else fmt::print("wrote {}\n", output);
+    fmt::print(
+        "{} on {}: {} units, {} stages, {} streams; predicted {:.3f} ms (sequential {:.3f} ms, "
+        "cost {}), search {:.3f} ms\n",
+        s.algorithm, s.model, m.units.num_units(), s.stages.size(), sched::num_streams(s),
+        predicted.count() / 1e3, sequential_latency.count() / 1e3, cost->name(), search_ms);
+    if (output.empty())
+      fmt::print("{}", sched::to_string(s, m.units));
+    else
+      fmt::print("wrote {}\n", output);
   });
 }
 
@@ -73,10 +111,13 @@ void add_validate_command(CLI::App& app) {
       nlohmann::json errors = nlohmann::json::array(), warnings = nlohmann::json::array();
       for (const auto& d : diagnostics)
         (d.severity == sched::Severity::kError ? errors : warnings).push_back(d.message);
-      std::cout << nlohmann::json{{"valid", valid}, {"errors", errors}, {"warnings", warnings}}.dump(2) << "\n";
+      std::cout
+          << nlohmann::json{{"valid", valid}, {"errors", errors}, {"warnings", warnings}}.dump(2)
+          << "\n";
     } else {
       for (const auto& d : diagnostics)
-        if (d.severity == sched::Severity::kWarning) fmt::print(stderr, "braid: {}\n", sched::to_string(d));
+        if (d.severity == sched::Severity::kWarning)
+          fmt::print(stderr, "braid: {}\n", sched::to_string(d));
     }
     if (!valid) {
       const auto& first = *std::find_if(diagnostics.begin(), diagnostics.end(), [](const auto& d) {
@@ -84,7 +125,9 @@ void add_validate_command(CLI::App& app) {
       });
       BRAID_THROW(ErrorCode::kInvalidSchedule, path, ": ", first.message);
     }
-    if (!json) fmt::print("{}: valid schedule for {} ({} units)\n", path, m.units.name(), m.units.num_units());
+    if (!json)
+      fmt::print("{}: valid schedule for {} ({} units)\n", path, m.units.name(),
+                 m.units.num_units());
   });
 }
 

@@ -10,7 +10,7 @@
 
 namespace braid::cli {
 
-// --batch, --image-size, --layers, --seq-len, --seed: shared by every command that loads a model.
+// --batch, --image-size, --layers, --seq-len, --weight-seed: shared by every command that loads a model.
 struct ModelFlags {
   std::string spec;
   models::LoadOptions options;

@@ -17,7 +17,7 @@ void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
   cmd.add_option("--randwire-k", zoo.randwire_k, "randwire: ring neighbours k")->capture_default_str();
   cmd.add_option("--randwire-p", zoo.randwire_p, "randwire: rewiring probability p")->capture_default_str();
   cmd.add_option("--randwire-seed", zoo.randwire_seed, "randwire: generator seed")->capture_default_str();
-  cmd.add_option("--seed", flags.options.seed, "Seed of zoo models' random weights")->capture_default_str();
+  cmd.add_option("--weight-seed", flags.options.seed, "Seed of zoo models' random weights")->capture_default_str();
 }
 
 }  // namespace braid::cli

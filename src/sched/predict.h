@@ -1,0 +1,25 @@
+// The latency a cost model predicts for a schedule: what `braid schedule` reports as
+// predicted_ms and what the schedulers compare.
+//
+//   Micros t = predicted_latency(units, schedule, cost);
+//
+// Stage form: the stages of one device run one after another, each taking stage_latency
+// (concurrent) or merge_latency (merge); a stage also waits for the stages on other devices
+// that produce its inputs, plus their transfer latency. Stream form (LIOS, Nimble, Opara):
+// every lane runs its units in order; a unit starts when its lane is free and every
+// predecessor has finished (plus the transfer from another device): the list-scheduling model
+// of lios.txt §IV, with no contention between lanes.
+#pragma once
+
+#include "base/units.h"
+#include "cost/cost_model.h"
+#include "ir/unit_graph.h"
+#include "sched/schedule.h"
+
+namespace braid::sched {
+
+// Requires a schedule that passes validate.h (asserts otherwise).
+Micros predicted_latency(const ir::UnitGraph& units, const Schedule& schedule,
+                         const cost::CostModel& cost);
+
+}  // namespace braid::sched

@@ -1,0 +1,32 @@
+// --cost and its options, shared by the commands that schedule (schedule, run, bench).
+//   dag       the latencies written in a .dag.json (the default for weighted DAGs)
+//   cpu       measured on this CPU, cached on disk (the default for real models)
+//   roofline  FLOPs and bytes only: no measurement
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cost/cost_model.h"
+#include "cost/cpu_profiler.h"
+#include "models/loader.h"
+
+namespace braid::cli {
+
+struct CostFlags {
+  std::string name;  // empty: dag for a weighted DAG, cpu otherwise
+  cost::CpuProfilerOptions cpu;
+};
+void add_cost_flags(CLI::App& cmd, CostFlags& flags);
+
+// Whether `flags` needs the model's weights (a measured cost model runs the model).
+bool cost_needs_weights(const CostFlags& flags, const std::string& model_spec);
+
+// Throws braid::Error(kInvalidArgument) for an unknown name or a cost model the model cannot
+// have (cpu for a weighted DAG, dag for a model without latencies). `model` must outlive it.
+std::unique_ptr<cost::CostModel> make_cost_model(const CostFlags& flags,
+                                                 models::LoadedModel& model);
+
+}  // namespace braid::cli
