@@ -6,7 +6,7 @@ ifdef CI
   CMAKE_FLAGS += -DBRAID_WERROR=ON
 endif
 
-.PHONY: all deps build test demo models bench fuzz tsan format clean
+.PHONY: all deps bench-deps build test demo models bench fuzz tsan format clean
 
 all: build
 
@@ -15,6 +15,12 @@ deps:
 
 $(BUILD)/build.ninja:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+# matplotlib for `braid bench --png` (demo and bench only; `make test` does not need it).
+bench-deps: deps
+	@cmp -s scripts/requirements-bench.txt .venv/.requirements-bench 2>/dev/null || \
+	  { .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements-bench.txt && \
+	    cp scripts/requirements-bench.txt .venv/.requirements-bench; }
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -35,7 +41,7 @@ models:
 
 # Benchmarks (measure and print, never assert): plan dispatch cost, then braid vs ONNX Runtime.
 BENCH_MODELS ?= inception_v3 resnet50 googlenet squeezenet nasnet randwire bert
-bench: build
+bench: build bench-deps
 	taskset -c 0,1 ./$(BUILD)/bench/dispatch_bench --benchmark_min_time=0.3
 	.venv/bin/python bench/peers.py $(BENCH_MODELS) --braid $(BUILD)/braid --rounds 3 --iters 10 \
 	  --json $(BUILD)/peers.json --markdown $(BUILD)/peers.md

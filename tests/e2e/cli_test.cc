@@ -11,7 +11,9 @@ namespace {
 
 using testing::run_command;
 
-std::string cli() { return testing::braid_cli().string(); }
+std::string cli() {
+  return testing::braid_cli().string();
+}
 
 nlohmann::json inspect_json(const std::string& model) {
   auto r = run_command(cli() + " inspect " + model + " --json");
@@ -33,7 +35,8 @@ TEST_P(CliIosModels, InspectReportsThePapersCounts) {
   EXPECT_EQ(j["units"], c.units);
   EXPECT_EQ(j["edges"], c.edges);
   EXPECT_EQ(j["distinct_edges"], c.distinct_edges);
-  for (const char* key : {"name", "blocks", "width", "flops", "params"}) EXPECT_TRUE(j.contains(key)) << key;
+  for (const char* key : {"name", "blocks", "width", "flops", "params"})
+    EXPECT_TRUE(j.contains(key)) << key;
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, CliIosModels,
@@ -62,22 +65,27 @@ TEST(Cli, BadFlagExitsTwo) {
 }
 
 TEST(Cli, EveryCommandHasHelp) {
-  for (const char* c : {"models", "inspect", "export", "schedule", "validate"}) {
+  for (const char* c :
+       {"models", "inspect", "export", "schedule", "validate", "run", "profile", "bench"}) {
     auto r = run_command(cli() + " " + c + " --help");
     EXPECT_EQ(r.exit_code, 0) << c;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << c << ": " << r.out;
   }
 }
 
-
-std::string golden(const std::string& name) { return (testing::source_dir() / "tests/golden" / name).string(); }
+std::string golden(const std::string& name) {
+  return (testing::source_dir() / "tests/golden" / name).string();
+}
 
 // Every trivial schedule of every model kind round-trips through a file and validates.
 TEST(Cli, ScheduleThenValidate) {
   for (const std::string& model : {std::string("squeezenet"), golden("diamond.dag.json")}) {
     for (const char* algo : {"sequential", "greedy"}) {
       auto path = (testing::scratch_dir() / (std::string(algo) + ".json")).string();
-      auto r = run_command(cli() + " schedule " + model + " --algo " + algo + " --json -o " + path);
+      // Real models: the roofline, so the test measures nothing and writes no profile cache.
+      const std::string cost = model.ends_with(".dag.json") ? "" : " --cost roofline";
+      auto r = run_command(cli() + " schedule " + model + " --algo " + algo + cost + " --json -o " +
+                           path);
       ASSERT_EQ(r.exit_code, 0) << model << " " << algo << ": " << r.err;
       nlohmann::json j = nlohmann::json::parse(r.out);
       EXPECT_EQ(j["algorithm"], algo);
@@ -101,6 +109,38 @@ TEST(Cli, ValidateRejectsBrokenScheduleWithExitTwo) {
   EXPECT_NE(r.err.find("'c'"), std::string::npos) << r.err;
 }
 
+// braid bench: one row per (model, algorithm); a real model's schedules run on the CPU and
+// give the sequential schedule's outputs; a weighted DAG is predicted only. CSV too.
+TEST(Cli, BenchComparesSchedulers) {
+  const auto csv = (testing::scratch_dir() / "bench.csv").string();
+  auto r = run_command(cli() + " bench squeezenet " + golden("diamond.dag.json") +
+                       " --image-size 64 --algos sequential,greedy --cost roofline --iters 2 " +
+                       "--warmup 1 --json --csv " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 4u);
+  for (const auto& row : rows) {
+    EXPECT_GT(row["predicted_ms"].get<double>(), 0) << row;
+    if (row["model"] == "squeezenet") {
+      EXPECT_TRUE(row["outputs_match_sequential"].get<bool>()) << row;
+      EXPECT_GT(row["measured_ms"]["median"].get<double>(), 0) << row;
+    } else {
+      EXPECT_FALSE(row.contains("measured_ms")) << row;
+    }
+  }
+  EXPECT_DOUBLE_EQ(rows[3]["predicted_ms"].get<double>(), 5.5);  // diamond, greedy
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header.rfind("model,algorithm,search_ms,predicted_ms", 0), 0u) << header;
+}
+
+TEST(Cli, BenchRejectsUnknownAlgorithm) {
+  auto r = run_command(cli() + " bench squeezenet --algos sequential,nope --cost roofline");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("nope"), std::string::npos) << r.err;
+}
+
 TEST(Cli, UnknownAlgorithmExitsTwo) {
   auto r = run_command(cli() + " schedule squeezenet --algo nope");
   EXPECT_EQ(r.exit_code, 2);
@@ -121,11 +161,11 @@ TEST(Cli, ExportedModelReimportsWithTheSameCounts) {
     auto r = run_command(cli() + " export " + model + " -o " + path);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     nlohmann::json a = inspect_json(model), b = inspect_json(path);
-    for (const char* key : {"units", "edges", "distinct_edges", "blocks", "width", "flops", "params"})
+    for (const char* key :
+         {"units", "edges", "distinct_edges", "blocks", "width", "flops", "params"})
       EXPECT_EQ(a[key], b[key]) << model << " " << key;
   }
 }
-
 
 struct BadOnnx {
   const char* file;
@@ -137,8 +177,9 @@ class CliBadOnnx : public ::testing::TestWithParam<BadOnnx> {
   static void SetUpTestSuite() {
     if (testing::venv_python().empty()) return;
     dir_ = (testing::scratch_dir() / "bad_onnx").string();
-    auto r = run_command(testing::venv_python().string() + " " +
-                         (testing::source_dir() / "scripts/make_bad_onnx.py").string() + " " + dir_);
+    auto r =
+        run_command(testing::venv_python().string() + " " +
+                    (testing::source_dir() / "scripts/make_bad_onnx.py").string() + " " + dir_);
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   static inline std::string dir_;
@@ -159,8 +200,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(BadOnnx{"truncated.onnx", "not a valid ONNX model"},
                       BadOnnx{"not_onnx.onnx", "not a valid ONNX model"},
                       BadOnnx{"unsupported_op.onnx", "node 'lstm': unsupported op type 'LSTM'"},
-                      BadOnnx{"cycle.onnx", "cycle"},
-                      BadOnnx{"shape_mismatch.onnx", "node 'conv'"},
+                      BadOnnx{"cycle.onnx", "cycle"}, BadOnnx{"shape_mismatch.onnx", "node 'conv'"},
                       BadOnnx{"missing_initializer.onnx", "conv.w"}),
     [](const auto& info) {
       std::string n = info.param.file;

@@ -7,7 +7,8 @@
 namespace braid::cli {
 
 void add_export_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("export", "Write a model (zoo models with seeded random weights) to ONNX");
+  auto* cmd =
+      app.add_subcommand("export", "Write a model (zoo models with seeded random weights) to ONNX");
   static ModelFlags flags;
   static std::string output;
   add_model_flags(*cmd, flags);

@@ -16,10 +16,10 @@ void print_table_header() {
 }
 
 void print_table_row(const nlohmann::json& s) {
-  fmt::print("{:<18} {:>6} {:>6} {:>9} {:>6} {:>6} {:>8.2f} {:>9.2f}\n", s["name"].get<std::string>(),
-             s["units"].get<size_t>(), s["edges"].get<size_t>(), s["distinct_edges"].get<size_t>(),
-             s["blocks"].get<size_t>(), s["width"].get<size_t>(), s["flops"].get<double>() / 1e9,
-             s["params"].get<double>() / 1e6);
+  fmt::print("{:<18} {:>6} {:>6} {:>9} {:>6} {:>6} {:>8.2f} {:>9.2f}\n",
+             s["name"].get<std::string>(), s["units"].get<size_t>(), s["edges"].get<size_t>(),
+             s["distinct_edges"].get<size_t>(), s["blocks"].get<size_t>(), s["width"].get<size_t>(),
+             s["flops"].get<double>() / 1e9, s["params"].get<double>() / 1e6);
 }
 
 void print_details(const models::LoadedModel& m, const nlohmann::json& s) {
@@ -32,8 +32,10 @@ void print_details(const models::LoadedModel& m, const nlohmann::json& s) {
     fmt::print("sequential {:.3f} ms, critical path {:.3f} ms\n", s["sequential_ms"].get<double>(),
                s["critical_path_ms"].get<double>());
   if (m.graph) {
-    for (const auto& t : s["inputs"]) fmt::print("input  {} {}\n", t["name"].get<std::string>(), t["shape"].dump());
-    for (const auto& t : s["outputs"]) fmt::print("output {} {}\n", t["name"].get<std::string>(), t["shape"].dump());
+    for (const auto& t : s["inputs"])
+      fmt::print("input  {} {}\n", t["name"].get<std::string>(), t["shape"].dump());
+    for (const auto& t : s["outputs"])
+      fmt::print("output {} {}\n", t["name"].get<std::string>(), t["shape"].dump());
   }
 }
 
@@ -56,8 +58,10 @@ void add_inspect_command(CLI::App& app) {
         UnitId id = make_id<UnitId>(i);
         nlohmann::json succ = nlohmann::json::array();
         for (UnitId v : m.units.successors(id)) succ.push_back(m.units.unit(v).name);
-        list.push_back({{"name", m.units.unit(id).name}, {"kind", m.units.signature(id)},
-                        {"flops", m.units.unit(id).flops}, {"successors", succ}});
+        list.push_back({{"name", m.units.unit(id).name},
+                        {"kind", m.units.signature(id)},
+                        {"flops", m.units.unit(id).flops},
+                        {"successors", succ}});
       }
       s["unit_list"] = list;
     }
@@ -68,10 +72,9 @@ void add_inspect_command(CLI::App& app) {
     print_details(m, s);
     if (units)
       for (const auto& u : s["unit_list"])
-        fmt::print("  {:<40} {:<22} -> {}\n", u["name"].get<std::string>(), u["kind"].get<std::string>(),
-                   u["successors"].dump());
+        fmt::print("  {:<40} {:<22} -> {}\n", u["name"].get<std::string>(),
+                   u["kind"].get<std::string>(), u["successors"].dump());
   });
 }
-
 
 }  // namespace braid::cli

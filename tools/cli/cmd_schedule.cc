@@ -36,13 +36,18 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--max-groups,-s", options.max_groups, "ios: groups per stage (s; 0: unbounded)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_option("--threads-per-stream", cost_flags.cpu.threads_per_stream,
+                  "--cost cpu: OpenMP threads per stream while measuring")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--seed", options.seed, "Seed of randomized schedulers")->capture_default_str();
   cmd->add_option("-o,--output", output, "Write the schedule to this file");
   cmd->add_flag("--json", json, "Print a JSON summary with the schedule");
   cmd->callback([] {
     flags.options.with_weights = cost_needs_weights(cost_flags, flags.spec);
     models::LoadedModel m = models::load_model(flags.spec, flags.options);
-    std::unique_ptr<cost::CostModel> cost = make_cost_model(cost_flags, m);
+    auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
+    std::unique_ptr<cost::CostModel> cost = make_cost_model(cost_flags, m.units, weights);
     auto scheduler = sched::make_scheduler(algo, options);
     sched::SearchStats stats;
     const cost::CostStats cost_before = cost->stats();

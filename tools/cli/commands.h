@@ -10,7 +10,8 @@
 
 namespace braid::cli {
 
-// --batch, --image-size, --layers, --seq-len, --weight-seed: shared by every command that loads a model.
+// --batch, --image-size, --layers, --seq-len, --weight-seed: shared by every command that loads a
+// model.
 struct ModelFlags {
   std::string spec;
   models::LoadOptions options;
@@ -24,5 +25,6 @@ void add_schedule_command(CLI::App& app);
 void add_validate_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace braid::cli

@@ -17,10 +17,6 @@ void add_cost_flags(CLI::App& cmd, CostFlags& flags) {
   cmd.add_option("--cost", flags.name,
                  "Cost model: dag (a .dag.json's latencies; its default), cpu (measured here, "
                  "cached; the default for real models), roofline (FLOPs and bytes only)");
-  cmd.add_option("--threads-per-stream", flags.cpu.threads_per_stream,
-                 "--cost cpu: OpenMP threads per stream")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
 }
 
 bool cost_needs_weights(const CostFlags& flags, const std::string& model_spec) {
@@ -28,17 +24,16 @@ bool cost_needs_weights(const CostFlags& flags, const std::string& model_spec) {
   return !is_dag_spec(model_spec);
 }
 
-std::unique_ptr<cost::CostModel> make_cost_model(const CostFlags& flags,
-                                                 models::LoadedModel& model) {
-  const bool weighted = model.graph == nullptr;
+std::unique_ptr<cost::CostModel> make_cost_model(const CostFlags& flags, const ir::UnitGraph& units,
+                                                 std::shared_ptr<const ir::Weights> weights) {
+  const bool weighted = units.graph() == nullptr;
   const std::string name = !flags.name.empty() ? flags.name : weighted ? "dag" : "cpu";
-  if (name == "dag") return std::make_unique<cost::DagCostModel>(model.units);
-  if (name == "roofline") return std::make_unique<cost::RooflineCostModel>(model.units);
+  if (name == "dag") return std::make_unique<cost::DagCostModel>(units);
+  if (name == "roofline") return std::make_unique<cost::RooflineCostModel>(units);
   if (name == "cpu") {
-    BRAID_CHECK(!weighted, ErrorCode::kInvalidArgument, "--cost cpu: '", model.units.name(),
+    BRAID_CHECK(!weighted, ErrorCode::kInvalidArgument, "--cost cpu: '", units.name(),
                 "' is a weighted DAG with no operators to measure (use --cost dag)");
-    auto weights = std::make_shared<const ir::Weights>(std::move(model.weights));
-    return std::make_unique<cost::CpuProfiler>(model.units, weights, flags.cpu);
+    return std::make_unique<cost::CpuProfiler>(units, std::move(weights), flags.cpu);
   }
   BRAID_THROW(ErrorCode::kInvalidArgument, "unknown cost model '", name,
               "' (known: dag, cpu, roofline)");

@@ -19,14 +19,16 @@ struct CostFlags {
   std::string name;  // empty: dag for a weighted DAG, cpu otherwise
   cost::CpuProfilerOptions cpu;
 };
+// --cost only: --threads-per-stream belongs to the command (the executor's and the profiler's).
 void add_cost_flags(CLI::App& cmd, CostFlags& flags);
 
 // Whether `flags` needs the model's weights (a measured cost model runs the model).
 bool cost_needs_weights(const CostFlags& flags, const std::string& model_spec);
 
 // Throws braid::Error(kInvalidArgument) for an unknown name or a cost model the model cannot
-// have (cpu for a weighted DAG, dag for a model without latencies). `model` must outlive it.
-std::unique_ptr<cost::CostModel> make_cost_model(const CostFlags& flags,
-                                                 models::LoadedModel& model);
+// have (cpu for a weighted DAG, dag for a model without latencies). `units` must outlive it;
+// `weights` are needed by cpu only.
+std::unique_ptr<cost::CostModel> make_cost_model(const CostFlags& flags, const ir::UnitGraph& units,
+                                                 std::shared_ptr<const ir::Weights> weights);
 
 }  // namespace braid::cli

@@ -1,0 +1,220 @@
+// braid bench: every named scheduler on every named model, side by side in one run: search
+// time, predicted latency (the cost model's), measured latency on this CPU, speed-up over
+// sequential and the gap to `optimal` where it is computable. Writes a table, JSON, CSV and
+// (with the venv's matplotlib) a PNG bar chart.
+#include <fmt/core.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "base/error.h"
+#include "commands.h"
+#include "cost_flags.h"
+#include "measure.h"
+#include "sched/predict.h"
+#include "sched/registry.h"
+#include "sched/validate.h"
+
+namespace braid::cli {
+namespace {
+
+struct Row {
+  std::string model, algorithm;
+  std::optional<std::string> error;  // the scheduler could not schedule this model
+  double search_ms = 0, predicted_ms = 0;
+  int64_t transitions = 0, stage_queries = 0, measurements = 0;
+  int streams = 0;
+  std::optional<Measured> measured;
+  bool outputs_match = true;  // outputs identical to sequential's
+  double predicted_speedup = 0;
+  std::optional<double> measured_speedup, gap_to_optimal;
+};
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+nlohmann::json to_json(const Row& r) {
+  nlohmann::json j = {{"model", r.model}, {"algorithm", r.algorithm}};
+  if (r.error) {
+    j["error"] = *r.error;
+    return j;
+  }
+  j["search_ms"] = r.search_ms;
+  j["predicted_ms"] = r.predicted_ms;
+  j["predicted_speedup"] = r.predicted_speedup;
+  j["streams"] = r.streams;
+  j["transitions"] = r.transitions;
+  j["stage_queries"] = r.stage_queries;
+  j["measurements"] = r.measurements;
+  if (r.measured) {
+    j["measured_ms"] = {{"median", r.measured->median_ms},
+                        {"p10", r.measured->p10_ms},
+                        {"p90", r.measured->p90_ms}};
+    j["measured_speedup"] = *r.measured_speedup;
+    j["outputs_match_sequential"] = r.outputs_match;
+  }
+  if (r.gap_to_optimal) j["gap_to_optimal"] = *r.gap_to_optimal;
+  return j;
+}
+
+std::string csv_cell(const std::optional<double>& v) {
+  return v ? fmt::format("{:.6g}", *v) : "";
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "bench", "Compare schedulers on models: search time, predicted and measured latency");
+  static std::vector<std::string> specs;
+  static models::LoadOptions load;
+  static CostFlags cost_flags;
+  static std::string algos = "sequential,greedy", json_path, csv_path, png_path;
+  static sched::ScheduleOptions options;
+  static MeasureOptions measure{.iters = 10, .warmup = 2};
+  static bool json = false, no_measure = false;
+  cmd->add_option("MODELS", specs, "Zoo names, .onnx or .dag.json files")->required();
+  cmd->add_option("--algos", algos, "Comma-separated schedulers")->capture_default_str();
+  add_cost_flags(*cmd, cost_flags);
+  cmd->add_option("--streams", options.max_streams, "Streams per device (0: unbounded)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--threads-per-stream", measure.executor.threads_per_stream,
+                  "OpenMP threads per stream (executor and cpu cost model)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--batch", load.zoo.batch, "Batch size")->check(CLI::PositiveNumber);
+  cmd->add_option("--image-size", load.zoo.image_size, "Input image size (0: each model's default)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--iters", measure.iters, "Timed runs per schedule")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--warmup", measure.warmup, "Untimed runs first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_flag("--no-measure", no_measure, "Predict only: do not run the schedules");
+  cmd->add_flag("--json", json, "Print the rows as JSON");
+  cmd->add_option("--json-file", json_path, "Also write the JSON rows here");
+  cmd->add_option("--csv", csv_path, "Also write the rows as CSV");
+  cmd->add_option("--png", png_path,
+                  "Also draw a bar chart (needs --csv; runs scripts/plot_bench.py in .venv)");
+  cmd->callback([] {
+    const std::vector<std::string> names = split(algos);
+    BRAID_CHECK(!names.empty(), ErrorCode::kInvalidArgument, "--algos is empty");
+    for (const std::string& n : names) sched::make_scheduler(n, options);  // unknown names fail now
+    cost_flags.cpu.threads_per_stream = measure.executor.threads_per_stream;
+    std::vector<Row> rows;
+    for (const std::string& spec : specs) {
+      models::LoadOptions model_load = load;
+      model_load.with_weights = !spec.ends_with(".dag.json");
+      models::LoadedModel m = models::load_model(spec, model_load);
+      auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
+      auto cost = make_cost_model(cost_flags, m.units, weights);
+      const bool runnable = m.graph != nullptr && !no_measure;
+      const sched::Schedule sequential =
+          sched::make_scheduler("sequential", options)->schedule(m.units, *cost);
+      const double sequential_predicted =
+          sched::predicted_latency(m.units, sequential, *cost).count() / 1e3;
+      std::optional<Measured> sequential_measured;
+      if (runnable) sequential_measured = measure_on_cpu(m.units, weights, sequential, measure);
+      std::optional<double> optimal_ms;
+      const size_t first = rows.size();
+      for (const std::string& name : names) {
+        Row r{.model = m.units.name(), .algorithm = name};
+        try {
+          auto scheduler = sched::make_scheduler(name, options);
+          sched::SearchStats stats;
+          const cost::CostStats before = cost->stats();
+          const auto begin = std::chrono::steady_clock::now();
+          sched::Schedule s = scheduler->schedule(m.units, *cost, &stats);
+          r.search_ms =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+                  .count();
+          const cost::CostStats after = cost->stats();
+          sched::validate_or_throw(m.units, s);
+          r.predicted_ms = sched::predicted_latency(m.units, s, *cost).count() / 1e3;
+          r.predicted_speedup = sequential_predicted / r.predicted_ms;
+          r.transitions = stats.transitions;
+          r.stage_queries = after.stage_queries - before.stage_queries;
+          r.measurements = after.measurements - before.measurements;
+          r.streams = sched::num_streams(s);
+          if (name == "optimal") optimal_ms = r.predicted_ms;
+          if (runnable) {
+            r.measured = name == "sequential" ? *sequential_measured
+                                              : measure_on_cpu(m.units, weights, s, measure);
+            r.measured_speedup = sequential_measured->median_ms / r.measured->median_ms;
+            r.outputs_match = r.measured->outputs_sha256 == sequential_measured->outputs_sha256;
+          }
+        } catch (const Error& e) {
+          r.error = e.what();
+        }
+        rows.push_back(std::move(r));
+      }
+      if (optimal_ms)
+        for (size_t i = first; i < rows.size(); ++i)
+          if (!rows[i].error) rows[i].gap_to_optimal = rows[i].predicted_ms / *optimal_ms - 1;
+    }
+
+    nlohmann::json out = nlohmann::json::array();
+    for (const Row& r : rows) out.push_back(to_json(r));
+    if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+    if (!csv_path.empty()) {
+      std::ofstream csv(csv_path);
+      BRAID_CHECK(csv.good(), ErrorCode::kInvalidArgument, "cannot write '", csv_path, "'");
+      csv << "model,algorithm,search_ms,predicted_ms,predicted_speedup,measured_ms,measured_p10_ms,"
+             "measured_p90_ms,measured_speedup,gap_to_optimal,streams,transitions,outputs_match,"
+             "error\n";
+      for (const Row& r : rows) {
+        auto measured = [&](double Measured::*field) {
+          return r.measured ? std::optional<double>((*r.measured).*field) : std::nullopt;
+        };
+        csv << fmt::format(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", r.model, r.algorithm,
+            r.error ? "" : fmt::format("{:.6g}", r.search_ms),
+            r.error ? "" : fmt::format("{:.6g}", r.predicted_ms),
+            r.error ? "" : fmt::format("{:.6g}", r.predicted_speedup),
+            csv_cell(measured(&Measured::median_ms)), csv_cell(measured(&Measured::p10_ms)),
+            csv_cell(measured(&Measured::p90_ms)), csv_cell(r.measured_speedup),
+            csv_cell(r.gap_to_optimal), r.streams, r.transitions,
+            r.measured ? (r.outputs_match ? "yes" : "NO") : "", r.error ? *r.error : "");
+      }
+    }
+    if (!png_path.empty()) {
+      BRAID_CHECK(!csv_path.empty(), ErrorCode::kInvalidArgument, "--png needs --csv");
+      const std::string command =
+          fmt::format("{}/.venv/bin/python {}/scripts/plot_bench.py '{}' '{}'", BRAID_SOURCE_DIR,
+                      BRAID_SOURCE_DIR, csv_path, png_path);
+      BRAID_CHECK(std::system(command.c_str()) == 0, ErrorCode::kInternal,
+                  "drawing the chart failed: ", command);
+    }
+    if (json) {
+      std::cout << out.dump(2) << "\n";
+      return;
+    }
+    fmt::print("{:<16} {:<14} {:>10} {:>12} {:>8} {:>12} {:>8} {:>8} {:>7} {}\n", "model",
+               "algorithm", "search ms", "predicted ms", "x seq", "measured ms", "x seq", "vs opt",
+               "streams", "outputs");
+    for (const Row& r : rows) {
+      if (r.error) {
+        fmt::print("{:<16} {:<14} error: {}\n", r.model, r.algorithm, *r.error);
+        continue;
+      }
+      fmt::print("{:<16} {:<14} {:>10.3f} {:>12.3f} {:>8.2f} {:>12} {:>8} {:>8} {:>7} {}\n",
+                 r.model, r.algorithm, r.search_ms, r.predicted_ms, r.predicted_speedup,
+                 r.measured ? fmt::format("{:.3f}", r.measured->median_ms) : "-",
+                 r.measured_speedup ? fmt::format("{:.2f}", *r.measured_speedup) : "-",
+                 r.gap_to_optimal ? fmt::format("{:+.1f}%", 100 * *r.gap_to_optimal) : "-",
+                 r.streams, r.measured ? (r.outputs_match ? "identical" : "DIFFERENT") : "-");
+    }
+  });
+}
+
+}  // namespace braid::cli
