@@ -9,6 +9,7 @@
 #include "cost/stage_key.h"
 #include "cost/subgraph.h"
 #include "exec/cpu/cpu_executor.h"
+#include "exec/cpu/layout.h"
 #include "sched/lower.h"
 #include "sched/validate.h"
 
@@ -87,6 +88,8 @@ CpuProfiler::CpuProfiler(const ir::UnitGraph& units, std::shared_ptr<const ir::W
       weights_(std::move(weights)),
       options_(std::move(options)),
       machine_(this_machine()) {
+  machine_.executor =
+      "cpu layout " + std::string(exec::cpu::layout_name(exec::CpuExecutorOptions{}.layout));
   BRAID_CHECK(units.graph() != nullptr, ErrorCode::kInvalidArgument, "'", units.name(),
               "' is a weighted DAG: it has no operators to profile");
   BRAID_CHECK(weights_ != nullptr, ErrorCode::kInvalidArgument,

@@ -56,6 +56,7 @@ std::string fingerprint(const Machine& m) {
   std::ostringstream out;
   out << m.cpu_model << " | " << m.num_cpus << " cpus | oneDNN " << m.onednn_version << " | braid "
       << m.braid_version << " | omp wait " << m.omp_wait;
+  if (!m.executor.empty()) out << " | " << m.executor;
   return out.str();
 }
 
@@ -69,6 +70,7 @@ nlohmann::json to_json(const Machine& m) {
           {"onednn_version", m.onednn_version},
           {"braid_version", m.braid_version},
           {"omp_wait", m.omp_wait},
+          {"executor", m.executor},
           {"fingerprint", fingerprint(m)}};
 }
 

@@ -25,6 +25,9 @@ struct Machine {
   std::string onednn_version;  // the oneDNN braid was built against
   std::string braid_version;
   std::string omp_wait;  // OMP_WAIT_POLICY and GOMP_SPINCOUNT as set, or "default"
+  // What runs the measurements and changes their numbers (set by the profiler: the CPU
+  // executor's activation layout), so a layout change never reads stale latencies.
+  std::string executor;
 };
 
 Machine this_machine();
