@@ -86,19 +86,7 @@ TensorLocator make_locator(const ir::Graph& g, const ir::Weights& w, const Plain
 constexpr TensorLayout kBlockedLayouts[] = {TensorLayout::kNhwc, TensorLayout::kNChw8c,
                                             TensorLayout::kNChw16c};
 
-std::string str(TensorLayout layout) {
-  switch (layout) {
-    case TensorLayout::kPlain:
-      return "plain";
-    case TensorLayout::kNhwc:
-      return "nhwc";
-    case TensorLayout::kNChw8c:
-      return "nChw8c";
-    case TensorLayout::kNChw16c:
-      return "nChw16c";
-  }
-  return "?";
-}
+std::string str(TensorLayout layout) { return std::string(layout_name(layout)); }
 
 // A tensor of shape `s` in `layout`, as oneDNN describes it.
 dnnl::memory::desc layout_desc(const Shape& s, TensorLayout layout) {
