@@ -18,6 +18,7 @@
 // methods). Implementations are safe to call from several threads.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <span>
@@ -52,6 +53,18 @@ class CostModel {
   // One IOS stage (ios.txt §3): `groups` run concurrently, group i on stream i, the units of a
   // group one after another. Groups must be non-empty and independent of each other.
   virtual Micros stage_latency(std::span<const std::vector<UnitId>> groups) const = 0;
+  // A lower bound on stage_latency(groups) that needs no measurement: the slowest group's
+  // summed unit latencies (a group sharing the machine never runs faster than alone). A search
+  // may skip a stage this bound already rules out instead of measuring it.
+  virtual Micros stage_lower_bound(std::span<const std::vector<UnitId>> groups) const {
+    Micros slowest{0};
+    for (const auto& group : groups) {
+      Micros sum{0};
+      for (UnitId u : group) sum += unit_latency(u);
+      slowest = std::max(slowest, sum);
+    }
+    return slowest;
+  }
   // An operator-merge stage (ios.txt §4.2): the units run as one wider kernel. By default the
   // units one after another, which is what an executor without merged kernels does.
   virtual Micros merge_latency(std::span<const UnitId> units) const {
