@@ -32,7 +32,8 @@ struct ProducerEvents {
 };
 
 void lower_stages(const Schedule& s, ExecutionPlan& plan, LaneBuilder& lanes, uint32_t& next_event,
-                  ProducerEvents& producer_events, const std::map<UnitId, std::vector<UnitId>>& waits_before) {
+                  ProducerEvents& producer_events,
+                  const std::map<UnitId, std::vector<UnitId>>& waits_before) {
   // Per device: the lanes used by the previous stage and the events they recorded at its end.
   std::map<int, std::vector<std::pair<int, uint32_t>>> previous;  // device -> (stream, event)
   std::map<int, int> previous_single_stream;                      // device -> stream or -1
@@ -40,7 +41,8 @@ void lower_stages(const Schedule& s, ExecutionPlan& plan, LaneBuilder& lanes, ui
     if (auto it = waits_before.find(u); it != waits_before.end())
       for (UnitId from : it->second) lane.steps.push_back(WaitStep{producer_events.get(from)});
     lane.steps.push_back(LaunchStep{u, merge});
-    if (producer_events.event_of.count(u)) lane.steps.push_back(RecordStep{producer_events.event_of[u]});
+    if (producer_events.event_of.count(u))
+      lane.steps.push_back(RecordStep{producer_events.event_of[u]});
   };
   for (const Stage& stage : s.stages) {
     const int device = stage.device;
@@ -53,7 +55,8 @@ void lower_stages(const Schedule& s, ExecutionPlan& plan, LaneBuilder& lanes, ui
     }
     // Merge stages run on stream 0; group i of a concurrent stage on stream i.
     std::vector<int> streams;
-    if (merge) streams.push_back(0);
+    if (merge)
+      streams.push_back(0);
     else
       for (size_t i = 0; i < stage.groups.size(); ++i) streams.push_back(static_cast<int>(i));
     const bool single = streams.size() == 1;
@@ -129,17 +132,20 @@ ExecutionPlan lower(const ir::UnitGraph& graph, const Schedule& s) {
     std::vector<uint32_t> step_block(lane.steps.size(), 0);
     uint32_t current = 0;
     for (size_t i = lane.steps.size(); i-- > 0;) {  // waits take the block of the next launch
-      if (auto* l = std::get_if<LaunchStep>(&lane.steps[i])) current = plan.block_of_unit[index(l->unit)];
+      if (auto* l = std::get_if<LaunchStep>(&lane.steps[i]))
+        current = plan.block_of_unit[index(l->unit)];
       step_block[i] = current;
     }
     current = 0;
     for (size_t i = 0; i < lane.steps.size(); ++i) {  // records take the block of the previous one
-      if (auto* l = std::get_if<LaunchStep>(&lane.steps[i])) current = plan.block_of_unit[index(l->unit)];
+      if (auto* l = std::get_if<LaunchStep>(&lane.steps[i]))
+        current = plan.block_of_unit[index(l->unit)];
       if (std::holds_alternative<RecordStep>(lane.steps[i])) step_block[i] = current;
       BRAID_ASSERT(i == 0 || step_block[i] >= step_block[i - 1], "lane steps out of block order");
     }
     lane.block_begin.assign(plan.num_blocks + 1, static_cast<uint32_t>(lane.steps.size()));
-    for (size_t i = lane.steps.size(); i-- > 0;) lane.block_begin[step_block[i]] = static_cast<uint32_t>(i);
+    for (size_t i = lane.steps.size(); i-- > 0;)
+      lane.block_begin[step_block[i]] = static_cast<uint32_t>(i);
     for (size_t b = plan.num_blocks; b-- > 0;)
       lane.block_begin[b] = std::min(lane.block_begin[b], lane.block_begin[b + 1]);
   }
@@ -147,7 +153,8 @@ ExecutionPlan lower(const ir::UnitGraph& graph, const Schedule& s) {
   // Happens-before over units: program order in each lane plus record -> wait edges.
   std::vector<std::vector<size_t>> succ(n);
   std::vector<std::vector<UnitId>> recorded_after(plan.num_events);  // units done before event e
-  std::vector<std::vector<UnitId>> waiting_units(plan.num_events);   // units started after a wait on e
+  std::vector<std::vector<UnitId>> waiting_units(
+      plan.num_events);  // units started after a wait on e
   for (const PlanLane& lane : plan.lanes) {
     std::optional<UnitId> last;
     std::vector<uint32_t> pending_waits;
@@ -196,9 +203,12 @@ std::string to_string(const ExecutionPlan& plan, const ir::UnitGraph& graph) {
     out += "lane " + std::to_string(i) + " (dev " + std::to_string(lane.device) + ", stream " +
            std::to_string(lane.stream) + "):";
     for (const Step& step : lane.steps) {
-      if (auto* l = std::get_if<LaunchStep>(&step)) out += " " + graph.unit(l->unit).name;
-      else if (auto* r = std::get_if<RecordStep>(&step)) out += " record e" + std::to_string(r->event);
-      else out += " wait e" + std::to_string(std::get<WaitStep>(step).event);
+      if (auto* l = std::get_if<LaunchStep>(&step))
+        out += " " + graph.unit(l->unit).name;
+      else if (auto* r = std::get_if<RecordStep>(&step))
+        out += " record e" + std::to_string(r->event);
+      else
+        out += " wait e" + std::to_string(std::get<WaitStep>(step).event);
     }
     out += "\n";
   }

@@ -25,7 +25,8 @@ namespace braid::sched {
 
 struct LaunchStep {
   UnitId unit{};
-  int32_t merge = -1;  // index into ExecutionPlan::merges when the unit is part of an operator merge
+  int32_t merge =
+      -1;  // index into ExecutionPlan::merges when the unit is part of an operator merge
 };
 struct RecordStep {
   uint32_t event = 0;

@@ -4,6 +4,12 @@
 
 #include "base/error.h"
 #include "cost/roofline.h"
+#include "sched/heft.h"
+#include "sched/ios.h"
+#include "sched/lios.h"
+#include "sched/nimble.h"
+#include "sched/opara.h"
+#include "sched/optimal.h"
 #include "sched/trivial.h"
 
 namespace braid::sched {
@@ -24,6 +30,17 @@ std::unique_ptr<Scheduler> make(const ScheduleOptions& options) {
 constexpr Entry kSchedulers[] = {
     {"sequential", make<SequentialScheduler>},
     {"greedy", make<GreedyScheduler>},
+    {"ios", make_ios_scheduler},
+    {"ios-parallel", make_ios_parallel_scheduler},
+    {"ios-merge", make_ios_merge_scheduler},
+    {"optimal", make<OptimalScheduler>},
+    {"lios", make_lios_scheduler<LiosVariant::kLios>},
+    {"lios-rand1", make_lios_scheduler<LiosVariant::kRand1>},
+    {"lios-rand2", make_lios_scheduler<LiosVariant::kRand2>},
+    {"lios-rand", make_lios_scheduler<LiosVariant::kRand>},
+    {"nimble", make<NimbleScheduler>},
+    {"opara", make<OparaScheduler>},
+    {"heft", make<HeftScheduler>},
 };
 
 }  // namespace

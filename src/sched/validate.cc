@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "ir/graph.h"
+#include "sched/merge.h"
 
 namespace braid::sched {
 
@@ -30,14 +31,13 @@ std::string ms(Micros t) {
   return out.str();
 }
 
-// The activation applied to a mergeable Conv unit, fused or as a following op.
-struct MergeableConv {
-  const ir::Node* conv = nullptr;
-  const ir::ConvAttrs* attrs = nullptr;
-  std::optional<ir::OpKind> activation;
-};
+std::string pair_str(const std::array<int64_t, 2>& a) {
+  return std::to_string(a[0]) + "x" + std::to_string(a[1]);
+}
 
-// Null (with `why`) when the unit is not a Conv with an optional activation (rule 3).
+}  // namespace
+
+// Rule 3; declared in merge.h, which the IOS dynamic program shares.
 std::optional<MergeableConv> mergeable_conv(const ir::UnitGraph& units, UnitId u,
                                             std::string* why) {
   const ir::Graph& g = *units.graph();
@@ -66,9 +66,46 @@ std::optional<MergeableConv> mergeable_conv(const ir::UnitGraph& units, UnitId u
   return m;
 }
 
-std::string pair_str(const std::array<int64_t, 2>& a) {
-  return std::to_string(a[0]) + "x" + std::to_string(a[1]);
+std::string merge_difference(const ir::Graph& g, const MergeableConv& a, const MergeableConv& b) {
+  const ir::ConvAttrs& aa = *a.attrs;
+  const ir::ConvAttrs& ba = *b.attrs;
+  if (a.conv->inputs[0] != b.conv->inputs[0])
+    return "they read different inputs ('" + g.value(a.conv->inputs[0]).name + "' and '" +
+           g.value(b.conv->inputs[0]).name + "')";
+  if (aa.stride != ba.stride)
+    return "different strides (" + pair_str(aa.stride) + " and " + pair_str(ba.stride) + ")";
+  if (aa.dilation != ba.dilation)
+    return "different dilations (" + pair_str(aa.dilation) + " and " + pair_str(ba.dilation) + ")";
+  const auto& as = g.value(a.conv->outputs[0]).type.shape;
+  const auto& bs = g.value(b.conv->outputs[0]).type.shape;
+  if (as.size() != 4 || bs.size() != 4 || as[2] != bs[2] || as[3] != bs[3])
+    return "different output sizes (" + ir::to_string(as) + " and " + ir::to_string(bs) + ")";
+  if (a.activation != b.activation) {
+    auto act = [](std::optional<ir::OpKind> k) {
+      return k ? std::string(ir::to_string(*k)) : "none";
+    };
+    return "different activations (" + act(a.activation) + " and " + act(b.activation) + ")";
+  }
+  return {};
 }
+
+std::optional<size_t> misaligned_merge(std::span<const ir::ConvAttrs* const> convs) {
+  std::array<int64_t, 2> kernel{0, 0};
+  std::array<int64_t, 2> pad{0, 0};  // top, left
+  for (const ir::ConvAttrs* c : convs)
+    for (int d = 0; d < 2; ++d) {
+      kernel[d] = std::max(kernel[d], c->kernel[d]);
+      pad[d] = std::max(pad[d], c->pads[d]);
+    }
+  for (size_t k = 0; k < convs.size(); ++k)
+    for (int d = 0; d < 2; ++d) {
+      const int64_t diff = kernel[d] - convs[k]->kernel[d];
+      if (diff % 2 != 0 || pad[d] - convs[k]->pads[d] != diff / 2) return k;
+    }
+  return std::nullopt;
+}
+
+namespace {
 
 class Checker {
  public:
@@ -233,37 +270,11 @@ class Checker {
           first_unit = u;
           continue;
         }
-        if (std::string d = merge_difference(*first, *m); !d.empty())
+        if (std::string d = merge_difference(*g_.graph(), *first, *m); !d.empty())
           error(path + ": cannot merge " + name(first_unit) + " and " + name(u) + ": " + d);
       }
       if (first) check_merge_alignment(st, path);
     }
-  }
-
-  // Why two mergeable convs cannot share one kernel; empty when they can.
-  std::string merge_difference(const MergeableConv& a, const MergeableConv& b) const {
-    const ir::Graph& g = *g_.graph();
-    const ir::ConvAttrs& aa = *a.attrs;
-    const ir::ConvAttrs& ba = *b.attrs;
-    if (a.conv->inputs[0] != b.conv->inputs[0])
-      return "they read different inputs ('" + g.value(a.conv->inputs[0]).name + "' and '" +
-             g.value(b.conv->inputs[0]).name + "')";
-    if (aa.stride != ba.stride)
-      return "different strides (" + pair_str(aa.stride) + " and " + pair_str(ba.stride) + ")";
-    if (aa.dilation != ba.dilation)
-      return "different dilations (" + pair_str(aa.dilation) + " and " + pair_str(ba.dilation) +
-             ")";
-    const auto& as = g.value(a.conv->outputs[0]).type.shape;
-    const auto& bs = g.value(b.conv->outputs[0]).type.shape;
-    if (as.size() != 4 || bs.size() != 4 || as[2] != bs[2] || as[3] != bs[3])
-      return "different output sizes (" + ir::to_string(as) + " and " + ir::to_string(bs) + ")";
-    if (a.activation != b.activation) {
-      auto act = [](std::optional<ir::OpKind> k) {
-        return k ? std::string(ir::to_string(*k)) : "none";
-      };
-      return "different activations (" + act(a.activation) + " and " + act(b.activation) + ")";
-    }
-    return {};
   }
 
   // The merged kernel is the largest one, each kernel zero-padded and centered in it
@@ -271,27 +282,17 @@ class Checker {
   void check_merge_alignment(const Stage& st, const std::string& path) {
     std::vector<const ir::ConvAttrs*> convs;
     std::array<int64_t, 2> kernel{0, 0};
-    std::array<int64_t, 2> pad{0, 0};  // top, left
     for (const auto& group : st.groups) {
       std::string why;
       auto m = mergeable_conv(g_, group[0], &why);
       if (!m) return;  // reported already
       convs.push_back(m->attrs);
-      for (int d = 0; d < 2; ++d) {
-        kernel[d] = std::max(kernel[d], convs.back()->kernel[d]);
-        pad[d] = std::max(pad[d], convs.back()->pads[d]);
-      }
+      for (int d = 0; d < 2; ++d) kernel[d] = std::max(kernel[d], m->attrs->kernel[d]);
     }
-    for (size_t k = 0; k < convs.size(); ++k)
-      for (int d = 0; d < 2; ++d) {
-        const int64_t diff = kernel[d] - convs[k]->kernel[d];
-        if (diff % 2 != 0 || pad[d] - convs[k]->pads[d] != diff / 2) {
-          error(path + ": " + name(st.groups[k][0]) + " cannot be merged: its " +
-                pair_str(convs[k]->kernel) + " kernel and pads do not center in the merged " +
-                pair_str(kernel) + " kernel");
-          return;
-        }
-      }
+    if (std::optional<size_t> k = misaligned_merge(convs))
+      error(path + ": " + name(st.groups[*k][0]) + " cannot be merged: its " +
+            pair_str(convs[*k]->kernel) + " kernel and pads do not center in the merged " +
+            pair_str(kernel) + " kernel");
   }
 
   // Rule 4, plus the warnings on syncs and transfers.

@@ -141,6 +141,20 @@ TEST(Cli, BenchRejectsUnknownAlgorithm) {
   EXPECT_NE(r.err.find("nope"), std::string::npos) << r.err;
 }
 
+// lios.txt's running example (Fig. 3, Table III): LIOS on three streams plans a makespan of
+// 38, sequential execution takes 73, in the DAG's unit (latency_ms: predicted_ms).
+TEST(Cli, LiosRunningExample) {
+  for (auto [algo, expected] : {std::pair("lios", 38.0), std::pair("sequential", 73.0)}) {
+    auto r = run_command(cli() + " schedule " + golden("lios_fig3.dag.json") + " --algo " + algo +
+                         " --streams 3 --json");
+    ASSERT_EQ(r.exit_code, 0) << algo << ": " << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_DOUBLE_EQ(j["predicted_ms"].get<double>(), expected) << algo;
+    EXPECT_DOUBLE_EQ(j["sequential_ms"].get<double>(), 73.0) << algo;
+    EXPECT_EQ(j["streams"], std::string(algo) == "lios" ? 3 : 1) << algo;
+  }
+}
+
 TEST(Cli, UnknownAlgorithmExitsTwo) {
   auto r = run_command(cli() + " schedule squeezenet --algo nope");
   EXPECT_EQ(r.exit_code, 2);

@@ -1,0 +1,480 @@
+#include "sched/ios.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+
+#include "base/error.h"
+#include "ir/analysis.h"
+#include "sched/merge.h"
+
+namespace braid::sched {
+namespace {
+
+// A set of the units of one part: bit i is the part's i-th unit (ios.h: parts have <= 64).
+using Mask = uint64_t;
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+Mask bit(size_t i) {
+  return Mask{1} << i;
+}
+size_t lowest(Mask m) {
+  return static_cast<size_t>(std::countr_zero(m));
+}
+int count(Mask m) {
+  return std::popcount(m);
+}
+
+// A hash map from non-empty masks to values: open addressing, linear probing, key 0 marks a
+// free slot. The DP makes millions of lookups; node-based maps would allocate for each entry.
+template <typename Value>
+class MaskMap {
+ public:
+  MaskMap() { rehash(kInitialSlots); }
+
+  const Value* find(Mask key) const {
+    for (size_t i = slot(key);; i = (i + 1) & (keys_.size() - 1)) {
+      if (keys_[i] == key) return &values_[i];
+      if (keys_[i] == 0) return nullptr;
+    }
+  }
+  // Inserts `key`, or overwrites its value. Invalidates pointers from find().
+  void insert(Mask key, const Value& value) {
+    BRAID_ASSERT(key != 0, "MaskMap keys are non-empty sets");
+    if (2 * (size_ + 1) > keys_.size()) rehash(2 * keys_.size());
+    size_t i = slot(key);
+    while (keys_[i] != 0 && keys_[i] != key) i = (i + 1) & (keys_.size() - 1);
+    if (keys_[i] == 0) ++size_;
+    keys_[i] = key;
+    values_[i] = value;
+  }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr size_t kInitialSlots = 256;  // a power of two
+
+  // Fibonacci hashing: the top bits of key * 2^64 / golden ratio.
+  size_t slot(Mask key) const {
+    return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
+  }
+  void rehash(size_t slots) {
+    std::vector<Mask> keys = std::move(keys_);
+    std::vector<Value> values = std::move(values_);
+    keys_.assign(slots, 0);
+    values_.assign(slots, Value{});
+    shift_ = 64 - std::countr_zero(slots);
+    size_ = 0;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] != 0) insert(keys[i], values[i]);
+  }
+
+  std::vector<Mask> keys_;
+  std::vector<Value> values_;
+  int shift_ = 0;
+  size_t size_ = 0;
+};
+
+// One part of a block, its units renumbered 0..n-1 in unit id (topological) order. Edges to
+// units outside the part are dropped: earlier parts run entirely before it, later ones after.
+struct Part {
+  std::vector<UnitId> units;
+  std::vector<Mask> succ, pred, adj;  // adj = succ | pred
+  // Operator merge: units that are mergeable Convs, in classes whose members pairwise have no
+  // merge_difference (same input, stride, dilation, output size, activation).
+  Mask mergeable = 0;
+  std::vector<int> merge_class;  // -1: not mergeable
+  std::vector<Mask> class_units;
+  std::vector<const ir::ConvAttrs*> conv;  // null: not mergeable
+};
+
+Part make_part(const ir::UnitGraph& graph, std::span<const UnitId> units, bool merges) {
+  const size_t n = units.size();
+  BRAID_ASSERT(n >= 1 && n <= static_cast<size_t>(kIosMaxPartSize), "part of ", n, " units");
+  BRAID_ASSERT(std::is_sorted(units.begin(), units.end()), "part units in id order");
+  Part p;
+  p.units.assign(units.begin(), units.end());
+  p.succ.assign(n, 0);
+  p.pred.assign(n, 0);
+  for (size_t i = 0; i < n; ++i)
+    for (UnitId v : graph.successors(p.units[i])) {
+      auto it = std::lower_bound(p.units.begin(), p.units.end(), v);
+      if (it == p.units.end() || *it != v) continue;
+      const size_t j = static_cast<size_t>(it - p.units.begin());
+      p.succ[i] |= bit(j);
+      p.pred[j] |= bit(i);
+    }
+  p.adj.resize(n);
+  for (size_t i = 0; i < n; ++i) p.adj[i] = p.succ[i] | p.pred[i];
+  p.merge_class.assign(n, -1);
+  p.conv.assign(n, nullptr);
+  if (!merges || graph.graph() == nullptr) return p;
+  std::vector<MergeableConv> representative;
+  for (size_t i = 0; i < n; ++i) {
+    std::string why;
+    std::optional<MergeableConv> m = mergeable_conv(graph, p.units[i], &why);
+    if (!m) continue;
+    size_t c = 0;
+    while (c < representative.size() &&
+           !merge_difference(*graph.graph(), representative[c], *m).empty())
+      ++c;
+    if (c == representative.size()) {
+      representative.push_back(*m);
+      p.class_units.push_back(0);
+    }
+    p.merge_class[i] = static_cast<int>(c);
+    p.class_units[c] |= bit(i);
+    p.mergeable |= bit(i);
+    p.conv[i] = m->attrs;
+  }
+  return p;
+}
+
+// The pruning of ios.txt §4.3, with 0 (unbounded) replaced by a bound that never binds.
+struct Limits {
+  int group_size = kIosMaxPartSize;   // r: units per group of a concurrent stage
+  int groups = kIosMaxPartSize;       // min(s, max_streams): groups of a concurrent stage
+  int merge_units = kIosMaxPartSize;  // s: units of a merge stage (one group each)
+};
+
+// The dynamic program over one part (Algorithm 1's SCHEDULER and GENERATESTAGE).
+class PartSearch {
+ public:
+  PartSearch(const Part& part, const cost::CostModel& cost, IosVariant variant, Limits limits)
+      : part_(part), cost_(cost), variant_(variant), limits_(limits) {}
+
+  // The best schedule of the units `s` (closed under predecessors): its cost and stage count.
+  struct Choice {
+    double cost = kInfinity;
+    int32_t stages = 0;
+    StageKind kind = StageKind::kConcurrent;
+    Mask last = 0;  // the ending chosen as the last stage
+  };
+
+  Choice solve(Mask s) {
+    if (s == 0) return {0.0, 0, StageKind::kConcurrent, 0};
+    if (const Choice* memo = memo_.find(s)) return *memo;
+    Mask sinks = 0;  // units of s with no successor in s
+    for (Mask m = s; m != 0; m &= m - 1)
+      if ((part_.succ[lowest(m)] & s) == 0) sinks |= bit(lowest(m));
+    Choice best;
+    if (variant_ != IosVariant::kMerge) {
+      enumerate_concurrent(s, 0, sinks, 0, 0, best);
+    } else {
+      for (Mask m = sinks; m != 0; m &= m - 1)
+        consider(s, bit(lowest(m)), StageKind::kConcurrent, concurrent_latency(bit(lowest(m))),
+                 true, best);
+    }
+    if (variant_ != IosVariant::kParallel) enumerate_merges(s, sinks, best);
+    BRAID_ASSERT(best.last != 0, "every state has a single-unit ending");
+    memo_.insert(s, best);
+    return best;
+  }
+
+  // The stages of the best schedule of `all`, first to last.
+  std::vector<Stage> stages(Mask all) const {
+    std::vector<Stage> out;
+    for (Mask s = all; s != 0;) {
+      const Choice* c = memo_.find(s);
+      BRAID_ASSERT(c != nullptr, "state solved before its schedule is read");
+      Stage stage;
+      stage.kind = c->kind;
+      if (c->kind == StageKind::kMerge) {
+        for (Mask m = c->last; m != 0; m &= m - 1) stage.groups.push_back({part_.units[lowest(m)]});
+      } else {
+        stage.groups = groups_of(c->last);
+      }
+      out.push_back(std::move(stage));
+      s &= ~c->last;
+    }
+    std::reverse(out.begin(), out.end());
+    return out;
+  }
+
+  int64_t transitions() const { return transitions_; }
+  int64_t states() const { return static_cast<int64_t>(memo_.size()) + 1; }  // + the empty set
+  int64_t stage_queries() const { return stage_queries_; }
+
+ private:
+  // Equal latencies (up to rounding) go to fewer stages: fewer barriers for the same time.
+  static bool better(double cost, int32_t stages, const Choice& best) {
+    if (best.cost == kInfinity) return cost < kInfinity;
+    const double eps = 1e-9 * std::max(1.0, std::abs(best.cost));
+    if (cost < best.cost - eps) return true;
+    return cost <= best.cost + eps && stages < best.stages;
+  }
+
+  // One transition (S, S'): cost[S - S'] + stage latency of S'.
+  void consider(Mask s, Mask ending, StageKind kind, double latency, bool counted, Choice& best) {
+    if (counted) ++transitions_;
+    const Choice rest = solve(s & ~ending);
+    const double total = rest.cost + latency;
+    if (better(total, rest.stages + 1, best)) best = {total, rest.stages + 1, kind, ending};
+  }
+
+  // The units of `within` connected to `start` (a non-empty subset of `within`).
+  Mask component(Mask start, Mask within) const {
+    Mask comp = start;
+    for (Mask frontier = start; frontier != 0;) {
+      Mask next = 0;
+      for (Mask m = frontier; m != 0; m &= m - 1) next |= part_.adj[lowest(m)];
+      frontier = next & within & ~comp;
+      comp |= frontier;
+    }
+    return comp;
+  }
+
+  // Every ending of s, by a depth-first search over its up-closed subsets: `ending` grows one
+  // unit at a time, each added unit drawn from `addable` (units of s - ending whose successors
+  // in s all lie in `ending`). Sibling branches forbid the units earlier siblings added, so
+  // each ending is reached exactly once. A group only grows as units join, so a group over r
+  // units prunes the whole branch; the group count can shrink (a unit joins two groups), so
+  // s is checked per ending. `groups` is the number of groups of `ending`.
+  void enumerate_concurrent(Mask s, Mask ending, Mask addable, Mask forbidden, int groups,
+                            Choice& best) {
+    for (Mask candidates = addable & ~forbidden; candidates != 0; candidates &= candidates - 1) {
+      const size_t c = lowest(candidates);
+      const Mask next = ending | bit(c);
+      // c's neighbours in `ending` are its successors in s (its predecessors are not in it).
+      Mask group = bit(c);
+      int joined = 0;
+      for (Mask rest = part_.succ[c] & ending; rest != 0; ++joined) {
+        const Mask other = component(rest & (~rest + 1), ending);
+        group |= other;
+        rest &= ~other;
+      }
+      if (count(group) <= limits_.group_size) {
+        const int next_groups = groups + 1 - joined;
+        if (next_groups <= limits_.groups)
+          consider(s, next, StageKind::kConcurrent, concurrent_latency(next), true, best);
+        Mask next_addable = addable & ~bit(c);
+        for (Mask m = part_.pred[c] & s; m != 0; m &= m - 1)
+          if ((part_.succ[lowest(m)] & s & ~next) == 0) next_addable |= bit(lowest(m));
+        enumerate_concurrent(s, next, next_addable, forbidden, next_groups, best);
+      }
+      forbidden |= bit(c);
+    }
+  }
+
+  // Merge endings: sets of at least two sinks of s from one merge class whose kernels center
+  // (IOS enumerates every subset of the sinks; a merge stage has no edge inside).
+  void enumerate_merges(Mask s, Mask sinks, Choice& best) {
+    const Mask candidates = sinks & part_.mergeable;
+    Mask seen = 0;
+    for (Mask m = candidates; m != 0; m &= m - 1) {
+      const size_t i = lowest(m);
+      if (seen & bit(i)) continue;
+      const Mask same = candidates & part_.class_units[part_.merge_class[i]];
+      seen |= same;
+      if (count(same) < 2) continue;
+      for (Mask sub = same; sub != 0; sub = (sub - 1) & same) {
+        const int units = count(sub);
+        if (units < 2 || units > limits_.merge_units) continue;
+        const double latency = merge_latency(sub);
+        if (latency == kInfinity) continue;
+        // IOS-Both also reaches this set as a concurrent ending: one (S, S') pair, counted there.
+        const bool counted = variant_ != IosVariant::kBoth || units > limits_.groups;
+        consider(s, sub, StageKind::kMerge, latency, counted, best);
+      }
+    }
+  }
+
+  // The groups of a concurrent stage: the connected parts of `ending`, each in topological
+  // order, ordered by their first unit.
+  std::vector<std::vector<UnitId>> groups_of(Mask ending) const {
+    std::vector<std::vector<UnitId>> groups;
+    for (Mask rest = ending; rest != 0;) {
+      const Mask group = component(rest & (~rest + 1), ending);
+      groups.emplace_back();
+      for (Mask m = group; m != 0; m &= m - 1) groups.back().push_back(part_.units[lowest(m)]);
+      rest &= ~group;
+    }
+    return groups;
+  }
+
+  // Stage latencies, asked once per distinct stage (the set determines the groups).
+  double concurrent_latency(Mask ending) {
+    if (const double* cached = concurrent_cache_.find(ending)) return *cached;
+    const double latency = cost_.stage_latency(groups_of(ending)).count();
+    ++stage_queries_;
+    concurrent_cache_.insert(ending, latency);
+    return latency;
+  }
+
+  // Infinity when the kernels do not center in the merged one.
+  double merge_latency(Mask ending) {
+    if (const double* cached = merge_cache_.find(ending)) return *cached;
+    std::vector<const ir::ConvAttrs*> convs;
+    std::vector<UnitId> units;
+    for (Mask m = ending; m != 0; m &= m - 1) {
+      convs.push_back(part_.conv[lowest(m)]);
+      units.push_back(part_.units[lowest(m)]);
+    }
+    double latency = kInfinity;
+    if (!misaligned_merge(convs)) {
+      latency = cost_.merge_latency(units).count();
+      ++stage_queries_;
+    }
+    merge_cache_.insert(ending, latency);
+    return latency;
+  }
+
+  const Part& part_;
+  const cost::CostModel& cost_;
+  const IosVariant variant_;
+  const Limits limits_;
+  MaskMap<Choice> memo_;  // cost[S] and choice[S] of Algorithm 1
+  MaskMap<double> concurrent_cache_, merge_cache_;
+  int64_t transitions_ = 0;
+  int64_t stage_queries_ = 0;
+};
+
+// Appends `units` cut into the fewest consecutive pieces of at most `size` units, of sizes that
+// differ by at most one.
+void split_balanced(std::span<const UnitId> units, size_t size,
+                    std::vector<std::vector<UnitId>>& parts) {
+  const size_t n = units.size();
+  const size_t k = (n + size - 1) / size;
+  size_t begin = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const size_t length = n / k + (i < n % k ? 1 : 0);
+    parts.emplace_back(units.begin() + begin, units.begin() + begin + length);
+    begin += length;
+  }
+}
+
+// Appends a block's parts: the block itself when it is small enough, else cut at its narrowest
+// points (ios.h).
+void split_block(const ir::UnitGraph& graph, std::span<const UnitId> units, size_t size,
+                 std::vector<std::vector<UnitId>>& parts) {
+  const size_t n = units.size();
+  if (n <= size) {
+    parts.emplace_back(units.begin(), units.end());
+    return;
+  }
+  // frontier[i]: units at positions <= i with a successor in the block after position i.
+  std::vector<int> frontier(n, 0);
+  for (size_t p = 0; p < n; ++p) {
+    size_t last = p;
+    for (UnitId v : graph.successors(units[p])) {
+      auto it = std::lower_bound(units.begin(), units.end(), v);
+      if (it != units.end() && *it == v)
+        last = std::max(last, static_cast<size_t>(it - units.begin()));
+    }
+    if (last > p) {
+      ++frontier[p];
+      --frontier[last];
+    }
+  }
+  for (size_t i = 1; i < n; ++i) frontier[i] += frontier[i - 1];
+  // Cut after the first position of every run of consecutive positions of frontier <= t, for
+  // the smallest t that leaves no part over `size` units (or else the smallest largest part).
+  auto cuts_at = [&](int t) {
+    std::vector<size_t> cuts;  // cut after these positions; the last is n - 1
+    for (size_t i = 0; i + 1 < n; ++i)
+      if (frontier[i] <= t && (i == 0 || frontier[i - 1] > t)) cuts.push_back(i);
+    cuts.push_back(n - 1);
+    return cuts;
+  };
+  auto largest = [](const std::vector<size_t>& cuts) {
+    size_t most = 0;
+    for (size_t k = 0, begin = 0; k < cuts.size(); begin = cuts[k++] + 1)
+      most = std::max(most, cuts[k] + 1 - begin);
+    return most;
+  };
+  std::vector<size_t> cuts = cuts_at(0);
+  const int widest = *std::max_element(frontier.begin(), frontier.end());
+  for (int t = 1; t <= widest && largest(cuts) > size; ++t)
+    if (std::vector<size_t> c = cuts_at(t); largest(c) < largest(cuts)) cuts = std::move(c);
+  for (size_t k = 0, begin = 0; k < cuts.size(); begin = cuts[k++] + 1)
+    split_balanced(units.subspan(begin, cuts[k] + 1 - begin), size, parts);
+}
+
+}  // namespace
+
+std::vector<std::vector<UnitId>> ios_parts(const ir::UnitGraph& graph, int max_part_size) {
+  BRAID_CHECK(max_part_size >= 1 && max_part_size <= kIosMaxPartSize, ErrorCode::kInvalidArgument,
+              "ios: max_part_size must be in [1, ", kIosMaxPartSize, "], got ", max_part_size);
+  std::vector<std::vector<UnitId>> parts;
+  for (const ir::Block& block : ir::block_partition(graph))
+    split_block(graph, block.units, static_cast<size_t>(max_part_size), parts);
+  return parts;
+}
+
+IosScheduler::IosScheduler(const ScheduleOptions& options, IosVariant variant, int max_part_size)
+    : options_(options), variant_(variant), max_part_size_(max_part_size) {
+  BRAID_CHECK(options.max_streams >= 0 && options.max_group_size >= 0 && options.max_groups >= 0,
+              ErrorCode::kInvalidArgument,
+              "ios: max_streams, max_group_size and max_groups must be >= 0 (0 = unbounded)");
+  BRAID_CHECK(max_part_size >= 1 && max_part_size <= kIosMaxPartSize, ErrorCode::kInvalidArgument,
+              "ios: max_part_size must be in [1, ", kIosMaxPartSize, "], got ", max_part_size);
+}
+
+std::string_view IosScheduler::name() const {
+  switch (variant_) {
+    case IosVariant::kBoth:
+      return "ios";
+    case IosVariant::kParallel:
+      return "ios-parallel";
+    case IosVariant::kMerge:
+      return "ios-merge";
+  }
+  return "ios";
+}
+
+Schedule IosScheduler::schedule(const ir::UnitGraph& graph, const cost::CostModel& cost,
+                                SearchStats* stats) const {
+  BRAID_CHECK(cost.units().num_units() == graph.num_units(), ErrorCode::kInvalidArgument,
+              "ios: the cost model is bound to a graph of ", cost.units().num_units(),
+              " units, not '", graph.name(), "' (", graph.num_units(), ")");
+  auto bound = [](int limit) { return limit == 0 ? kIosMaxPartSize : limit; };
+  Limits limits;
+  limits.group_size = bound(options_.max_group_size);
+  limits.groups = std::min(bound(options_.max_groups), bound(options_.max_streams));
+  limits.merge_units = bound(options_.max_groups);
+
+  Schedule s;
+  s.algorithm = std::string(name());
+  s.model = graph.name();
+  double total = 0;
+  int64_t transitions = 0, states = 0, stage_queries = 0;
+  const std::vector<std::vector<UnitId>> parts = ios_parts(graph, max_part_size_);
+  for (const std::vector<UnitId>& units : parts) {
+    const Part part = make_part(graph, units, variant_ != IosVariant::kParallel);
+    PartSearch search(part, cost, variant_, limits);
+    const Mask all = units.size() == 64 ? ~Mask{0} : bit(units.size()) - 1;
+    total += search.solve(all).cost;
+    for (Stage& stage : search.stages(all)) s.stages.push_back(std::move(stage));
+    transitions += search.transitions();
+    states += search.states();
+    stage_queries += search.stage_queries();
+  }
+  s.predicted_latency = Micros{total};
+  s.stats["parts"] = parts.size();
+  s.stats["stages"] = s.stages.size();
+  s.stats["transitions"] = transitions;
+  s.stats["states"] = states;
+  s.stats["stage_queries"] = stage_queries;
+  if (stats != nullptr) {
+    stats->transitions = transitions;
+    stats->states = states;
+    stats->stage_queries = stage_queries;
+  }
+  return s;
+}
+
+std::unique_ptr<Scheduler> make_ios_scheduler(const ScheduleOptions& options) {
+  return std::make_unique<IosScheduler>(options, IosVariant::kBoth);
+}
+std::unique_ptr<Scheduler> make_ios_parallel_scheduler(const ScheduleOptions& options) {
+  return std::make_unique<IosScheduler>(options, IosVariant::kParallel);
+}
+std::unique_ptr<Scheduler> make_ios_merge_scheduler(const ScheduleOptions& options) {
+  return std::make_unique<IosScheduler>(options, IosVariant::kMerge);
+}
+
+}  // namespace braid::sched
