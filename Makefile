@@ -28,12 +28,15 @@ build: deps $(BUILD)/build.ninja
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-demo: build
+demo: build bench-deps
 	@echo "== the zoo =="
 	./$(BUILD)/braid models --stats
 	@echo "== Inception V3 on this CPU: sequential, then greedy on 2 streams =="
 	./$(BUILD)/braid run inception_v3 --algo sequential --threads-per-stream 2
 	./$(BUILD)/braid run inception_v3 --algo greedy --streams 2
+	@echo "== Inception V3: schedulers side by side (roofline costs; latencies measured on this CPU) =="
+	./$(BUILD)/braid bench inception_v3 --algos sequential,greedy,ios,lios,heft,opara --cost roofline \
+	  --streams 2 --iters 10 --csv $(BUILD)/demo_bench.csv --png $(BUILD)/demo_bench.png
 
 # Real PyTorch models exported to ONNX (Debian's CPU-only torch; never at test time).
 models:
