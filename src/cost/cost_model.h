@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -53,23 +54,38 @@ class CostModel {
   // One IOS stage (ios.txt §3): `groups` run concurrently, group i on stream i, the units of a
   // group one after another. Groups must be non-empty and independent of each other.
   virtual Micros stage_latency(std::span<const std::vector<UnitId>> groups) const = 0;
+  // How many units run at full speed at once: a stage of more groups shares them (the CPU
+  // profiler: the CPUs it may use over threads per stream). Infinity: every group has its own
+  // device, as in the papers' DAGs and the roofline.
+  virtual double parallelism() const { return std::numeric_limits<double>::infinity(); }
+  // Whether stage_latency runs the stage on a device (seconds per new stage): a search should
+  // then ask the lower bounds first and measure only what they do not rule out.
+  virtual bool measures() const { return false; }
   // A lower bound on stage_latency(groups) that needs no measurement: the slowest group's
-  // summed unit latencies (a group sharing the machine never runs faster than alone). A search
-  // may skip a stage this bound already rules out instead of measuring it.
+  // summed unit latencies (a group sharing the machine never runs faster than alone), and the
+  // summed work over parallelism(). A search may skip a stage this bound already rules out
+  // instead of measuring it; implementations keep stage_latency >= this bound.
   virtual Micros stage_lower_bound(std::span<const std::vector<UnitId>> groups) const {
-    Micros slowest{0};
+    Micros slowest{0}, work{0};
     for (const auto& group : groups) {
       Micros sum{0};
       for (UnitId u : group) sum += unit_latency(u);
       slowest = std::max(slowest, sum);
+      work += sum;
     }
-    return slowest;
+    return std::max(slowest, Micros{work.count() / parallelism()});
   }
   // An operator-merge stage (ios.txt §4.2): the units run as one wider kernel. By default the
   // units one after another, which is what an executor without merged kernels does.
   virtual Micros merge_latency(std::span<const UnitId> units) const {
     std::vector<UnitId> group(units.begin(), units.end());
     return stage_latency(std::span<const std::vector<UnitId>>(&group, 1));
+  }
+  // A lower bound on merge_latency(units) that needs no measurement; by default that of the
+  // units run as one group, matching merge_latency's default.
+  virtual Micros merge_lower_bound(std::span<const UnitId> units) const {
+    std::vector<UnitId> group(units.begin(), units.end());
+    return stage_lower_bound(std::span<const std::vector<UnitId>>(&group, 1));
   }
   // Copying the tensors of `edge` between devices (HIOS); 0 on one device.
   virtual Micros transfer_latency(const ir::UnitEdge& edge) const { return Micros{0}; }

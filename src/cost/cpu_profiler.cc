@@ -123,7 +123,14 @@ Micros CpuProfiler::unit_latency(UnitId unit) const {
 
 Micros CpuProfiler::stage_latency(std::span<const std::vector<UnitId>> groups) const {
   count_stage_query();
-  return profile_stage(groups).median;
+  const Micros measured = profile_stage(groups).median;
+  return groups.size() == 1 && groups[0].size() == 1
+             ? measured
+             : std::max(measured, stage_lower_bound(groups));
+}
+
+double CpuProfiler::parallelism() const {
+  return std::max(1.0, static_cast<double>(machine_.num_cpus) / options_.threads_per_stream);
 }
 
 Measurement CpuProfiler::profile_unit(UnitId unit) const {

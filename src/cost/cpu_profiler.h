@@ -76,7 +76,13 @@ class CpuProfiler final : public CostModel {
 
   std::string_view name() const override { return "cpu_profiler"; }
   Micros unit_latency(UnitId unit) const override;
+  // The measured median, never below stage_lower_bound: a stage measured faster than its
+  // slowest group's units alone (noise, or a consumer finding its input still in cache) would
+  // make the lower bounds a search prunes with inconsistent.
   Micros stage_latency(std::span<const std::vector<UnitId>> groups) const override;
+  // The CPUs this process may use over threads per stream.
+  double parallelism() const override;
+  bool measures() const override { return true; }
 
   // The full result for a stage (median, spread, busy-machine judgement); measures it unless
   // it is cached. Does not count as a query in stats().

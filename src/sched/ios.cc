@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <queue>
 #include <span>
 #include <string>
 
@@ -141,12 +142,137 @@ struct Limits {
   int merge_units = kIosMaxPartSize;  // s: units of a merge stage (one group each)
 };
 
-// The dynamic program over one part (Algorithm 1's SCHEDULER and GENERATESTAGE).
+// The search over one part: Algorithm 1's recurrence (SCHEDULER, GENERATESTAGE) evaluated
+// either as the memoized dynamic program or best-first (ios.h).
 class PartSearch {
  public:
   PartSearch(const Part& part, const cost::CostModel& cost, IosVariant variant, Limits limits)
       : part_(part), cost_(cost), variant_(variant), limits_(limits) {}
 
+  // One stage of the result: its unit set and kind.
+  struct Step {
+    Mask units = 0;
+    StageKind kind = StageKind::kConcurrent;
+  };
+  struct Result {
+    double cost = 0;
+    std::vector<Step> steps;  // first to last
+  };
+
+  // The dynamic program: every state's best choice, each stage's latency asked when met.
+  Result dynamic_program(Mask all) {
+    solve(all);
+    Result r;
+    r.cost = memo_.find(all)->cost;
+    for (Mask s = all; s != 0;) {
+      const Choice* c = memo_.find(s);
+      BRAID_ASSERT(c != nullptr, "state solved before its schedule is read");
+      r.steps.push_back({c->last, c->kind});
+      s &= ~c->last;
+    }
+    std::reverse(r.steps.begin(), r.steps.end());
+    states_ = static_cast<int64_t>(memo_.size()) + 1;  // + the empty set
+    return r;
+  }
+
+  // Best-first (A*) from the whole set to the empty one: g = the latency of the stages removed
+  // from the end so far, h = lower_bound(state). A transition enters the queue priced by the
+  // stage's lower bound; its latency is asked only when that entry reaches the front, so a
+  // stage whose bound already ends behind the optimum is never measured. h is consistent
+  // (h(S) <= stage_lower_bound(S') + h(S - S'), as the critical path and the work each split
+  // over the stage), so a state taken from the queue with its exact cost is final, and the
+  // result is the dynamic program's optimum.
+  Result best_first(Mask all) {
+    unit_latency_.resize(part_.units.size());
+    for (size_t i = 0; i < part_.units.size(); ++i)
+      unit_latency_[i] = cost_.unit_latency(part_.units[i]).count();
+    parallelism_ = cost_.parallelism();
+
+    struct Closed {
+      Mask parent = 0;  // 0: the start (the whole set)
+      Mask ending = 0;
+      StageKind kind = StageKind::kConcurrent;
+    };
+    MaskMap<Closed> closed;
+    MaskMap<double> best_exact;  // the lowest exact cost pushed per state
+    std::priority_queue<Entry, std::vector<Entry>, Later> open;
+    uint64_t sequence = 0;
+    auto push = [&](Entry e) {
+      e.sequence = sequence++;
+      open.push(e);
+    };
+    push({lower_bound(all), 0.0, 0, all, 0, 0, StageKind::kConcurrent, true, 0});
+    Closed goal;
+    double goal_cost = kInfinity;
+    while (!open.empty()) {
+      const Entry e = open.top();
+      open.pop();
+      if (e.state != 0 && closed.find(e.state) != nullptr) continue;
+      if (!e.exact) {
+        const double g = e.g + latency(e.ending, e.kind);
+        const double* known = e.state != 0 ? best_exact.find(e.state) : nullptr;
+        if (known != nullptr && *known <= g) continue;
+        if (e.state != 0) best_exact.insert(e.state, g);
+        push({g + lower_bound(e.state), g, e.stages, e.state, e.parent, e.ending, e.kind, true, 0});
+        continue;
+      }
+      if (e.state == 0) {
+        goal = {e.parent, e.ending, e.kind};
+        goal_cost = e.g;
+        break;
+      }
+      closed.insert(e.state, {e.parent, e.ending, e.kind});
+      auto visit = [&](Mask ending, StageKind kind, bool counted) {
+        if (counted) ++transitions_;
+        const Mask next = e.state & ~ending;
+        if (next != 0 && closed.find(next) != nullptr) return;
+        const double* known = known_latency(ending, kind);
+        const double g = e.g + (known != nullptr ? *known : stage_bound(ending, kind));
+        const double f = g + lower_bound(next);
+        if (next != 0) {
+          const double* best = best_exact.find(next);
+          if (best != nullptr && *best <= g) return;
+          if (known != nullptr) best_exact.insert(next, g);
+        }
+        push({f, e.g + (known != nullptr ? *known : 0.0), e.stages + 1, next, e.state, ending, kind,
+              known != nullptr, 0});
+      };
+      enumerate(e.state, visit);
+    }
+    BRAID_ASSERT(goal_cost < kInfinity, "the best-first search reaches the empty set");
+    states_ = static_cast<int64_t>(closed.size()) + 1;
+    Result r;
+    r.cost = goal_cost;
+    for (Closed c = goal;;) {
+      r.steps.push_back({c.ending, c.kind});
+      if (c.parent == all) break;
+      c = *closed.find(c.parent);
+    }
+    return r;
+  }
+
+  // The stages of `result`, as braid's schedule format writes them.
+  std::vector<Stage> stages(const Result& result) const {
+    std::vector<Stage> out;
+    for (const Step& step : result.steps) {
+      Stage stage;
+      stage.kind = step.kind;
+      if (step.kind == StageKind::kMerge) {
+        for (Mask m = step.units; m != 0; m &= m - 1)
+          stage.groups.push_back({part_.units[lowest(m)]});
+      } else {
+        stage.groups = groups_of(step.units);
+      }
+      out.push_back(std::move(stage));
+    }
+    return out;
+  }
+
+  int64_t transitions() const { return transitions_; }
+  int64_t states() const { return states_; }
+  int64_t stage_queries() const { return stage_queries_; }
+
+ private:
   // The best schedule of the units `s` (closed under predecessors): its cost and stage count.
   struct Choice {
     double cost = kInfinity;
@@ -155,51 +281,42 @@ class PartSearch {
     Mask last = 0;  // the ending chosen as the last stage
   };
 
+  // A queue entry of the best-first search. Exact: `state` reached at cost g. Not exact: the
+  // transition from `parent` (reached at cost g) removing `ending`, its latency not yet asked.
+  struct Entry {
+    double f;  // g (+ the ending's lower bound when not exact) + lower_bound(state)
+    double g;
+    int32_t stages;
+    Mask state, parent, ending;
+    StageKind kind;
+    bool exact;
+    uint64_t sequence;  // ties go to the earlier push: the search is deterministic
+  };
+  struct Later {
+    bool operator()(const Entry& a, const Entry& b) const {
+      if (a.f != b.f) return a.f > b.f;
+      if (a.stages != b.stages) return a.stages > b.stages;
+      return a.sequence > b.sequence;
+    }
+  };
+
   Choice solve(Mask s) {
     if (s == 0) return {0.0, 0, StageKind::kConcurrent, 0};
     if (const Choice* memo = memo_.find(s)) return *memo;
-    Mask sinks = 0;  // units of s with no successor in s
-    for (Mask m = s; m != 0; m &= m - 1)
-      if ((part_.succ[lowest(m)] & s) == 0) sinks |= bit(lowest(m));
     Choice best;
-    if (variant_ != IosVariant::kMerge) {
-      enumerate_concurrent(s, 0, sinks, 0, 0, best);
-    } else {
-      for (Mask m = sinks; m != 0; m &= m - 1)
-        consider(s, bit(lowest(m)), StageKind::kConcurrent, concurrent_latency(bit(lowest(m))),
-                 true, best);
-    }
-    if (variant_ != IosVariant::kParallel) enumerate_merges(s, sinks, best);
+    auto visit = [&](Mask ending, StageKind kind, bool counted) {
+      if (counted) ++transitions_;
+      const double stage = latency(ending, kind);
+      const Choice rest = solve(s & ~ending);
+      const double total = rest.cost + stage;
+      if (better(total, rest.stages + 1, best)) best = {total, rest.stages + 1, kind, ending};
+    };
+    enumerate(s, visit);
     BRAID_ASSERT(best.last != 0, "every state has a single-unit ending");
     memo_.insert(s, best);
     return best;
   }
 
-  // The stages of the best schedule of `all`, first to last.
-  std::vector<Stage> stages(Mask all) const {
-    std::vector<Stage> out;
-    for (Mask s = all; s != 0;) {
-      const Choice* c = memo_.find(s);
-      BRAID_ASSERT(c != nullptr, "state solved before its schedule is read");
-      Stage stage;
-      stage.kind = c->kind;
-      if (c->kind == StageKind::kMerge) {
-        for (Mask m = c->last; m != 0; m &= m - 1) stage.groups.push_back({part_.units[lowest(m)]});
-      } else {
-        stage.groups = groups_of(c->last);
-      }
-      out.push_back(std::move(stage));
-      s &= ~c->last;
-    }
-    std::reverse(out.begin(), out.end());
-    return out;
-  }
-
-  int64_t transitions() const { return transitions_; }
-  int64_t states() const { return static_cast<int64_t>(memo_.size()) + 1; }  // + the empty set
-  int64_t stage_queries() const { return stage_queries_; }
-
- private:
   // Equal latencies (up to rounding) go to fewer stages: fewer barriers for the same time.
   static bool better(double cost, int32_t stages, const Choice& best) {
     if (best.cost == kInfinity) return cost < kInfinity;
@@ -208,12 +325,19 @@ class PartSearch {
     return cost <= best.cost + eps && stages < best.stages;
   }
 
-  // One transition (S, S'): cost[S - S'] + stage latency of S'.
-  void consider(Mask s, Mask ending, StageKind kind, double latency, bool counted, Choice& best) {
-    if (counted) ++transitions_;
-    const Choice rest = solve(s & ~ending);
-    const double total = rest.cost + latency;
-    if (better(total, rest.stages + 1, best)) best = {total, rest.stages + 1, kind, ending};
+  // Calls visit(ending, kind, counted) for every ending of s the variant and the pruning allow.
+  // `counted`: a distinct (S, S') pair (IOS-Both meets some merge endings as concurrent ones).
+  template <typename Visit>
+  void enumerate(Mask s, Visit& visit) {
+    Mask sinks = 0;  // units of s with no successor in s
+    for (Mask m = s; m != 0; m &= m - 1)
+      if ((part_.succ[lowest(m)] & s) == 0) sinks |= bit(lowest(m));
+    if (variant_ != IosVariant::kMerge) {
+      enumerate_concurrent(s, 0, sinks, 0, 0, visit);
+    } else {
+      for (Mask m = sinks; m != 0; m &= m - 1) visit(bit(lowest(m)), StageKind::kConcurrent, true);
+    }
+    if (variant_ != IosVariant::kParallel) enumerate_merges(s, sinks, visit);
   }
 
   // The units of `within` connected to `start` (a non-empty subset of `within`).
@@ -234,8 +358,9 @@ class PartSearch {
   // each ending is reached exactly once. A group only grows as units join, so a group over r
   // units prunes the whole branch; the group count can shrink (a unit joins two groups), so
   // s is checked per ending. `groups` is the number of groups of `ending`.
+  template <typename Visit>
   void enumerate_concurrent(Mask s, Mask ending, Mask addable, Mask forbidden, int groups,
-                            Choice& best) {
+                            Visit& visit) {
     for (Mask candidates = addable & ~forbidden; candidates != 0; candidates &= candidates - 1) {
       const size_t c = lowest(candidates);
       const Mask next = ending | bit(c);
@@ -249,12 +374,11 @@ class PartSearch {
       }
       if (count(group) <= limits_.group_size) {
         const int next_groups = groups + 1 - joined;
-        if (next_groups <= limits_.groups)
-          consider(s, next, StageKind::kConcurrent, concurrent_latency(next), true, best);
+        if (next_groups <= limits_.groups) visit(next, StageKind::kConcurrent, true);
         Mask next_addable = addable & ~bit(c);
         for (Mask m = part_.pred[c] & s; m != 0; m &= m - 1)
           if ((part_.succ[lowest(m)] & s & ~next) == 0) next_addable |= bit(lowest(m));
-        enumerate_concurrent(s, next, next_addable, forbidden, next_groups, best);
+        enumerate_concurrent(s, next, next_addable, forbidden, next_groups, visit);
       }
       forbidden |= bit(c);
     }
@@ -262,7 +386,8 @@ class PartSearch {
 
   // Merge endings: sets of at least two sinks of s from one merge class whose kernels center
   // (IOS enumerates every subset of the sinks; a merge stage has no edge inside).
-  void enumerate_merges(Mask s, Mask sinks, Choice& best) {
+  template <typename Visit>
+  void enumerate_merges(Mask s, Mask sinks, Visit& visit) {
     const Mask candidates = sinks & part_.mergeable;
     Mask seen = 0;
     for (Mask m = candidates; m != 0; m &= m - 1) {
@@ -273,12 +398,10 @@ class PartSearch {
       if (count(same) < 2) continue;
       for (Mask sub = same; sub != 0; sub = (sub - 1) & same) {
         const int units = count(sub);
-        if (units < 2 || units > limits_.merge_units) continue;
-        const double latency = merge_latency(sub);
-        if (latency == kInfinity) continue;
+        if (units < 2 || units > limits_.merge_units || !centered(sub)) continue;
         // IOS-Both also reaches this set as a concurrent ending: one (S, S') pair, counted there.
         const bool counted = variant_ != IosVariant::kBoth || units > limits_.groups;
-        consider(s, sub, StageKind::kMerge, latency, counted, best);
+        visit(sub, StageKind::kMerge, counted);
       }
     }
   }
@@ -295,32 +418,65 @@ class PartSearch {
     }
     return groups;
   }
-
-  // Stage latencies, asked once per distinct stage (the set determines the groups).
-  double concurrent_latency(Mask ending) {
-    if (const double* cached = concurrent_cache_.find(ending)) return *cached;
-    const double latency = cost_.stage_latency(groups_of(ending)).count();
-    ++stage_queries_;
-    concurrent_cache_.insert(ending, latency);
-    return latency;
+  std::vector<UnitId> units_of(Mask set) const {
+    std::vector<UnitId> units;
+    for (Mask m = set; m != 0; m &= m - 1) units.push_back(part_.units[lowest(m)]);
+    return units;
   }
 
-  // Infinity when the kernels do not center in the merged one.
-  double merge_latency(Mask ending) {
-    if (const double* cached = merge_cache_.find(ending)) return *cached;
+  // Whether the merged kernel's window centers every member's (sched/merge.h).
+  bool centered(Mask ending) {
+    if (const uint8_t* cached = centered_.find(ending)) return *cached != 0;
     std::vector<const ir::ConvAttrs*> convs;
-    std::vector<UnitId> units;
-    for (Mask m = ending; m != 0; m &= m - 1) {
-      convs.push_back(part_.conv[lowest(m)]);
-      units.push_back(part_.units[lowest(m)]);
-    }
-    double latency = kInfinity;
-    if (!misaligned_merge(convs)) {
-      latency = cost_.merge_latency(units).count();
-      ++stage_queries_;
-    }
-    merge_cache_.insert(ending, latency);
+    for (Mask m = ending; m != 0; m &= m - 1) convs.push_back(part_.conv[lowest(m)]);
+    const bool ok = !misaligned_merge(convs);
+    centered_.insert(ending, ok ? 1 : 0);
+    return ok;
+  }
+
+  // Stage latencies, asked once per distinct stage (the set and kind determine the stage).
+  double latency(Mask ending, StageKind kind) {
+    MaskMap<double>& cache = kind == StageKind::kMerge ? merge_cache_ : concurrent_cache_;
+    if (const double* cached = cache.find(ending)) return *cached;
+    const double latency = kind == StageKind::kMerge
+                               ? cost_.merge_latency(units_of(ending)).count()
+                               : cost_.stage_latency(groups_of(ending)).count();
+    ++stage_queries_;
+    cache.insert(ending, latency);
     return latency;
+  }
+  const double* known_latency(Mask ending, StageKind kind) const {
+    return (kind == StageKind::kMerge ? merge_cache_ : concurrent_cache_).find(ending);
+  }
+  // The cost model's lower bound on a stage, asked once per distinct stage.
+  double stage_bound(Mask ending, StageKind kind) {
+    MaskMap<double>& cache = kind == StageKind::kMerge ? merge_bound_ : concurrent_bound_;
+    if (const double* cached = cache.find(ending)) return *cached;
+    const double bound = kind == StageKind::kMerge
+                             ? cost_.merge_lower_bound(units_of(ending)).count()
+                             : cost_.stage_lower_bound(groups_of(ending)).count();
+    cache.insert(ending, bound);
+    return bound;
+  }
+  // A lower bound on the latency of any schedule of the units `s`: its critical path and its
+  // summed work over the cost model's parallelism, in unit latencies (best-first only).
+  double lower_bound(Mask s) {
+    if (s == 0) return 0.0;
+    if (const double* cached = heuristic_.find(s)) return *cached;
+    double path[kIosMaxPartSize];
+    double critical = 0, work = 0;
+    for (Mask m = s; m != 0; m &= m - 1) {  // ascending = topological within the part
+      const size_t i = lowest(m);
+      double before = 0;
+      for (Mask p = part_.pred[i] & s; p != 0; p &= p - 1)
+        before = std::max(before, path[lowest(p)]);
+      path[i] = before + unit_latency_[i];
+      critical = std::max(critical, path[i]);
+      work += unit_latency_[i];
+    }
+    const double bound = std::max(critical, work / parallelism_);
+    heuristic_.insert(s, bound);
+    return bound;
   }
 
   const Part& part_;
@@ -329,7 +485,12 @@ class PartSearch {
   const Limits limits_;
   MaskMap<Choice> memo_;  // cost[S] and choice[S] of Algorithm 1
   MaskMap<double> concurrent_cache_, merge_cache_;
+  MaskMap<double> concurrent_bound_, merge_bound_, heuristic_;
+  MaskMap<uint8_t> centered_;         // 1: centered (not vector<bool>: find returns a pointer)
+  std::vector<double> unit_latency_;  // by part index (best-first only)
+  double parallelism_ = kInfinity;
   int64_t transitions_ = 0;
+  int64_t states_ = 0;
   int64_t stage_queries_ = 0;
 };
 
@@ -443,12 +604,16 @@ Schedule IosScheduler::schedule(const ir::UnitGraph& graph, const cost::CostMode
   double total = 0;
   int64_t transitions = 0, states = 0, stage_queries = 0;
   const std::vector<std::vector<UnitId>> parts = ios_parts(graph, max_part_size_);
+  const bool best_first = options_.ios_search == IosSearch::kBestFirst ||
+                          (options_.ios_search == IosSearch::kAuto && cost.measures());
   for (const std::vector<UnitId>& units : parts) {
     const Part part = make_part(graph, units, variant_ != IosVariant::kParallel);
     PartSearch search(part, cost, variant_, limits);
     const Mask all = units.size() == 64 ? ~Mask{0} : bit(units.size()) - 1;
-    total += search.solve(all).cost;
-    for (Stage& stage : search.stages(all)) s.stages.push_back(std::move(stage));
+    const PartSearch::Result result =
+        best_first ? search.best_first(all) : search.dynamic_program(all);
+    total += result.cost;
+    for (Stage& stage : search.stages(result)) s.stages.push_back(std::move(stage));
     transitions += search.transitions();
     states += search.states();
     stage_queries += search.stage_queries();

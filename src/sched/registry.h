@@ -22,6 +22,11 @@
 
 namespace braid::sched {
 
+// How IOS evaluates its recurrence (ios.h): the memoized dynamic program, which asks the
+// latency of every stage it meets, or a best-first search over the same states that asks lower
+// bounds first; kAuto picks best-first when the cost model measures (cost::CostModel::measures).
+enum class IosSearch { kAuto, kDynamicProgram, kBestFirst };
+
 struct ScheduleOptions {
   int max_streams = 10;  // streams per device (IOS's runtime has 10); 0 = unbounded
   int num_devices = 1;
@@ -30,6 +35,7 @@ struct ScheduleOptions {
   // units (r) per stage. 0 = unbounded.
   int max_group_size = 3;
   int max_groups = 8;
+  IosSearch ios_search = IosSearch::kAuto;
 };
 
 // What a search did, for reports (`braid schedule --json`). Zero where it does not apply.

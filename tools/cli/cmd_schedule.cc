@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <map>
 
 #include "base/error.h"
 #include "commands.h"
@@ -11,6 +12,19 @@
 #include "sched/validate.h"
 
 namespace braid::cli {
+
+void add_ios_search_flag(CLI::App& cmd, sched::IosSearch& search) {
+  static const std::map<std::string, sched::IosSearch> names = {
+      {"auto", sched::IosSearch::kAuto},
+      {"dp", sched::IosSearch::kDynamicProgram},
+      {"best-first", sched::IosSearch::kBestFirst}};
+  cmd.add_option_function<std::string>(
+         "--ios-search", [&search](const std::string& name) { search = names.at(name); },
+         "ios: dp (ask every stage met), best-first (lower bounds first, same optimum) or auto "
+         "(best-first when the cost is measured)")
+      ->check(CLI::IsMember({"auto", "dp", "best-first"}))
+      ->default_str("auto");
+}
 
 void add_schedule_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("schedule", "Schedule a model and write the schedule (JSON)");
@@ -36,6 +50,7 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--max-groups,-s", options.max_groups, "ios: groups per stage (s; 0: unbounded)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  add_ios_search_flag(*cmd, options.ios_search);
   cmd->add_option("--threads-per-stream", cost_flags.cpu.threads_per_stream,
                   "--cost cpu: OpenMP threads per stream while measuring")
       ->check(CLI::PositiveNumber)

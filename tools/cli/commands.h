@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/loader.h"
+#include "sched/registry.h"
 
 namespace braid::cli {
 
@@ -17,6 +18,9 @@ struct ModelFlags {
   models::LoadOptions options;
 };
 void add_model_flags(CLI::App& cmd, ModelFlags& flags);
+
+// --ios-search auto|dp|best-first (sched::IosSearch): shared by schedule and bench.
+void add_ios_search_flag(CLI::App& cmd, sched::IosSearch& search);
 
 void add_models_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
