@@ -129,6 +129,18 @@ Micros CpuProfiler::stage_latency(std::span<const std::vector<UnitId>> groups) c
              : std::max(measured, stage_lower_bound(groups));
 }
 
+Micros CpuProfiler::stage_lower_bound(std::span<const std::vector<UnitId>> groups) const {
+  const size_t cpus = static_cast<size_t>(std::max(1, machine_.num_cpus));
+  const size_t width = static_cast<size_t>(options_.threads_per_stream);
+  std::vector<double> busy(cpus, 0.0);  // per CPU (index into the allowed set)
+  for (size_t i = 0; i < groups.size(); ++i) {
+    double sum = 0;
+    for (UnitId u : groups[i]) sum += unit_latency(u).count();
+    for (size_t k = 0; k < std::min(width, cpus); ++k) busy[(i * width + k) % cpus] += sum;
+  }
+  return Micros{*std::max_element(busy.begin(), busy.end())};
+}
+
 double CpuProfiler::parallelism() const {
   return std::max(1.0, static_cast<double>(machine_.num_cpus) / options_.threads_per_stream);
 }

@@ -82,6 +82,11 @@ class CpuProfiler final : public CostModel {
   Micros stage_latency(std::span<const std::vector<UnitId>> groups) const override;
   // The CPUs this process may use over threads per stream.
   double parallelism() const override;
+  // The executor pins stream i to threads_per_stream consecutive CPUs from CPU
+  // i * threads_per_stream (wrapping around), so each CPU runs the groups of its streams one
+  // after another at best: the busiest CPU's summed group latencies (with more streams than
+  // CPUs, a tighter bound than the work over the CPUs).
+  Micros stage_lower_bound(std::span<const std::vector<UnitId>> groups) const override;
   bool measures() const override { return true; }
 
   // The full result for a stage (median, spread, busy-machine judgement); measures it unless

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <queue>
 #include <span>
 #include <string>
@@ -146,8 +147,16 @@ struct Limits {
 // either as the memoized dynamic program or best-first (ios.h).
 class PartSearch {
  public:
-  PartSearch(const Part& part, const cost::CostModel& cost, IosVariant variant, Limits limits)
-      : part_(part), cost_(cost), variant_(variant), limits_(limits) {}
+  // `tolerance` (best-first only): the result may exceed the optimum by this fraction.
+  // `priced_by_bounds`: every stage costs the cost model's lower bound (the heuristic's search).
+  PartSearch(const Part& part, const cost::CostModel& cost, IosVariant variant, Limits limits,
+             double tolerance = 0, bool priced_by_bounds = false)
+      : part_(part),
+        cost_(cost),
+        variant_(variant),
+        limits_(limits),
+        weight_(1 + tolerance),
+        priced_by_bounds_(priced_by_bounds) {}
 
   // One stage of the result: its unit set and kind.
   struct Step {
@@ -179,15 +188,12 @@ class PartSearch {
   // from the end so far, h = lower_bound(state). A transition enters the queue priced by the
   // stage's lower bound; its latency is asked only when that entry reaches the front, so a
   // stage whose bound already ends behind the optimum is never measured. h is consistent
-  // (h(S) <= stage_lower_bound(S') + h(S - S'), as the critical path and the work each split
-  // over the stage), so a state taken from the queue with its exact cost is final, and the
-  // result is the dynamic program's optimum.
+  // (lower_bound), so a state taken from the queue with its exact cost is final, and the
+  // result is the dynamic program's optimum. With a tolerance t the heuristic is inflated to
+  // (1 + t) h (weighted A*, lazy edges as in Cohen et al.'s Lazy Weighted A*): the search dives
+  // toward complete schedules, measures fewer stages, and returns one within (1 + t) of the
+  // optimum.
   Result best_first(Mask all) {
-    unit_latency_.resize(part_.units.size());
-    for (size_t i = 0; i < part_.units.size(); ++i)
-      unit_latency_[i] = cost_.unit_latency(part_.units[i]).count();
-    parallelism_ = cost_.parallelism();
-
     struct Closed {
       Mask parent = 0;  // 0: the start (the whole set)
       Mask ending = 0;
@@ -201,7 +207,7 @@ class PartSearch {
       e.sequence = sequence++;
       open.push(e);
     };
-    push({lower_bound(all), 0.0, 0, all, 0, 0, StageKind::kConcurrent, true, 0});
+    push({heuristic(all), 0.0, 0, all, 0, 0, StageKind::kConcurrent, true, 0});
     Closed goal;
     double goal_cost = kInfinity;
     while (!open.empty()) {
@@ -213,7 +219,7 @@ class PartSearch {
         const double* known = e.state != 0 ? best_exact.find(e.state) : nullptr;
         if (known != nullptr && *known <= g) continue;
         if (e.state != 0) best_exact.insert(e.state, g);
-        push({g + lower_bound(e.state), g, e.stages, e.state, e.parent, e.ending, e.kind, true, 0});
+        push({g + heuristic(e.state), g, e.stages, e.state, e.parent, e.ending, e.kind, true, 0});
         continue;
       }
       if (e.state == 0) {
@@ -228,7 +234,7 @@ class PartSearch {
         if (next != 0 && closed.find(next) != nullptr) return;
         const double* known = known_latency(ending, kind);
         const double g = e.g + (known != nullptr ? *known : stage_bound(ending, kind));
-        const double f = g + lower_bound(next);
+        const double f = g + heuristic(next);
         if (next != 0) {
           const double* best = best_exact.find(next);
           if (best != nullptr && *best <= g) return;
@@ -436,6 +442,7 @@ class PartSearch {
 
   // Stage latencies, asked once per distinct stage (the set and kind determine the stage).
   double latency(Mask ending, StageKind kind) {
+    if (priced_by_bounds_) return stage_bound(ending, kind);
     MaskMap<double>& cache = kind == StageKind::kMerge ? merge_cache_ : concurrent_cache_;
     if (const double* cached = cache.find(ending)) return *cached;
     const double latency = kind == StageKind::kMerge
@@ -458,37 +465,32 @@ class PartSearch {
     cache.insert(ending, bound);
     return bound;
   }
-  // A lower bound on the latency of any schedule of the units `s`: its critical path and its
-  // summed work over the cost model's parallelism, in unit latencies (best-first only).
+  double heuristic(Mask s) { return weight_ * lower_bound(s); }
+
+  // A lower bound on the latency of any schedule of the units `s` (best-first only): the
+  // optimum of the same recurrence with every stage priced by its lower bound, a dynamic
+  // program that measures nothing. It is consistent: h(S) <= bound(S') + h(S - S') <=
+  // latency(S') + h(S - S') for every ending S', by the recurrence itself. It charges what the
+  // stage structure costs (a barrier after every stage, groups of at most r units), which the
+  // critical path and the work over the CPUs alone do not.
   double lower_bound(Mask s) {
     if (s == 0) return 0.0;
-    if (const double* cached = heuristic_.find(s)) return *cached;
-    double path[kIosMaxPartSize];
-    double critical = 0, work = 0;
-    for (Mask m = s; m != 0; m &= m - 1) {  // ascending = topological within the part
-      const size_t i = lowest(m);
-      double before = 0;
-      for (Mask p = part_.pred[i] & s; p != 0; p &= p - 1)
-        before = std::max(before, path[lowest(p)]);
-      path[i] = before + unit_latency_[i];
-      critical = std::max(critical, path[i]);
-      work += unit_latency_[i];
-    }
-    const double bound = std::max(critical, work / parallelism_);
-    heuristic_.insert(s, bound);
-    return bound;
+    if (!bounds_)
+      bounds_ = std::make_unique<PartSearch>(part_, cost_, variant_, limits_, 0.0, true);
+    return bounds_->solve(s).cost;
   }
 
   const Part& part_;
   const cost::CostModel& cost_;
   const IosVariant variant_;
   const Limits limits_;
+  const double weight_;   // of the best-first heuristic: 1 + tolerance
   MaskMap<Choice> memo_;  // cost[S] and choice[S] of Algorithm 1
   MaskMap<double> concurrent_cache_, merge_cache_;
-  MaskMap<double> concurrent_bound_, merge_bound_, heuristic_;
-  MaskMap<uint8_t> centered_;         // 1: centered (not vector<bool>: find returns a pointer)
-  std::vector<double> unit_latency_;  // by part index (best-first only)
-  double parallelism_ = kInfinity;
+  MaskMap<double> concurrent_bound_, merge_bound_;
+  MaskMap<uint8_t> centered_;           // 1: centered (not vector<bool>: find returns a pointer)
+  const bool priced_by_bounds_;         // stage latencies are the cost model's lower bounds
+  std::unique_ptr<PartSearch> bounds_;  // the best-first heuristic's search
   int64_t transitions_ = 0;
   int64_t states_ = 0;
   int64_t stage_queries_ = 0;
@@ -573,6 +575,9 @@ IosScheduler::IosScheduler(const ScheduleOptions& options, IosVariant variant, i
               "ios: max_streams, max_group_size and max_groups must be >= 0 (0 = unbounded)");
   BRAID_CHECK(max_part_size >= 1 && max_part_size <= kIosMaxPartSize, ErrorCode::kInvalidArgument,
               "ios: max_part_size must be in [1, ", kIosMaxPartSize, "], got ", max_part_size);
+  BRAID_CHECK(options.ios_tolerance >= 0 && std::isfinite(options.ios_tolerance),
+              ErrorCode::kInvalidArgument, "ios: tolerance must be a finite number >= 0, got ",
+              options.ios_tolerance);
 }
 
 std::string_view IosScheduler::name() const {
@@ -608,7 +613,7 @@ Schedule IosScheduler::schedule(const ir::UnitGraph& graph, const cost::CostMode
                           (options_.ios_search == IosSearch::kAuto && cost.measures());
   for (const std::vector<UnitId>& units : parts) {
     const Part part = make_part(graph, units, variant_ != IosVariant::kParallel);
-    PartSearch search(part, cost, variant_, limits);
+    PartSearch search(part, cost, variant_, limits, options_.ios_tolerance);
     const Mask all = units.size() == 64 ? ~Mask{0} : bit(units.size()) - 1;
     const PartSearch::Result result =
         best_first ? search.best_first(all) : search.dynamic_program(all);

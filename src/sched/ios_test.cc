@@ -495,6 +495,33 @@ TEST(Ios, BestFirstUnprunedEqualsBruteForce) {
   EXPECT_GE(one_block, 30);
 }
 
+// With a tolerance, best-first stays within (1 + tolerance) of the optimum, and asks no more
+// stages than the exact search in total.
+TEST(Ios, BestFirstToleranceBoundsTheResult) {
+  int64_t exact_queries = 0, tolerant_queries = 0;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    ir::UnitGraph g = layered_dag(3000 + seed, 8 + static_cast<int>(seed % 7));
+    SCOPED_TRACE("seed " + std::to_string(3000 + seed));
+    const cost::DagCostModel dag(g);
+    const ContendedCost cost(g, dag);
+    const double optimum = make_scheduler("ios", {.ios_search = IosSearch::kDynamicProgram})
+                               ->schedule(g, cost)
+                               .predicted_latency->count();
+    for (double tolerance : {0.0, 0.02, 0.1}) {
+      SearchStats stats;
+      const Schedule s =
+          make_scheduler("ios", {.ios_tolerance = tolerance})->schedule(g, cost, &stats);
+      ASSERT_NO_THROW(validate_or_throw(g, s));
+      EXPECT_LE(s.predicted_latency->count(), optimum * (1 + tolerance) * (1 + 1e-9));
+      EXPECT_GE(s.predicted_latency->count(), optimum * (1 - 1e-9));
+      (tolerance == 0 ? exact_queries : tolerant_queries) +=
+          tolerance == 0.1 ? 0 : stats.stage_queries;
+    }
+  }
+  EXPECT_LE(tolerant_queries, exact_queries);
+  EXPECT_THROW(make_scheduler("ios", {.ios_tolerance = -0.1}), Error);
+}
+
 // A measuring cost model gets the best-first search by default; on Inception V3 under the
 // contended roofline it asks under a third of the stages the dynamic program asks (5,438 and
 // 1,299 when written).
@@ -509,9 +536,15 @@ TEST(Ios, BestFirstAsksFewerStagesOnInceptionV3) {
   expect_sound(m.units, cost, bf, Micros{20});
   EXPECT_NEAR(bf.predicted_latency->count(), dp.predicted_latency->count(),
               1e-9 * dp.predicted_latency->count());
-  std::printf("inception_v3 stage queries: dynamic program %lld, best-first %lld\n",
-              static_cast<long long>(dp_stats.stage_queries),
-              static_cast<long long>(bf_stats.stage_queries));
+  SearchStats tolerant_stats;
+  const Schedule tolerant =
+      make_scheduler("ios", {.ios_tolerance = 0.02})->schedule(m.units, cost, &tolerant_stats);
+  EXPECT_LE(tolerant.predicted_latency->count(), dp.predicted_latency->count() * 1.02 * (1 + 1e-9));
+  std::printf(
+      "inception_v3 stage queries: dynamic program %lld, best-first %lld, within 2%% %lld\n",
+      static_cast<long long>(dp_stats.stage_queries),
+      static_cast<long long>(bf_stats.stage_queries),
+      static_cast<long long>(tolerant_stats.stage_queries));
   EXPECT_LT(bf_stats.stage_queries * 3, dp_stats.stage_queries);
 }
 

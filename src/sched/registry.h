@@ -36,6 +36,9 @@ struct ScheduleOptions {
   int max_group_size = 3;
   int max_groups = 8;
   IosSearch ios_search = IosSearch::kAuto;
+  // Best-first IOS may return a schedule up to this fraction above the optimum (0: exact) and
+  // measures far fewer stages for it; the dynamic program ignores it.
+  double ios_tolerance = 0;
 };
 
 // What a search did, for reports (`braid schedule --json`). Zero where it does not apply.

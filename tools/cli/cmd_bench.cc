@@ -87,7 +87,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--streams", options.max_streams, "Streams per device (0: unbounded)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  add_ios_search_flag(*cmd, options.ios_search);
+  add_ios_search_flags(*cmd, options);
   cmd->add_option("--threads-per-stream", measure.executor.threads_per_stream,
                   "OpenMP threads per stream (executor and cpu cost model)")
       ->check(CLI::PositiveNumber)

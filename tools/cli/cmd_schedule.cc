@@ -13,7 +13,8 @@
 
 namespace braid::cli {
 
-void add_ios_search_flag(CLI::App& cmd, sched::IosSearch& search) {
+void add_ios_search_flags(CLI::App& cmd, sched::ScheduleOptions& options) {
+  sched::IosSearch& search = options.ios_search;
   static const std::map<std::string, sched::IosSearch> names = {
       {"auto", sched::IosSearch::kAuto},
       {"dp", sched::IosSearch::kDynamicProgram},
@@ -24,6 +25,11 @@ void add_ios_search_flag(CLI::App& cmd, sched::IosSearch& search) {
          "(best-first when the cost is measured)")
       ->check(CLI::IsMember({"auto", "dp", "best-first"}))
       ->default_str("auto");
+  cmd.add_option("--ios-tolerance", options.ios_tolerance,
+                 "ios best-first: accept a schedule up to this fraction above the optimum, for "
+                 "far fewer measurements (0: exact)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 void add_schedule_command(CLI::App& app) {
@@ -50,7 +56,7 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--max-groups,-s", options.max_groups, "ios: groups per stage (s; 0: unbounded)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  add_ios_search_flag(*cmd, options.ios_search);
+  add_ios_search_flags(*cmd, options);
   cmd->add_option("--threads-per-stream", cost_flags.cpu.threads_per_stream,
                   "--cost cpu: OpenMP threads per stream while measuring")
       ->check(CLI::PositiveNumber)

@@ -19,8 +19,8 @@ struct ModelFlags {
 };
 void add_model_flags(CLI::App& cmd, ModelFlags& flags);
 
-// --ios-search auto|dp|best-first (sched::IosSearch): shared by schedule and bench.
-void add_ios_search_flag(CLI::App& cmd, sched::IosSearch& search);
+// --ios-search auto|dp|best-first and --ios-tolerance: shared by schedule and bench.
+void add_ios_search_flags(CLI::App& cmd, sched::ScheduleOptions& options);
 
 void add_models_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
