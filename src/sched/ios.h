@@ -55,10 +55,13 @@
 //    stage it meets (IOS's own, which profiles them all on the GPU);
 //  - best-first: A* over the same states, from the whole part to the empty set. A transition
 //    enters the queue priced by the cost model's stage_lower_bound and is measured only when it
-//    reaches the front; the heuristic is the critical path and the work over parallelism() of
-//    the units left, consistent with those bounds, so the result is the DP's optimum. Stages
-//    whose bound already ends behind the optimum are never measured: on Inception V3 under the
-//    measured CPU cost, 444 measurements where the DP would make about 5,400.
+//    reaches the front; the heuristic is the optimum of the same recurrence with every stage
+//    priced by its bound (a DP that measures nothing), consistent with those bounds, so the
+//    result is the DP's optimum. Stages whose bound already ends behind the optimum are never
+//    measured: under the measured CPU cost, 222 measurements on Inception V3 and 12,926 on
+//    RandWire, where IOS makes 5,479 and 212,895 (bench/README.md).
+//    ScheduleOptions::ios_tolerance t inflates the heuristic (weighted A*): a schedule within
+//    (1 + t) of the optimum for fewer measurements.
 // kAuto takes best-first when the cost model measures (cost::CostModel::measures), else the DP,
 // which is faster when a stage latency is a lookup. The best-first counters: transitions pushed,
 // states closed, stages asked.
