@@ -58,7 +58,7 @@
 //    reaches the front; the heuristic is the optimum of the same recurrence with every stage
 //    priced by its bound (a DP that measures nothing), consistent with those bounds, so the
 //    result is the DP's optimum. Stages whose bound already ends behind the optimum are never
-//    measured: under the measured CPU cost, 222 measurements on Inception V3 and 12,926 on
+//    measured: under the measured CPU cost, 222 measurements on Inception V3, 12,926 on
 //    RandWire and 1,067 on NASNet, where IOS makes 5,479, 212,895 and 240,704 (bench/README.md).
 //    ScheduleOptions::ios_tolerance t inflates the heuristic (weighted A*): a schedule within
 //    (1 + t) of the optimum for fewer measurements.
