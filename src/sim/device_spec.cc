@@ -1,0 +1,124 @@
+#include "sim/device_spec.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+
+namespace braid::sim {
+namespace {
+
+using nlohmann::json;
+
+// Reads `key` of `object` as T, or throws naming the file and the field.
+template <typename T>
+T field(const json& object, const std::string& key, const std::string& where) {
+  BRAID_CHECK(object.is_object() && object.contains(key), ErrorCode::kInvalidArgument, where,
+              ": missing field '", key, "'");
+  try {
+    return object.at(key).get<T>();
+  } catch (const json::exception& e) {
+    BRAID_THROW(ErrorCode::kInvalidArgument, where, ": field '", key, "' has the wrong type (",
+                e.what(), ")");
+  }
+}
+
+void check_positive(double value, const std::string& key, const std::string& where) {
+  BRAID_CHECK(value > 0, ErrorCode::kInvalidArgument, where, ": '", key, "' must be > 0, got ",
+              value);
+}
+
+}  // namespace
+
+std::filesystem::path devices_dir() {
+  if (const char* d = std::getenv("BRAID_DEVICES_DIR"); d && *d) return d;
+  return BRAID_DEFAULT_DEVICES_DIR;
+}
+
+std::vector<std::string> device_names() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(devices_dir(), ec))
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+DeviceSpec load_device(const std::string& name_or_path) {
+  std::filesystem::path path = name_or_path;
+  if (path.extension() != ".json") {
+    path = devices_dir() / (name_or_path + ".json");
+    if (!std::filesystem::exists(path)) {
+      std::string known;
+      for (const std::string& n : device_names()) known += (known.empty() ? "" : ", ") + n;
+      BRAID_THROW(ErrorCode::kNotFound, "unknown device '", name_or_path, "' (known: ", known,
+                  "; or give a .json file)");
+    }
+  }
+  std::ifstream in(path);
+  BRAID_CHECK(in.good(), ErrorCode::kNotFound, "cannot open device file ", path.string());
+  const std::string where = path.string();
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    BRAID_THROW(ErrorCode::kInvalidArgument, where, ": not valid JSON (", e.what(), ")");
+  }
+  BRAID_CHECK(j.is_object() && j.value("format", "") == "braid.device/1",
+              ErrorCode::kInvalidArgument, where, ": expected \"format\": \"braid.device/1\"");
+  DeviceSpec d;
+  d.name = field<std::string>(j, "name", where);
+  d.title = field<std::string>(j, "title", where);
+  d.architecture = field<std::string>(j, "architecture", where);
+  d.source = field<std::string>(j, "source", where);
+  d.sms = field<int>(j, "sms", where);
+  d.clock_mhz = field<double>(j, "clock_mhz", where);
+  d.peak_fp32_tflops = field<double>(j, "peak_fp32_tflops", where);
+  d.peak_tensor_fp16_tflops = field<double>(j, "peak_tensor_fp16_tflops", where);
+  d.dram_gbps = field<double>(j, "dram_gbps", where);
+  d.l2_bytes = field<long long>(j, "l2_bytes", where);
+  const json per_sm = field<json>(j, "per_sm", where);
+  const std::string sm_where = where + " per_sm";
+  d.per_sm = {field<int>(per_sm, "max_threads", sm_where),
+              field<int>(per_sm, "max_warps", sm_where), field<int>(per_sm, "registers", sm_where),
+              field<int>(per_sm, "shared_memory_bytes", sm_where),
+              field<int>(per_sm, "max_blocks", sm_where)};
+  const json host = field<json>(j, "host", where);
+  const std::string host_where = where + " host";
+  d.host = {field<double>(host, "launch_us", host_where),
+            field<double>(host, "graph_launch_us", host_where),
+            field<double>(host, "event_record_us", host_where),
+            field<double>(host, "event_wait_us", host_where)};
+  d.max_resident_grids = field<int>(j, "max_resident_grids", where);
+  d.hardware_queues = field<int>(j, "hardware_queues", where);
+  for (const json& link : field<json>(j, "links", where))
+    d.links.push_back({field<std::string>(link, "kind", where + " links"),
+                       field<double>(link, "gbps_per_direction", where + " links")});
+
+  for (auto [value, key] : {std::pair{double(d.sms), "sms"},
+                            {d.clock_mhz, "clock_mhz"},
+                            {d.peak_fp32_tflops, "peak_fp32_tflops"},
+                            {d.dram_gbps, "dram_gbps"},
+                            {double(d.l2_bytes), "l2_bytes"},
+                            {double(d.per_sm.max_threads), "per_sm.max_threads"},
+                            {double(d.per_sm.registers), "per_sm.registers"},
+                            {double(d.per_sm.shared_memory_bytes), "per_sm.shared_memory_bytes"},
+                            {double(d.per_sm.max_blocks), "per_sm.max_blocks"},
+                            {double(d.max_resident_grids), "max_resident_grids"},
+                            {double(d.hardware_queues), "hardware_queues"}})
+    check_positive(value, key, where);
+  BRAID_CHECK(d.per_sm.max_warps * 32 == d.per_sm.max_threads, ErrorCode::kInvalidArgument, where,
+              ": per_sm.max_warps (", d.per_sm.max_warps, ") x 32 != per_sm.max_threads (",
+              d.per_sm.max_threads, ")");
+  BRAID_CHECK(d.peak_tensor_fp16_tflops >= 0 && d.host.launch_us >= 0 &&
+                  d.host.graph_launch_us >= 0 && d.host.event_record_us >= 0 &&
+                  d.host.event_wait_us >= 0,
+              ErrorCode::kInvalidArgument, where, ": tensor peak and host costs must be >= 0");
+  for (const Link& link : d.links) check_positive(link.gbps_per_direction, "links", where);
+  return d;
+}
+
+}  // namespace braid::sim

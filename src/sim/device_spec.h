@@ -1,0 +1,66 @@
+// sim::DeviceSpec — a GPU as the simulator sees it, read from devices/NAME.json (issue 5):
+// SMs and their per-SM limits (what decides occupancy), peak FLOP/s, DRAM bandwidth, L2, host
+// costs of launches and events, and inter-GPU links.
+//
+//   sim::DeviceSpec v100 = sim::load_device("v100");          // devices/v100.json
+//   sim::DeviceSpec mine = sim::load_device("path/to/x.json");
+//   v100.sms; v100.per_sm.max_warps; v100.peak_fp32_flops();
+//   for (std::string name : sim::device_names()) ...
+//
+// Names resolve in BRAID_DEVICES_DIR when set, else in the source tree's devices/. A missing
+// device is kNotFound (the message lists the known ones); a malformed or inconsistent file is
+// kInvalidArgument naming the file and the field.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace braid::sim {
+
+struct SmLimits {
+  int max_threads = 0;
+  int max_warps = 0;
+  int registers = 0;  // 32-bit registers
+  int shared_memory_bytes = 0;
+  int max_blocks = 0;
+};
+
+struct HostCosts {
+  double launch_us = 0;        // one kernel launch from the host, eager
+  double graph_launch_us = 0;  // per kernel under graph replay
+  double event_record_us = 0;
+  double event_wait_us = 0;
+};
+
+struct Link {
+  std::string kind;  // nvlink2, pcie4x16, ...
+  double gbps_per_direction = 0;
+};
+
+struct DeviceSpec {
+  std::string name, title, architecture, source;
+  int sms = 0;
+  double clock_mhz = 0;
+  double peak_fp32_tflops = 0;
+  double peak_tensor_fp16_tflops = 0;  // 0: no tensor cores
+  double dram_gbps = 0;
+  long long l2_bytes = 0;
+  SmLimits per_sm;
+  HostCosts host;
+  int max_resident_grids = 0;  // kernels resident at once (CUDA guide, per compute capability)
+  int hardware_queues = 0;     // Hyper-Q connections
+  std::vector<Link> links;
+
+  double peak_fp32_flops() const { return peak_fp32_tflops * 1e12; }
+  double dram_bytes_per_s() const { return dram_gbps * 1e9; }
+};
+
+// The directory device names resolve in.
+std::filesystem::path devices_dir();
+// The devices in devices_dir(), sorted.
+std::vector<std::string> device_names();
+// `name_or_path`: a name in devices_dir() ("v100") or a path to a .json file.
+DeviceSpec load_device(const std::string& name_or_path);
+
+}  // namespace braid::sim

@@ -1,0 +1,63 @@
+#include "sim/device_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "base/error.h"
+#include "test_env.h"
+
+namespace braid::sim {
+namespace {
+
+// The issue's list: every one of them is in devices/ and loads.
+TEST(DeviceSpec, TheIssuesDevicesLoad) {
+  for (const char* name : {"v100", "a100_40gb", "h100", "rtx3080", "rtx2080super", "a40",
+                           "jetson_nano", "jetson_tx2", "jetson_xavier_nx"}) {
+    SCOPED_TRACE(name);
+    const DeviceSpec d = load_device(name);
+    EXPECT_EQ(d.name, name);
+    EXPECT_FALSE(d.source.empty());
+    // Peak FP32 is 2 FLOPs (an FMA) per core per cycle: cores per SM = peak / (2 sms clock) must
+    // be a whole number of 32-lane units, between 64 and 128 (Maxwell to Hopper).
+    const double cores_per_sm = d.peak_fp32_flops() / (2 * d.sms * d.clock_mhz * 1e6);
+    EXPECT_NEAR(cores_per_sm / 32, std::round(cores_per_sm / 32), 0.05) << cores_per_sm;
+    EXPECT_GE(cores_per_sm, 63);
+    EXPECT_LE(cores_per_sm, 129);
+  }
+  EXPECT_GE(device_names().size(), 9u);
+}
+
+TEST(DeviceSpec, BadInputIsAClearError) {
+  try {
+    load_device("v99");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_NE(std::string(e.what()).find("v100"), std::string::npos) << e.what();
+  }
+  const auto dir = braid::testing::scratch_dir();
+  auto write = [&](const std::string& file, const std::string& text) {
+    std::ofstream(dir / file) << text;
+    return (dir / file).string();
+  };
+  EXPECT_THROW(load_device(write("broken.json", "{ not json")), Error);
+  EXPECT_THROW(load_device(write("format.json", "{\"format\": \"other\"}")), Error);
+  // A v100 with 48 warps but 2048 threads per SM.
+  std::ifstream in(devices_dir() / "v100.json");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const auto at = text.find("\"max_warps\": 64");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 15, "\"max_warps\": 48");
+  try {
+    load_device(write("warps.json", text));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("max_warps"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace braid::sim
