@@ -233,7 +233,8 @@ class PartSearch {
         const Mask next = e.state & ~ending;
         if (next != 0 && closed.find(next) != nullptr) return;
         const double* known = known_latency(ending, kind);
-        const double g = e.g + (known != nullptr ? *known : stage_bound(ending, kind));
+        // The heuristic's search prices stages by their bounds and caches them: ask it.
+        const double g = e.g + (known != nullptr ? *known : bounds().latency(ending, kind));
         const double f = g + heuristic(next);
         if (next != 0) {
           const double* best = best_exact.find(next);
@@ -473,11 +474,12 @@ class PartSearch {
   // latency(S') + h(S - S') for every ending S', by the recurrence itself. It charges what the
   // stage structure costs (a barrier after every stage, groups of at most r units), which the
   // critical path and the work over the CPUs alone do not.
-  double lower_bound(Mask s) {
-    if (s == 0) return 0.0;
+  double lower_bound(Mask s) { return s == 0 ? 0.0 : bounds().solve(s).cost; }
+  // The search that prices every stage by its bound, made on first use.
+  PartSearch& bounds() {
     if (!bounds_)
       bounds_ = std::make_unique<PartSearch>(part_, cost_, variant_, limits_, 0.0, true);
-    return bounds_->solve(s).cost;
+    return *bounds_;
   }
 
   const Part& part_;
@@ -487,7 +489,7 @@ class PartSearch {
   const double weight_;   // of the best-first heuristic: 1 + tolerance
   MaskMap<Choice> memo_;  // cost[S] and choice[S] of Algorithm 1
   MaskMap<double> concurrent_cache_, merge_cache_;
-  MaskMap<double> concurrent_bound_, merge_bound_;
+  MaskMap<double> concurrent_bound_, merge_bound_;  // priced_by_bounds_ only
   MaskMap<uint8_t> centered_;           // 1: centered (not vector<bool>: find returns a pointer)
   const bool priced_by_bounds_;         // stage latencies are the cost model's lower bounds
   std::unique_ptr<PartSearch> bounds_;  // the best-first heuristic's search
