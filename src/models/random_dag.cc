@@ -201,4 +201,19 @@ ir::UnitGraph random_dag(const RandomDagOptions& o) {
   return ir::UnitGraph::from_dag(std::move(name), std::move(units), std::move(unit_edges));
 }
 
+ir::UnitGraph random_dag_near(RandomDagOptions options, int target_edges) {
+  const int fewest = options.ops - 1, most = options.ops * (options.ops - 1) / 2;
+  for (int k = 0; target_edges + k <= most || target_edges - k >= fewest; ++k)
+    for (int edges : {target_edges + k, target_edges - k}) {
+      if (edges < fewest || edges > most) continue;
+      try {
+        options.edges = edges;
+        return random_dag(options);
+      } catch (const Error&) {  // too few or too many edges for the layering
+      }
+    }
+  BRAID_THROW(ErrorCode::kInvalidArgument, "random_dag: no edge count near ", target_edges,
+              " fits ", options.ops, " ops in ", options.layers, " layers");
+}
+
 }  // namespace braid::models

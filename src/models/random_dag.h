@@ -43,4 +43,10 @@ struct RandomDagOptions {
 // fewer edges than a connected layering needs, more edges than the layering can hold, ...).
 ir::UnitGraph random_dag(const RandomDagOptions& options);
 
+// random_dag with the edge count nearest `target_edges` that the layering admits: tries
+// target, target + 1, target - 1, target + 2, ... within [ops - 1, ops (ops - 1) / 2] (what
+// seeded property tests want: a graph for every seed, its size drawn at random). Throws
+// braid::Error(kInvalidArgument) when no edge count fits.
+ir::UnitGraph random_dag_near(RandomDagOptions options, int target_edges);
+
 }  // namespace braid::models

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <random>
 
@@ -125,6 +127,26 @@ TEST(RandomDag, FullLayeringIsReachable) {
   // Exactly the capacity of a 5-layer chain: pass 2 must enumerate the last free pairs.
   RandomDagOptions o{.ops = 5, .layers = 5, .edges = 7, .seed = 1};
   expect_well_formed(random_dag(o), o, "full chain");
+}
+
+// random_dag_near: the admitted edge count nearest the target; every count strictly nearer is
+// refused by random_dag (or lies outside [ops - 1, ops (ops - 1) / 2]).
+TEST(RandomDag, NearestEdgeCountThatFits) {
+  for (const auto& [options, target] :
+       {std::pair{RandomDagOptions{.ops = 20, .layers = 5, .seed = 3}, 30},
+        {RandomDagOptions{.ops = 5, .layers = 3, .seed = 3}, 10},
+        {RandomDagOptions{.ops = 30, .layers = 12, .seed = 8}, 29}}) {
+    SCOPED_TRACE("ops " + std::to_string(options.ops) + " target " + std::to_string(target));
+    const int got = static_cast<int>(random_dag_near(options, target).edges().size());
+    for (int d = 0; d < std::abs(got - target); ++d)
+      for (int edges : {target + d, target - d}) {
+        if (edges < options.ops - 1 || edges > options.ops * (options.ops - 1) / 2) continue;
+        RandomDagOptions o = options;
+        o.edges = edges;
+        EXPECT_THROW(random_dag(o), Error) << edges << " edges fit, nearer than " << got;
+      }
+  }
+  EXPECT_THROW(random_dag_near({.ops = 2, .layers = 3, .seed = 3}, 2), Error);
 }
 
 }  // namespace

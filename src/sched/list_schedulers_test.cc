@@ -16,6 +16,7 @@
 #include "sched/nimble.h"
 #include "sched/opara.h"
 #include "sched/predict.h"
+#include "sched/test_graphs.h"
 #include "sched/trivial.h"
 #include "sched/validate.h"
 #include "test_env.h"
@@ -52,29 +53,7 @@ std::vector<double> in_ms(const std::vector<Micros>& times) {
   return out;
 }
 
-// Seeded random DAGs of varied shape and size (HIOS's generator); the edge count starts at a
-// random target and moves outwards until the layering admits it.
-ir::UnitGraph random_graph(uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  models::RandomDagOptions o;
-  o.ops = 3 + static_cast<int>(rng() % 60);
-  o.layers = 3 + static_cast<int>(rng() % std::min(o.ops - 2, 12));
-  while ((o.layers - 2) * 10 * o.layers < o.ops - 2) ++o.layers;  // HIOS caps layer width
-  o.seed = seed;
-  const int target = o.ops - 1 + static_cast<int>(rng() % (2 * o.ops));
-  const int most = o.ops * (o.ops - 1) / 2;
-  for (int k = 0; k <= 4 * o.ops; ++k)
-    for (int e : {target + k, target - k}) {
-      if (e < o.ops - 1 || e > most) continue;
-      try {
-        o.edges = e;
-        return models::random_dag(o);
-      } catch (const Error&) {  // too few or too many edges for the layering
-      }
-    }
-  ADD_FAILURE() << "seed " << seed << ": no edge count fits";
-  return models::random_dag({.ops = 3, .layers = 3, .edges = 2, .seed = seed});
-}
+using testing::random_graph;
 
 double critical_path_us(const ir::UnitGraph& g, const cost::CostModel& cost) {
   std::vector<double> w(g.num_units());

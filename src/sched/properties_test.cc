@@ -27,6 +27,7 @@
 #include "sched/optimal.h"
 #include "sched/predict.h"
 #include "sched/registry.h"
+#include "sched/test_graphs.h"
 #include "sched/validate.h"
 
 namespace braid::sched {
@@ -36,28 +37,9 @@ constexpr double kTolerance = 1e-9;  // microseconds, relative to the larger sid
 constexpr int kRandomDags = 1000;
 constexpr int kSmallDags = 300;
 
-// A HIOS random DAG of `min_ops`..`max_ops` units and a random number of layers and edges,
-// reproducible from the seed (the edge count moves off a random target until one fits).
+// Graphs of min_ops..max_ops units in at most 8 + 2 layers (test_graphs.h).
 ir::UnitGraph random_graph(uint64_t seed, int min_ops, int max_ops) {
-  std::mt19937_64 rng(seed);
-  models::RandomDagOptions o;
-  o.ops = min_ops + static_cast<int>(rng() % static_cast<uint64_t>(max_ops - min_ops + 1));
-  o.layers = 3 + static_cast<int>(rng() % static_cast<uint64_t>(std::min(o.ops - 2, 8)));
-  while ((o.layers - 2) * 10 * o.layers < o.ops - 2) ++o.layers;  // HIOS caps layer width
-  o.seed = seed;
-  const int target = o.ops - 1 + static_cast<int>(rng() % static_cast<uint64_t>(2 * o.ops));
-  const int most = o.ops * (o.ops - 1) / 2;
-  for (int k = 0; k <= 4 * o.ops; ++k)
-    for (int e : {target + k, target - k}) {
-      if (e < o.ops - 1 || e > most) continue;
-      try {
-        o.edges = e;
-        return models::random_dag(o);
-      } catch (const Error&) {  // too few or too many edges for the layering
-      }
-    }
-  ADD_FAILURE() << "seed " << seed << ": no edge count fits";
-  return models::random_dag({.ops = 3, .layers = 3, .edges = 2, .seed = seed});
+  return testing::random_graph(seed, min_ops, max_ops, 8);
 }
 
 Micros critical_path(const ir::UnitGraph& g, const cost::CostModel& cost) {

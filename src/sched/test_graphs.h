@@ -1,0 +1,29 @@
+// Seeded random graphs for the schedulers' tests (test code only; header-only so that every
+// sched test file shares one definition).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+
+#include "ir/unit_graph.h"
+#include "models/random_dag.h"
+
+namespace braid::testing {
+
+// A HIOS layered random DAG (models/random_dag.h) of min_ops..max_ops units and 3 to
+// 2 + max_layers layers, reproducible from the seed: the edge count is the one nearest a
+// random target in [ops - 1, 3 ops - 2] that the layering admits.
+inline ir::UnitGraph random_graph(uint64_t seed, int min_ops = 3, int max_ops = 62,
+                                  int max_layers = 12) {
+  std::mt19937_64 rng(seed);
+  models::RandomDagOptions o;
+  o.ops = min_ops + static_cast<int>(rng() % static_cast<uint64_t>(max_ops - min_ops + 1));
+  o.layers = 3 + static_cast<int>(rng() % static_cast<uint64_t>(std::min(o.ops - 2, max_layers)));
+  while ((o.layers - 2) * 10 * o.layers < o.ops - 2) ++o.layers;  // HIOS caps layer width
+  o.seed = seed;
+  return models::random_dag_near(
+      o, o.ops - 1 + static_cast<int>(rng() % static_cast<uint64_t>(2 * o.ops)));
+}
+
+}  // namespace braid::testing
