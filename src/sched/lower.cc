@@ -90,6 +90,10 @@ void lower_stages(const Schedule& s, ExecutionPlan& plan, LaneBuilder& lanes, ui
 ExecutionPlan lower(const ir::UnitGraph& graph, const Schedule& s) {
   ExecutionPlan plan;
   const size_t n = graph.num_units();
+  plan.launch_order = s.launch_order.empty() ? scheduled_units(s) : s.launch_order;
+  // Lanes without a launch order: unit ids are a topological order, lane by lane is not one.
+  if (s.launch_order.empty() && s.is_stream_based())
+    std::sort(plan.launch_order.begin(), plan.launch_order.end());
   // Syncs and transfers: `to` waits for an event recorded after `from`.
   std::map<UnitId, std::vector<UnitId>> waits_before;
   ProducerEvents producer_events;

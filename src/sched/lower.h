@@ -51,6 +51,11 @@ struct ExecutionPlan {
   // Operator merges (ios.txt §4.2): the units of each merge stage, launched back to back on one
   // lane; an executor may run them as one wider Conv or one after another.
   std::vector<std::vector<UnitId>> merges;
+  // The order one host thread issues the launches in (opara.txt §3.3): the schedule's
+  // launch_order, else its units in schedule order (stage form) or by id, a topological order
+  // (stream form). Executors that launch from one thread
+  // (CUDA, the simulator) interleave the lanes by it.
+  std::vector<UnitId> launch_order;
   // happens_before[u][v]: u completes before v starts, by program order and events.
   std::vector<std::vector<bool>> happens_before;
 };

@@ -92,11 +92,18 @@ DeviceSpec load_device(const std::string& name_or_path) {
             field<double>(host, "graph_launch_us", host_where),
             field<double>(host, "event_record_us", host_where),
             field<double>(host, "event_wait_us", host_where)};
+  if (host.contains("kernel_latency_us"))
+    d.host.kernel_latency_us = field<double>(host, "kernel_latency_us", host_where);
   d.max_resident_grids = field<int>(j, "max_resident_grids", where);
   d.hardware_queues = field<int>(j, "hardware_queues", where);
-  for (const json& link : field<json>(j, "links", where))
-    d.links.push_back({field<std::string>(link, "kind", where + " links"),
-                       field<double>(link, "gbps_per_direction", where + " links")});
+  for (const json& link : field<json>(j, "links", where)) {
+    Link l{field<std::string>(link, "kind", where + " links"),
+           field<double>(link, "gbps_per_direction", where + " links")};
+    l.latency_us = link.contains("latency_us")
+                       ? field<double>(link, "latency_us", where + " links")
+                       : (l.kind.starts_with("nvlink") ? 2.0 : 5.0);
+    d.links.push_back(std::move(l));
+  }
 
   for (auto [value, key] : {std::pair{double(d.sms), "sms"},
                             {d.clock_mhz, "clock_mhz"},
@@ -115,9 +122,13 @@ DeviceSpec load_device(const std::string& name_or_path) {
               d.per_sm.max_threads, ")");
   BRAID_CHECK(d.peak_tensor_fp16_tflops >= 0 && d.host.launch_us >= 0 &&
                   d.host.graph_launch_us >= 0 && d.host.event_record_us >= 0 &&
-                  d.host.event_wait_us >= 0,
+                  d.host.event_wait_us >= 0 && d.host.kernel_latency_us >= 0,
               ErrorCode::kInvalidArgument, where, ": tensor peak and host costs must be >= 0");
-  for (const Link& link : d.links) check_positive(link.gbps_per_direction, "links", where);
+  for (const Link& link : d.links) {
+    check_positive(link.gbps_per_direction, "links", where);
+    BRAID_CHECK(link.latency_us >= 0, ErrorCode::kInvalidArgument, where,
+                ": links latency_us must be >= 0");
+  }
   return d;
 }
 

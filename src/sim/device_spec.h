@@ -31,11 +31,18 @@ struct HostCosts {
   double graph_launch_us = 0;  // per kernel under graph replay
   double event_record_us = 0;
   double event_wait_us = 0;
+  // Device side, eager launches: from a kernel reaching its stream's head to its first block
+  // starting (launch latency); streams pay it concurrently. Under graph replay graph_launch_us
+  // takes its place. The file's kernel_latency_us, else 4 us.
+  double kernel_latency_us = 4;
 };
 
 struct Link {
   std::string kind;  // nvlink2, pcie4x16, ...
   double gbps_per_direction = 0;
+  // One transfer's fixed cost (driver, DMA set-up): the file's latency_us, else 2 us for
+  // NVLink and 5 us for PCIe (typical cudaMemcpyPeerAsync figures; calibrate on a real pair).
+  double latency_us = 0;
 };
 
 struct DeviceSpec {

@@ -81,6 +81,7 @@ void add_bench_command(CLI::App& app) {
   static sched::ScheduleOptions options;
   static MeasureOptions measure{.iters = 10, .warmup = 2};
   static bool json = false, no_measure = false;
+  static std::string device;
   cmd->add_option("MODELS", specs, "Zoo names, .onnx or .dag.json files")->required();
   cmd->add_option("--algos", algos, "Comma-separated schedulers")->capture_default_str();
   add_cost_flags(*cmd, cost_flags);
@@ -102,6 +103,10 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--no-measure", no_measure, "Predict only: do not run the schedules");
+  cmd->add_option("--device", device,
+                  "Run the schedules on: cpu, or sim:NAME (default: the --cost sim device, else "
+                  "cpu)");
+  cmd->add_flag("--graph", measure.graph_replay, "Simulated GPUs: replay the plan as a CUDA Graph");
   cmd->add_flag("--json", json, "Print the rows as JSON");
   cmd->add_option("--json-file", json_path, "Also write the JSON rows here");
   cmd->add_option("--csv", csv_path, "Also write the rows as CSV");
@@ -112,20 +117,26 @@ void add_bench_command(CLI::App& app) {
     BRAID_CHECK(!names.empty(), ErrorCode::kInvalidArgument, "--algos is empty");
     for (const std::string& n : names) sched::make_scheduler(n, options);  // unknown names fail now
     cost_flags.cpu.threads_per_stream = measure.executor.threads_per_stream;
+    measure.device = !device.empty()                     ? device
+                     : cost_flags.name.starts_with("sim:") ? cost_flags.name
+                                                           : "cpu";
+    const bool simulated = sim_device(measure.device).has_value();
+    if (simulated) measure.iters = 1, measure.warmup = 0;  // deterministic
     std::vector<Row> rows;
     for (const std::string& spec : specs) {
       models::LoadOptions model_load = load;
-      model_load.with_weights = !spec.ends_with(".dag.json");
+      model_load.with_weights =
+          !spec.ends_with(".dag.json") && (!no_measure || cost_needs_weights(cost_flags, spec));
       models::LoadedModel m = models::load_model(spec, model_load);
       auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
       auto cost = make_cost_model(cost_flags, m.units, weights);
-      const bool runnable = m.graph != nullptr && !no_measure;
+      const bool runnable = (m.graph != nullptr || simulated) && !no_measure;
       const sched::Schedule sequential =
           sched::make_scheduler("sequential", options)->schedule(m.units, *cost);
       const double sequential_predicted =
           sched::predicted_latency(m.units, sequential, *cost).count() / 1e3;
       std::optional<Measured> sequential_measured;
-      if (runnable) sequential_measured = measure_on_cpu(m.units, weights, sequential, measure);
+      if (runnable) sequential_measured = measure_schedule(m.units, weights, sequential, measure);
       std::optional<double> optimal_ms;
       const size_t first = rows.size();
       for (const std::string& name : names) {
@@ -150,7 +161,7 @@ void add_bench_command(CLI::App& app) {
           if (name == "optimal") optimal_ms = r.predicted_ms;
           if (runnable) {
             r.measured = name == "sequential" ? *sequential_measured
-                                              : measure_on_cpu(m.units, weights, s, measure);
+                                              : measure_schedule(m.units, weights, s, measure);
             r.measured_speedup = sequential_measured->median_ms / r.measured->median_ms;
             r.outputs_match = r.measured->outputs_sha256 == sequential_measured->outputs_sha256;
           }

@@ -18,7 +18,8 @@
 namespace braid::cli {
 
 void add_run_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "Run a model on the CPU under a schedule and time it");
+  auto* cmd = app.add_subcommand(
+      "run", "Run a model under a schedule on the CPU or a simulated GPU (sim:NAME) and time it");
   static ModelFlags flags;
   static std::string algo, schedule_path, trace_path, device = "cpu";
   static sched::ScheduleOptions sched_options;
@@ -26,13 +27,18 @@ void add_run_command(CLI::App& app) {
   static CostFlags cost_flags;
   static int iters = 20, warmup = 3;
   static uint64_t input_seed = 1;
-  static bool json = false;
+  static bool json = false, graph_replay = false;
   add_model_flags(*cmd, flags);
   add_cost_flags(*cmd, cost_flags);
   auto* algo_opt = cmd->add_option("--algo", algo, "Schedule with this algorithm");
   auto* file_opt = cmd->add_option("--schedule", schedule_path, "Run this schedule file");
   algo_opt->excludes(file_opt);
-  cmd->add_option("--device", device, "Executor: cpu")->capture_default_str();
+  cmd->add_option("--device", device,
+                  "Executor: cpu, or sim:NAME (the GPU simulator; NAME from devices/, e.g. v100, "
+                  "or a .json file); the cost model defaults to the same simulated device")
+      ->capture_default_str();
+  cmd->add_flag("--graph", graph_replay,
+                "Capture the plan once and replay it as a CUDA Graph (GPU devices: sim:NAME)");
   cmd->add_option("--streams", sched_options.max_streams, "Streams the scheduler may use")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -62,11 +68,14 @@ void add_run_command(CLI::App& app) {
   cmd->callback([] {
     BRAID_CHECK(!algo.empty() || !schedule_path.empty(), ErrorCode::kInvalidArgument,
                 "give --algo NAME or --schedule FILE");
-    BRAID_CHECK(device == "cpu", ErrorCode::kNotFound, "unknown device '", device,
-                "' (available: cpu)");
+    const std::optional<std::string> sim = sim_device(device);
+    BRAID_CHECK(sim || device == "cpu", ErrorCode::kNotFound, "unknown device '", device,
+                "' (available: cpu, sim:NAME)");
+    if (sim && cost_flags.name.empty()) cost_flags.name = device;
     models::LoadedModel m = models::load_model(flags.spec, flags.options);
-    BRAID_CHECK(m.graph != nullptr, ErrorCode::kInvalidArgument, "'", flags.spec,
-                "' is a weighted DAG: it has no operators to run");
+    BRAID_CHECK(m.graph != nullptr || sim, ErrorCode::kInvalidArgument, "'", flags.spec,
+                "' is a weighted DAG: it has no operators to run (simulate it with --device "
+                "sim:NAME)");
     auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
     sched::Schedule s;
     if (schedule_path.empty()) {
@@ -78,13 +87,16 @@ void add_run_command(CLI::App& app) {
     }
     exec::ChromeTrace trace(m.units, fmt::format("{} {}", m.units.name(), s.algorithm),
                             trace_lane_names(m.units, s));
-    MeasureOptions measure{.executor = exec_options,
+    MeasureOptions measure{.device = device,
+                           .graph_replay = graph_replay,
+                           .sim_trace = sim ? trace_path : "",
+                           .executor = exec_options,
                            .iters = iters,
                            .warmup = warmup,
                            .input_seed = input_seed,
-                           .trace = trace_path.empty() ? nullptr : &trace};
-    const Measured r = measure_on_cpu(m.units, weights, s, measure);
-    if (!trace_path.empty()) trace.write(trace_path);
+                           .trace = trace_path.empty() || sim ? nullptr : &trace};
+    const Measured r = measure_schedule(m.units, weights, s, measure);
+    if (!trace_path.empty() && !sim) trace.write(trace_path);
     const double median = r.median_ms, p10 = r.p10_ms, p90 = r.p90_ms;
     if (json) {
       nlohmann::json j = {{"model", m.units.name()},
@@ -92,11 +104,24 @@ void add_run_command(CLI::App& app) {
                           {"device", device},
                           {"streams", r.lanes},
                           {"threads_per_stream", exec_options.threads_per_stream},
-                          {"iters", iters},
+                          {"iters", r.simulated ? 1 : iters},
                           {"latency_ms", {{"median", median}, {"p10", p10}, {"p90", p90}}},
                           {"peak_bytes", r.peak_bytes},
                           {"outputs_sha256", r.outputs_sha256}};
+      if (r.simulated) {
+        j["simulated"] = true;
+        j["graph_replay"] = graph_replay;
+        j["kernels"] = r.kernels;
+        j["mean_occupancy"] = r.mean_occupancy;
+      }
       std::cout << j.dump(2) << "\n";
+      return;
+    }
+    if (r.simulated) {
+      fmt::print("{} {} on {}{} ({} streams, {} kernels): simulated {:.3f} ms, mean occupancy "
+                 "{:.1f}%\n",
+                 m.units.name(), s.algorithm, device, graph_replay ? " (graph replay)" : "",
+                 r.lanes, r.kernels, median, 100 * r.mean_occupancy);
       return;
     }
     fmt::print(

@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "cost/dag_cost.h"
 #include "cost/roofline.h"
+#include "sim/sim_cost.h"
 
 namespace braid::cli {
 namespace {
@@ -16,11 +17,12 @@ bool is_dag_spec(const std::string& spec) {
 void add_cost_flags(CLI::App& cmd, CostFlags& flags) {
   cmd.add_option("--cost", flags.name,
                  "Cost model: dag (a .dag.json's latencies; its default), cpu (measured here, "
-                 "cached; the default for real models), roofline (FLOPs and bytes only)");
+                 "cached; the default for real models), roofline (FLOPs and bytes only), "
+                 "sim:NAME (the GPU simulator: devices/NAME.json or a .json path)");
 }
 
 bool cost_needs_weights(const CostFlags& flags, const std::string& model_spec) {
-  if (!flags.name.empty()) return flags.name == "cpu";
+  if (!flags.name.empty()) return flags.name == "cpu";  // sim: shapes only
   return !is_dag_spec(model_spec);
 }
 
@@ -35,8 +37,10 @@ std::unique_ptr<cost::CostModel> make_cost_model(const CostFlags& flags, const i
                 "' is a weighted DAG with no operators to measure (use --cost dag)");
     return std::make_unique<cost::CpuProfiler>(units, std::move(weights), flags.cpu);
   }
+  if (name.starts_with("sim:"))
+    return std::make_unique<sim::SimCostModel>(units, sim::load_device(name.substr(4)));
   BRAID_THROW(ErrorCode::kInvalidArgument, "unknown cost model '", name,
-              "' (known: dag, cpu, roofline)");
+              "' (known: dag, cpu, roofline, sim:NAME)");
 }
 
 }  // namespace braid::cli

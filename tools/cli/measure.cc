@@ -8,6 +8,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "exec/sim/sim_executor.h"
 #include "sched/lower.h"
 #include "sched/validate.h"
 
@@ -35,7 +36,69 @@ double percentile(std::vector<double> v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (pos - lo);
 }
 
+std::vector<float> random_input(const ir::Graph& graph, size_t i, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> x(graph.value(graph.inputs()[i]).type.elements());
+  for (float& v : x) v = dist(rng);
+  return x;
+}
+
+double mean_occupancy(const sim::Result& r) {
+  double area = 0, last_t = 0, last_v = 0;
+  for (const sim::OccupancySample& o : r.occupancy) {
+    if (o.device != 0) continue;
+    area += last_v * (o.at_us - last_t);
+    last_t = o.at_us;
+    last_v = o.occupancy;
+  }
+  return r.makespan_us > 0 ? area / r.makespan_us : 0;
+}
+
+Measured simulate_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
+                           const sched::Schedule& schedule, const std::string& device,
+                           const MeasureOptions& options) {
+  const sched::ExecutionPlan plan = sched::lower(units, schedule);
+  exec::SimExecutorOptions sim_options;
+  sim_options.devices.assign(schedule.num_devices, sim::load_device(device));
+  sim_options.graph_replay = options.graph_replay;
+  sim_options.compute_values = units.graph() != nullptr;
+  sim_options.record_timeline = true;
+  sim_options.cpu = options.executor;
+  auto executor = exec::make_sim_executor(std::move(sim_options));
+  auto model = executor->prepare({units.graph_ptr(), std::move(weights), &units, &plan});
+  auto request = model->new_request();
+  std::mt19937_64 rng(options.input_seed);
+  if (const ir::Graph* graph = units.graph())
+    for (size_t i = 0; i < graph->inputs().size(); ++i)
+      model->set_input(*request, i, random_input(*graph, i, rng));
+  model->run(*request, options.trace);
+  const sim::Result& r = *exec::last_simulation(*request);
+  if (!options.sim_trace.empty())
+    exec::write_sim_trace(*request, units, fmt::format("{} {} on sim:{}", units.name(),
+                                                       schedule.algorithm, device),
+                          options.sim_trace);
+  Measured m;
+  m.median_ms = m.p10_ms = m.p90_ms = r.makespan_us / 1e3;
+  m.peak_bytes = model->activation_bytes();
+  m.lanes = plan.lanes.size();
+  m.simulated = true;
+  m.kernels = exec::last_program(*request)->kernels.size();
+  m.mean_occupancy = mean_occupancy(r);
+  if (const ir::Graph* graph = units.graph()) {
+    std::vector<std::span<const float>> outputs;
+    for (size_t i = 0; i < graph->outputs().size(); ++i)
+      outputs.push_back(model->output(*request, i));
+    m.outputs_sha256 = sha256_hex(outputs);
+  }
+  return m;
+}
+
 }  // namespace
+
+std::optional<std::string> sim_device(const std::string& device) {
+  if (!device.starts_with("sim:")) return std::nullopt;
+  return device.substr(4);
+}
 
 std::vector<std::string> trace_lane_names(const ir::UnitGraph& units,
                                           const sched::Schedule& schedule) {
@@ -45,23 +108,28 @@ std::vector<std::string> trace_lane_names(const ir::UnitGraph& units,
   return names;
 }
 
-Measured measure_on_cpu(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
-                        const sched::Schedule& schedule, const MeasureOptions& options) {
+Measured measure_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
+                          const sched::Schedule& schedule, const MeasureOptions& options) {
+  sched::validate_or_throw(units, schedule);
+  if (auto name = sim_device(options.device))
+    return simulate_schedule(units, std::move(weights), schedule, *name, options);
+  BRAID_CHECK(options.device == "cpu", ErrorCode::kNotFound, "unknown device '", options.device,
+              "' (available: cpu, sim:NAME with NAME one of devices/ or a .json file)");
+  BRAID_CHECK(!options.graph_replay, ErrorCode::kInvalidArgument,
+              "--graph (CUDA Graph replay) needs a GPU device (sim:NAME here)");
   const ir::Graph* graph = units.graph();
   BRAID_CHECK(graph != nullptr, ErrorCode::kInvalidArgument, "'", units.name(),
               "' is a weighted DAG: it has no operators to run");
-  sched::validate_or_throw(units, schedule);
+  BRAID_CHECK(schedule.num_devices == 1, ErrorCode::kInvalidArgument,
+              "the schedule uses ", schedule.num_devices,
+              " devices; the CPU executor runs one (use mpirun, or --device sim:NAME)");
   const sched::ExecutionPlan plan = sched::lower(units, schedule);
   auto executor = exec::make_cpu_executor(options.executor);
   auto model = executor->prepare({units.graph_ptr(), std::move(weights), &units, &plan});
   auto request = model->new_request();
   std::mt19937_64 rng(options.input_seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (size_t i = 0; i < graph->inputs().size(); ++i) {
-    std::vector<float> x(graph->value(graph->inputs()[i]).type.elements());
-    for (float& v : x) v = dist(rng);
-    model->set_input(*request, i, x);
-  }
+  for (size_t i = 0; i < graph->inputs().size(); ++i)
+    model->set_input(*request, i, random_input(*graph, i, rng));
   for (int i = 0; i < options.warmup; ++i) model->run(*request);
   std::vector<double> ms;
   for (int i = 0; i < options.iters; ++i) {

@@ -1,9 +1,14 @@
-// Running a schedule on the CPU executor and timing it: what `braid run` and `braid bench`
-// share. Inputs are uniform [-1, 1] from a seed, so two schedules of one model see the same
-// inputs and their outputs_sha256 must agree.
+// Running a schedule on an executor and timing it: what `braid run` and `braid bench` share.
+// Inputs are uniform [-1, 1] from a seed, so two schedules of one model see the same inputs
+// and their outputs_sha256 must agree.
+//  - device "cpu": the CPU executor, wall-clock time of `iters` runs after `warmup`.
+//  - device "sim:NAME" (a devices/ name or a .json path): the GPU simulator; one simulated run
+//    gives the latency (it is deterministic), the CPU executor the values (weighted DAGs,
+//    which have no values, are simulated only).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "exec/chrome_trace.h"
@@ -14,6 +19,9 @@
 namespace braid::cli {
 
 struct MeasureOptions {
+  std::string device = "cpu";
+  bool graph_replay = false;  // sim: the plan captured once and replayed as a CUDA Graph
+  std::string sim_trace;      // sim: write the kernel-level Chrome trace here
   exec::CpuExecutorOptions executor;
   int iters = 20;
   int warmup = 3;
@@ -25,12 +33,18 @@ struct Measured {
   double median_ms = 0, p10_ms = 0, p90_ms = 0;
   Bytes peak_bytes = 0;
   size_t lanes = 0;
-  std::string outputs_sha256;
+  std::string outputs_sha256;  // empty when there are no values (a weighted DAG on sim)
+  bool simulated = false;
+  size_t kernels = 0;             // sim: kernels launched
+  double mean_occupancy = 0;      // sim: time-weighted achieved occupancy of device 0
 };
 
-// Validates, lowers, prepares and runs `schedule`; throws braid::Error on an invalid schedule
-// or a model the CPU executor cannot run.
-Measured measure_on_cpu(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
+// The simulated device a --device names ("sim:v100" -> "v100"); nullopt for other devices.
+std::optional<std::string> sim_device(const std::string& device);
+
+// Validates, lowers, prepares and runs `schedule`; throws braid::Error on an invalid schedule,
+// an unknown device or a model the executor cannot run.
+Measured measure_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
                         const sched::Schedule& schedule, const MeasureOptions& options);
 
 // Lane names for a Chrome trace of `schedule`'s lowered plan ("device 0 stream 1").

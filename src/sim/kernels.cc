@@ -1,0 +1,309 @@
+#include "sim/kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <fmt/core.h>
+
+#include "base/error.h"
+#include "ir/op_cost.h"
+#include "sched/merge.h"
+
+namespace braid::sim {
+namespace {
+
+constexpr double kFloatBytes = 4;
+
+// CUTLASS-like SIMT thread-block tiles (double-buffered K-tile of 8). The efficiencies are the
+// fraction of FP32 peak such a tile's inner loop sustains at full occupancy; larger tiles reuse
+// each loaded operand more and reach more.
+struct Tile {
+  int m, n, threads, registers;
+  double efficiency;
+  int shared_memory() const { return (m + n) * 8 * 4 * 2; }
+};
+constexpr Tile kTiles[] = {
+    {128, 128, 256, 128, 0.70}, {128, 64, 128, 128, 0.65}, {64, 64, 128, 80, 0.60},
+    {64, 32, 64, 80, 0.50},     {32, 32, 64, 64, 0.40},
+};
+constexpr int kSplitK[] = {1, 2, 4};
+constexpr int64_t kMinSliceK = 32;  // a split-K slice keeps at least this much of K
+
+// Element-wise style kernels: 256 threads, 4 elements per thread.
+constexpr int kElementwiseThreads = 256;
+constexpr int64_t kElementsPerBlock = kElementwiseThreads * 4;
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+Kernel elementwise(std::string name, UnitId unit, int64_t elements, double flops, double bytes) {
+  Kernel k{.name = std::move(name), .unit = unit};
+  k.blocks = std::max<int64_t>(1, ceil_div(elements, kElementsPerBlock));
+  k.threads = kElementwiseThreads;
+  k.registers = 32;
+  k.efficiency = 0.5;
+  k.flops = flops / k.blocks;
+  k.dram_bytes = k.uncached_bytes = bytes / k.blocks;
+  k.working_set = 0;  // streams through once: nothing to reuse
+  return k;
+}
+
+// A (batched) GEMM C[M,N] = A[M,K] B[K,N], `batch` independent ones (conv groups).
+struct GemmProblem {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  double a_bytes = 0, b_bytes = 0, c_bytes = 0;  // whole tensors, all batches
+  double epilogue_flops = 0;                     // fused ops after the GEMM, in total
+  double epilogue_bytes = 0;                     // their extra inputs
+};
+
+std::vector<Kernel> gemm_kernels(const std::string& name, UnitId unit, const GemmProblem& p,
+                                 const DeviceSpec& spec) {
+  std::vector<Kernel> best;
+  double best_us = 0;
+  for (const Tile& tile : kTiles) {
+    for (int split : kSplitK) {
+      if (split > 1 && p.k / split < kMinSliceK) break;
+      const int64_t slice = ceil_div(p.k, split);
+      const int64_t tiles = ceil_div(p.m, tile.m) * ceil_div(p.n, tile.n);
+      Kernel main{.name = split == 1 ? fmt::format("{} igemm {}x{}", name, tile.m, tile.n)
+                                     : fmt::format("{} igemm {}x{} splitk {}", name, tile.m,
+                                                   tile.n, split),
+                  .unit = unit};
+      main.blocks = p.batch * tiles * split;
+      main.threads = tile.threads;
+      main.registers = tile.registers;
+      main.shared_memory = tile.shared_memory();
+      main.efficiency = tile.efficiency;
+      // Edge tiles compute their padding too: the FLOPs are the tiles', not the problem's.
+      main.flops = 2.0 * tile.m * tile.n * slice + (split == 1 ? p.epilogue_flops / main.blocks : 0);
+      const double partials = split == 1 ? p.c_bytes + p.epilogue_bytes : p.c_bytes * split;
+      main.dram_bytes = (p.a_bytes + p.b_bytes + partials) / main.blocks;
+      main.uncached_bytes = std::max(
+          main.dram_bytes, kFloatBytes * (double(tile.m) * slice + double(slice) * tile.n) +
+                               partials / main.blocks);
+      main.working_set = p.a_bytes + p.b_bytes;
+      if (main.blocks_per_sm(spec) == 0) continue;
+      std::vector<Kernel> candidate{main};
+      double us = idle_kernel_us(main, spec);
+      if (split > 1) {
+        const int64_t outputs = p.batch * p.m * p.n;
+        candidate.push_back(elementwise(name + " splitk reduce", unit, outputs,
+                                        double(split) * outputs + p.epilogue_flops,
+                                        p.c_bytes * (split + 1) + p.epilogue_bytes));
+        us += idle_kernel_us(candidate.back(), spec) + spec.host.launch_us;
+      }
+      // Ties (within 1%) keep the earlier candidate: the larger tile, the fewer kernels.
+      if (best.empty() || us < best_us * 0.99) {
+        best = std::move(candidate);
+        best_us = us;
+      }
+    }
+  }
+  BRAID_CHECK(!best.empty(), ErrorCode::kUnsupported, "sim: no GEMM tile of '", name,
+              "' fits an SM of ", spec.name);
+  return best;
+}
+
+bool is_epilogue_op(ir::OpKind kind) {
+  switch (kind) {
+    case ir::OpKind::Relu:
+    case ir::OpKind::Sigmoid:
+    case ir::OpKind::Tanh:
+    case ir::OpKind::Gelu:
+    case ir::OpKind::BatchNormalization:
+    case ir::OpKind::Add:
+    case ir::OpKind::Mul:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool launches_nothing(ir::OpKind kind) {
+  return kind == ir::OpKind::Reshape || kind == ir::OpKind::Flatten ||
+         kind == ir::OpKind::Identity;
+}
+
+double value_bytes(const ir::Graph& g, ValueId v) {
+  return double(g.value(v).type.bytes());
+}
+
+const ir::Shape& shape_of(const ir::Graph& g, ValueId v) {
+  return g.value(v).type.shape;
+}
+
+GemmProblem conv_problem(const ir::Graph& g, const ir::Node& n) {
+  const auto& attrs = std::get<ir::ConvAttrs>(n.attrs);
+  const ir::Shape& x = shape_of(g, n.inputs[0]);
+  const ir::Shape& w = shape_of(g, n.inputs[1]);
+  const ir::Shape& y = shape_of(g, n.outputs[0]);
+  GemmProblem p;
+  p.batch = attrs.groups;
+  p.m = y[0] * y[2] * y[3];
+  p.n = w[0] / attrs.groups;
+  p.k = x[1] / attrs.groups * w[2] * w[3];
+  p.a_bytes = value_bytes(g, n.inputs[0]);
+  p.b_bytes = value_bytes(g, n.inputs[1]) + (n.inputs.size() > 2 ? value_bytes(g, n.inputs[2]) : 0);
+  p.c_bytes = value_bytes(g, n.outputs[0]);
+  return p;
+}
+
+GemmProblem matmul_problem(const ir::Graph& g, const ir::Node& n) {
+  const ir::Shape& a = shape_of(g, n.inputs[0]);
+  const ir::Shape& y = shape_of(g, n.outputs[0]);
+  GemmProblem p;
+  const bool trans_a =
+      n.kind == ir::OpKind::Gemm && std::get<ir::GemmAttrs>(n.attrs).trans_a;
+  p.k = trans_a ? a[a.size() - 2] : a.back();
+  p.n = y.back();
+  p.m = 1;
+  for (size_t i = 0; i + 1 < y.size(); ++i) p.m *= y[i];
+  for (ValueId v : n.inputs) (v == n.inputs[0] ? p.a_bytes : p.b_bytes) += value_bytes(g, v);
+  p.c_bytes = value_bytes(g, n.outputs[0]);
+  return p;
+}
+
+bool is_depthwise(const ir::Graph& g, const ir::Node& n) {
+  const auto& attrs = std::get<ir::ConvAttrs>(n.attrs);
+  return attrs.groups > 1 && attrs.groups == shape_of(g, n.inputs[0])[1];
+}
+
+// The kernel(s) of one op that launches work.
+std::vector<Kernel> op_kernels(const ir::Graph& g, NodeId id, UnitId unit, double epilogue_flops,
+                               double epilogue_bytes, const DeviceSpec& spec) {
+  const ir::Node& n = g.node(id);
+  const double flops = double(ir::op_flops(g, id)) + epilogue_flops;
+  const double bytes = double(ir::op_bytes(g, id)) + epilogue_bytes;
+  const int64_t out_elements = g.value(n.outputs[0]).type.elements();
+  if (n.kind == ir::OpKind::Conv && !is_depthwise(g, n)) {
+    GemmProblem p = conv_problem(g, n);
+    p.epilogue_flops = epilogue_flops;
+    p.epilogue_bytes = epilogue_bytes;
+    return gemm_kernels(n.name, unit, p, spec);
+  }
+  if (n.kind == ir::OpKind::MatMul || n.kind == ir::OpKind::Gemm) {
+    GemmProblem p = matmul_problem(g, n);
+    p.epilogue_flops = epilogue_flops;
+    p.epilogue_bytes = epilogue_bytes;
+    return gemm_kernels(n.name, unit, p, spec);
+  }
+  int64_t elements = out_elements;
+  if (n.kind == ir::OpKind::GlobalAveragePool || n.kind == ir::OpKind::Softmax ||
+      n.kind == ir::OpKind::LayerNormalization) {
+    // Reductions: a warp per row; count input elements, 8 per thread.
+    elements = std::max(out_elements, g.value(n.inputs[0]).type.elements() / 8);
+  }
+  return {elementwise(fmt::format("{} {}", n.name, ir::to_string(n.kind)), unit, elements, flops,
+                      bytes)};
+}
+
+}  // namespace
+
+int Kernel::blocks_per_sm(const DeviceSpec& spec) const {
+  const SmLimits& sm = spec.per_sm;
+  int n = sm.max_blocks;
+  n = std::min(n, sm.max_threads / threads);
+  n = std::min(n, sm.max_warps / warps());
+  n = std::min(n, sm.registers / std::max(1, threads * registers));
+  if (shared_memory > 0) n = std::min(n, sm.shared_memory_bytes / shared_memory);
+  return std::max(n, 0);
+}
+
+double idle_kernel_us(const Kernel& k, const DeviceSpec& spec) {
+  const int resident = k.blocks_per_sm(spec);
+  if (resident == 0) return std::numeric_limits<double>::infinity();
+  const int64_t per_sm = std::min<int64_t>(resident, ceil_div(k.blocks, spec.sms));
+  const int64_t active_sms = std::min<int64_t>(spec.sms, k.blocks);
+  const double warps = double(per_sm * k.warps());
+  const double sm_flops = spec.peak_fp32_flops() / spec.sms * k.efficiency *
+                          std::min(1.0, warps / SmModel::kWarpsForPeakCompute);
+  const double sm_bandwidth =
+      std::min(spec.dram_bytes_per_s() / spec.sms * SmModel::kSmBandwidthShare *
+                   std::min(1.0, warps / SmModel::kWarpsForPeakMemory),
+               spec.dram_bytes_per_s() / active_sms);
+  const double block_s = std::max(k.flops * per_sm / sm_flops, k.dram_bytes * per_sm / sm_bandwidth);
+  const int64_t waves = ceil_div(k.blocks, per_sm * spec.sms);
+  return waves * (block_s * 1e6 + SmModel::kBlockLatencyUs);
+}
+
+std::vector<Kernel> unit_kernels(const ir::UnitGraph& units, UnitId unit, const DeviceSpec& spec) {
+  const ir::Unit& u = units.unit(unit);
+  const ir::Graph* g = units.graph();
+  if (g == nullptr || u.ops.empty()) {
+    // A weighted-DAG unit: one full-device kernel that takes the given latency on an idle
+    // device (16 warps per SM reach the peak issue rate).
+    Kernel k{.name = u.name, .unit = unit};
+    k.blocks = spec.sms;
+    k.threads = 512;
+    k.registers = 32;
+    k.efficiency = 1;
+    const double latency_us = u.latency ? u.latency->count() : 0;
+    k.flops = latency_us * 1e-6 * spec.peak_fp32_flops() / spec.sms;
+    return {k};
+  }
+  std::vector<Kernel> kernels;
+  auto produced_inside = [&](ValueId v) {
+    const ir::Value& value = g->value(v);
+    return value.kind == ir::ValueKind::kActivation && units.unit_of(value.producer) == unit;
+  };
+  for (size_t i = 0; i < u.ops.size(); ++i) {
+    const ir::Node& n = g->node(u.ops[i]);
+    if (launches_nothing(n.kind)) continue;
+    if (n.kind == ir::OpKind::Pad && i + 1 < u.ops.size()) continue;  // the consumer pads
+    // Epilogue ops after this one, up to the next op that launches work.
+    double epilogue_flops = 0, epilogue_bytes = 0;
+    size_t j = i + 1;
+    for (; j < u.ops.size(); ++j) {
+      const ir::Node& e = g->node(u.ops[j]);
+      if (launches_nothing(e.kind)) continue;
+      if (!is_epilogue_op(e.kind)) break;
+      epilogue_flops += double(ir::op_flops(*g, u.ops[j]));
+      for (ValueId v : e.inputs)
+        if (!produced_inside(v)) epilogue_bytes += value_bytes(*g, v);
+    }
+    for (Kernel& k : op_kernels(*g, u.ops[i], unit, epilogue_flops, epilogue_bytes, spec))
+      kernels.push_back(std::move(k));
+    i = j - 1;
+  }
+  return kernels;
+}
+
+std::vector<Kernel> merged_kernels(const ir::UnitGraph& units, std::span<const UnitId> merge,
+                                   const DeviceSpec& spec) {
+  BRAID_ASSERT(!merge.empty(), "an empty merge");
+  const ir::Graph& g = *units.graph();
+  GemmProblem p;
+  std::string name = "merge";
+  int64_t kh = 0, kw = 0;
+  double outputs = 0;
+  for (UnitId u : merge) {
+    std::string why;
+    auto conv = sched::mergeable_conv(units, u, &why);
+    BRAID_ASSERT(conv.has_value(), "merged_kernels: ", why);
+    kh = std::max(kh, conv->attrs->kernel[0]);
+    kw = std::max(kw, conv->attrs->kernel[1]);
+  }
+  for (UnitId u : merge) {
+    std::string why;
+    auto conv = sched::mergeable_conv(units, u, &why);
+    const GemmProblem one = conv_problem(g, *conv->conv);
+    const ir::Shape& x = shape_of(g, conv->conv->inputs[0]);
+    p.m = one.m;
+    p.n += one.n;
+    p.k = x[1] * kh * kw;  // every kernel zero-padded to the largest
+    p.a_bytes = one.a_bytes;
+    p.b_bytes += one.b_bytes * double(kh * kw) /
+                 double(conv->attrs->kernel[0] * conv->attrs->kernel[1]);
+    p.c_bytes += one.c_bytes;
+    outputs += one.c_bytes;
+    name += " " + units.unit(u).name;
+  }
+  std::vector<Kernel> kernels = gemm_kernels(name, merge.front(), p, spec);
+  // The split: each conv's channels copied out of the merged output.
+  kernels.push_back(elementwise(name + " split", merge.front(), int64_t(outputs / kFloatBytes), 0,
+                                2 * outputs));
+  return kernels;
+}
+
+}  // namespace braid::sim

@@ -1,0 +1,98 @@
+#include "sim/sim_cost.h"
+
+#include <algorithm>
+
+namespace braid::sim {
+namespace {
+
+std::string stage_key(std::span<const std::vector<UnitId>> groups, char kind) {
+  std::string key(1, kind);
+  for (const auto& group : groups) {
+    for (UnitId u : group) {
+      const uint32_t v = uint32_t(index(u));
+      key.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+    key.push_back('|');
+  }
+  return key;
+}
+
+}  // namespace
+
+SimCostModel::SimCostModel(const ir::UnitGraph& units, DeviceSpec spec, bool graph_replay)
+    : CostModel(units),
+      spec_(std::move(spec)),
+      name_("sim:" + spec_.name),
+      graph_replay_(graph_replay),
+      kernels_(units, spec_) {
+  unit_latency_.reserve(units.num_units());
+  for (size_t u = 0; u < units.num_units(); ++u) {
+    const std::vector<UnitId> group{UnitId(u)};
+    unit_latency_.push_back(simulate_stage(std::span(&group, 1)));
+  }
+}
+
+Micros SimCostModel::simulate_stage(std::span<const std::vector<UnitId>> groups) const {
+  const Program p = stage_program(kernels_, groups);
+  return Micros(simulate(p, std::span(&spec_, 1), {.graph_replay = graph_replay_}).makespan_us);
+}
+
+Micros SimCostModel::unit_latency(UnitId unit) const {
+  count_unit_query();
+  return unit_latency_[index(unit)];
+}
+
+Micros SimCostModel::stage_latency(std::span<const std::vector<UnitId>> groups) const {
+  count_stage_query();
+  const std::string key = stage_key(groups, 'c');
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = stages_.find(key); it != stages_.end()) return it->second;
+  }
+  // Never below the bound the searches prune with (a group is not faster beside others).
+  const Micros t = std::max(simulate_stage(groups), stage_lower_bound(groups));
+  count_measurement();
+  std::lock_guard lock(mutex_);
+  stages_.emplace(key, t);
+  return t;
+}
+
+Micros SimCostModel::stage_lower_bound(std::span<const std::vector<UnitId>> groups) const {
+  Micros slowest{0};
+  for (const auto& group : groups) {
+    Micros sum{0};
+    for (UnitId u : group) sum += unit_latency_[index(u)];
+    slowest = std::max(slowest, sum);
+  }
+  // Launch costs are serialized on the host: the stage cannot end before its last launch.
+  size_t launches = 0;
+  for (const auto& group : groups)
+    for (UnitId u : group) launches += kernels_.of(u).size();
+  const double host = graph_replay_ ? spec_.host.launch_us : launches * spec_.host.launch_us;
+  return std::max(slowest, Micros(host));
+}
+
+Micros SimCostModel::merge_latency(std::span<const UnitId> units) const {
+  count_stage_query();
+  const std::vector<UnitId> as_group(units.begin(), units.end());
+  const std::string key = stage_key(std::span(&as_group, 1), 'm');
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = stages_.find(key); it != stages_.end()) return it->second;
+  }
+  const Program p = merge_program(kernels_, units);
+  const Micros t(simulate(p, std::span(&spec_, 1), {.graph_replay = graph_replay_}).makespan_us);
+  count_measurement();
+  std::lock_guard lock(mutex_);
+  stages_.emplace(key, t);
+  return t;
+}
+
+Micros SimCostModel::transfer_latency(const ir::UnitEdge& edge) const {
+  if (edge.transfer) return *edge.transfer;
+  if (spec_.links.empty()) return Micros{0};
+  const Link& link = spec_.links.front();
+  return Micros(link.latency_us + double(edge.bytes) / (link.gbps_per_direction * 1e3));
+}
+
+}  // namespace braid::sim
