@@ -219,7 +219,11 @@ class Engine {
       const int dev = program_.streams[op.stream].device;
       const HostCosts& c = devices_[dev].spec->host;
       if (options_.graph_replay) {
-        issue_[i] = c.launch_us;  // one launch of the whole graph
+        // One launch of the whole graph; the device's front end then submits the graph's
+        // kernels one after another in capture (launch) order.
+        if (host[dev] == 0) host[dev] = c.launch_us;
+        if (op.type == OpType::kKernel) host[dev] += c.graph_launch_us;
+        issue_[i] = host[dev];
         continue;
       }
       switch (op.type) {

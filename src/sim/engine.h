@@ -3,9 +3,11 @@
 // devices, each on a stream. The engine replays it on simulated devices:
 //
 //  - Host: eager, each device's host thread pays launch_us per launch and the event costs per
-//    record/wait, one after another (a launch cannot start before it is issued). Under graph
-//    replay (opara.txt §3.4) the host pays one launch for the whole graph and each kernel pays
-//    graph_launch_us on its stream instead.
+//    record/wait, one after another (a launch cannot start before it is issued), and a kernel
+//    at its stream's head waits kernel_latency_us more (device-side launch latency). Under
+//    graph replay (opara.txt §3.4) the host pays one launch for the whole graph, the device's
+//    front end submits the kernels in capture order at graph_launch_us each, and a kernel at
+//    its stream's head waits graph_launch_us.
 //  - Streams are FIFO; stream s uses hardware queue s mod hardware_queues (Hyper-Q), and ops of
 //    streams sharing a queue keep their issue order. A kernel at a stream head goes to the
 //    device's block scheduler, which serves kernels in arrival order and, as GPUs do, lets a
