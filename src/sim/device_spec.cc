@@ -47,7 +47,7 @@ std::vector<std::string> device_names() {
   return names;
 }
 
-DeviceSpec load_device(const std::string& name_or_path) {
+std::filesystem::path device_path(const std::string& name_or_path) {
   std::filesystem::path path = name_or_path;
   if (path.extension() != ".json") {
     path = devices_dir() / (name_or_path + ".json");
@@ -58,6 +58,11 @@ DeviceSpec load_device(const std::string& name_or_path) {
                   "; or give a .json file)");
     }
   }
+  return path;
+}
+
+DeviceSpec load_device(const std::string& name_or_path) {
+  const std::filesystem::path path = device_path(name_or_path);
   std::ifstream in(path);
   BRAID_CHECK(in.good(), ErrorCode::kNotFound, "cannot open device file ", path.string());
   const std::string where = path.string();

@@ -69,5 +69,7 @@ std::filesystem::path devices_dir();
 std::vector<std::string> device_names();
 // `name_or_path`: a name in devices_dir() ("v100") or a path to a .json file.
 DeviceSpec load_device(const std::string& name_or_path);
+// The file load_device reads (kNotFound for an unknown name).
+std::filesystem::path device_path(const std::string& name_or_path);
 
 }  // namespace braid::sim

@@ -176,15 +176,12 @@ std::vector<Kernel> op_kernels(const ir::Graph& g, NodeId id, UnitId unit, doubl
   const double flops = double(ir::op_flops(g, id)) + epilogue_flops;
   const double bytes = double(ir::op_bytes(g, id)) + epilogue_bytes;
   const int64_t out_elements = g.value(n.outputs[0]).type.elements();
-  if (n.kind == ir::OpKind::Conv && !is_depthwise(g, n)) {
-    GemmProblem p = conv_problem(g, n);
-    p.epilogue_flops = epilogue_flops;
-    p.epilogue_bytes = epilogue_bytes;
-    return gemm_kernels(n.name, unit, p, spec);
-  }
-  if (n.kind == ir::OpKind::MatMul || n.kind == ir::OpKind::Gemm) {
-    GemmProblem p = matmul_problem(g, n);
-    p.epilogue_flops = epilogue_flops;
+  const bool conv_gemm = n.kind == ir::OpKind::Conv && !is_depthwise(g, n);
+  if (conv_gemm || n.kind == ir::OpKind::MatMul || n.kind == ir::OpKind::Gemm) {
+    GemmProblem p = conv_gemm ? conv_problem(g, n) : matmul_problem(g, n);
+    // The op's own bias and activation run in the epilogue with the fused ops.
+    const double gemm_flops = 2.0 * p.batch * p.m * p.n * p.k;
+    p.epilogue_flops = epilogue_flops + std::max(0.0, double(ir::op_flops(g, id)) - gemm_flops);
     p.epilogue_bytes = epilogue_bytes;
     return gemm_kernels(n.name, unit, p, spec);
   }

@@ -30,5 +30,6 @@ void add_validate_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);
 
 }  // namespace braid::cli

@@ -1,0 +1,86 @@
+// Kernels from units: the tiling covers the GEMM, every kernel fits an SM of its device, fused
+// epilogues and views launch nothing of their own, merges become one GEMM plus a split.
+#include "sim/kernels.h"
+
+#include <gtest/gtest.h>
+
+#include "ir/op_cost.h"
+#include "models/loader.h"
+#include "sim/program.h"
+
+namespace braid::sim {
+namespace {
+
+models::LoadedModel load(const std::string& name) {
+  models::LoadOptions options;
+  options.with_weights = false;
+  return models::load_model(name, options);
+}
+
+TEST(Kernels, EveryZooUnitBecomesKernelsThatFitAndCarryItsWork) {
+  for (const char* device : {"v100", "rtx3080", "jetson_nano", "h100"}) {
+    const DeviceSpec spec = load_device(device);
+    for (const char* model : {"inception_v3", "nasnet", "squeezenet", "bert"}) {
+      SCOPED_TRACE(std::string(device) + " " + model);
+      const models::LoadedModel m = load(model);
+      const UnitKernels kernels(m.units, spec);
+      for (size_t u = 0; u < m.units.num_units(); ++u) {
+        const ir::Unit& unit = m.units.unit(UnitId(u));
+        double flops = 0;
+        for (const Kernel& k : kernels.of(UnitId(u))) {
+          EXPECT_GT(k.blocks_per_sm(spec), 0) << k.name;
+          EXPECT_GE(k.blocks, 1) << k.name;
+          flops += k.flops * k.blocks;
+        }
+        // Padded tiles and split-K reductions only add work; nothing is lost.
+        double op_flops = 0;
+        for (NodeId n : unit.ops) op_flops += double(ir::op_flops(*m.graph, n));
+        EXPECT_GE(flops * 1.0000001, op_flops) << unit.name;
+      }
+    }
+  }
+}
+
+TEST(Kernels, ConvBnReluIsOneGemmAndViewsLaunchNothing) {
+  const models::LoadedModel m = load("inception_v3");
+  const DeviceSpec v100 = load_device("v100");
+  size_t views = 0;
+  for (size_t u = 0; u < m.units.num_units(); ++u) {
+    const std::string sig = m.units.signature(UnitId(u));
+    const std::vector<Kernel> ks = unit_kernels(m.units, UnitId(u), v100);
+    if (sig == "Conv-BatchNormalization-Relu" || sig == "Conv-Relu") {
+      ASSERT_FALSE(ks.empty());
+      EXPECT_NE(ks.front().name.find("igemm"), std::string::npos) << ks.front().name;
+      EXPECT_LE(ks.size(), 2u) << sig;  // the GEMM, and a split-K reduction at most
+    }
+    if (sig == "Flatten" || sig == "Reshape") {
+      EXPECT_TRUE(ks.empty()) << sig;
+      ++views;
+    }
+  }
+  SUCCEED() << views << " view units";
+}
+
+TEST(Kernels, AWeightedDagUnitTakesItsLatencyOnAnIdleDevice) {
+  const DeviceSpec v100 = load_device("v100");
+  ir::Unit a{.name = "a", .latency = Micros(250)};
+  const ir::UnitGraph g = ir::UnitGraph::from_dag("one", {a}, {});
+  const std::vector<Kernel> ks = unit_kernels(g, UnitId(0), v100);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_NEAR(idle_kernel_us(ks[0], v100), 250 + SmModel::kBlockLatencyUs, 1e-6);
+}
+
+TEST(Kernels, TheTileHeuristicFillsTheDeviceForSmallOutputs) {
+  // Late Inception layers (8x8 maps): a 128x128 tile would give a handful of blocks; the
+  // heuristic picks smaller tiles or split-K so the grid reaches the SMs.
+  const models::LoadedModel m = load("inception_v3");
+  const DeviceSpec v100 = load_device("v100");
+  const auto u = m.units.find_unit("mixed_7c/branch1x1");
+  ASSERT_TRUE(u.has_value());
+  const std::vector<Kernel> ks = unit_kernels(m.units, *u, v100);
+  ASSERT_FALSE(ks.empty());
+  EXPECT_GE(ks.front().blocks, 20) << ks.front().name;
+}
+
+}  // namespace
+}  // namespace braid::sim
