@@ -121,7 +121,7 @@ Calibration simulate_calibration(const DeviceSpec& spec, const std::vector<doubl
       Program q;
       q.streams = {{.device = 0, .id = 0}};
       Kernel blocker = empty_kernel();
-      blocker.flops = spec.peak_fp32_flops() * 1e-6 * (n + 1) * (spec.host.launch_us + 1);
+      blocker.flops = spec.sustained_fp32_flops() * 1e-6 * (n + 1) * (spec.host.launch_us + 1);
       blocker.efficiency = 1;
       q.kernels.push_back(blocker);
       q.ops.push_back(Op::kernel(0, 0));

@@ -84,6 +84,10 @@ DeviceSpec load_device(const std::string& name_or_path) {
   d.peak_fp32_tflops = field<double>(j, "peak_fp32_tflops", where);
   d.peak_tensor_fp16_tflops = field<double>(j, "peak_tensor_fp16_tflops", where);
   d.dram_gbps = field<double>(j, "dram_gbps", where);
+  if (j.contains("sustained_fp32_fraction"))
+    d.sustained_fp32_fraction = field<double>(j, "sustained_fp32_fraction", where);
+  BRAID_CHECK(d.sustained_fp32_fraction > 0 && d.sustained_fp32_fraction <= 1,
+              ErrorCode::kInvalidArgument, where, ": sustained_fp32_fraction must be in (0, 1]");
   d.l2_bytes = field<long long>(j, "l2_bytes", where);
   const json per_sm = field<json>(j, "per_sm", where);
   const std::string sm_where = where + " per_sm";

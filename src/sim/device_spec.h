@@ -59,7 +59,14 @@ struct DeviceSpec {
   int hardware_queues = 0;     // Hyper-Q connections
   std::vector<Link> links;
 
+  // The fraction of the FP32 peak the SM sustains on real kernels' instruction mix: 0.5 on
+  // GA10x (RTX 30xx, A40), whose second FP32 datapath is shared with INT32 (NVIDIA GA102
+  // whitepaper), so address arithmetic takes half the doubled peak; 1 elsewhere (the file's
+  // sustained_fp32_fraction, default 1).
+  double sustained_fp32_fraction = 1;
+
   double peak_fp32_flops() const { return peak_fp32_tflops * 1e12; }
+  double sustained_fp32_flops() const { return peak_fp32_flops() * sustained_fp32_fraction; }
   double dram_bytes_per_s() const { return dram_gbps * 1e9; }
 };
 

@@ -85,7 +85,8 @@ class Engine {
     drain_worklist();
     dispatch_all();
     while (true) {
-      compute_rates();
+      if (rates_dirty_) compute_rates();
+      rates_dirty_ = false;
       double step = kInfinity;
       for (const DeviceState& d : devices_)
         for (const Group& g : d.groups)
@@ -106,7 +107,10 @@ class Engine {
       drain_worklist();
       dispatch_all();
       for (DeviceState& d : devices_)
-        if (d.changed) merge_groups(d);
+        if (d.changed) {
+          merge_groups(d);
+          rates_dirty_ = true;
+        }
       if (options_.record_timeline) sample_occupancy();
     }
     for (const Queue& q : queues_) {
@@ -423,19 +427,33 @@ class Engine {
     return true;
   }
 
+  // Groups in the same state become one: sorted by their state, equal neighbours merge.
   void merge_groups(DeviceState& d) {
     d.changed = false;
     auto& groups = d.groups;
-    for (size_t i = 0; i < groups.size(); ++i)
-      for (size_t j = i + 1; j < groups.size();) {
-        if (same_state(groups[i], groups[j])) {
-          groups[i].sms += groups[j].sms;
-          groups[j] = std::move(groups.back());
-          groups.pop_back();
-        } else {
-          ++j;
-        }
+    if (groups.size() < 2) return;
+    auto less = [](const Group& a, const Group& b) {
+      if (a.cohorts.size() != b.cohorts.size()) return a.cohorts.size() < b.cohorts.size();
+      if (a.warps != b.warps) return a.warps < b.warps;
+      if (a.blocks != b.blocks) return a.blocks < b.blocks;
+      for (size_t i = 0; i < a.cohorts.size(); ++i) {
+        const Cohort &x = a.cohorts[i], &y = b.cohorts[i];
+        if (x.kernel != y.kernel) return x.kernel < y.kernel;
+        if (x.blocks != y.blocks) return x.blocks < y.blocks;
+        if (x.done != y.done) return x.done < y.done;
       }
+      return false;
+    };
+    std::sort(groups.begin(), groups.end(), less);
+    size_t out = 0;
+    for (size_t i = 1; i < groups.size(); ++i) {
+      if (same_state(groups[out], groups[i])) {
+        groups[out].sms += groups[i].sms;
+      } else if (++out != i) {
+        groups[out] = std::move(groups[i]);
+      }
+    }
+    groups.resize(out + 1);
   }
 
   void compute_rates() {
@@ -454,7 +472,7 @@ class Engine {
           }
       const double miss =
           working_set > spec.l2_bytes ? 1 - double(spec.l2_bytes) / working_set : 0;
-      const double sm_flops = spec.peak_fp32_flops() / spec.sms * 1e-6;         // per us
+      const double sm_flops = spec.sustained_fp32_flops() / spec.sms * 1e-6;         // per us
       const double sm_bandwidth = spec.dram_bytes_per_s() / spec.sms * 1e-6 *     // per us
                                   SmModel::kSmBandwidthShare;
       double device_bandwidth = 0;
@@ -537,6 +555,7 @@ class Engine {
   std::vector<uint64_t> kernel_stamp_;
   uint64_t stamp_ = 0;
   double now_ = 0;
+  bool rates_dirty_ = true;
   Result result_;
 };
 

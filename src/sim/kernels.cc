@@ -213,7 +213,7 @@ double idle_kernel_us(const Kernel& k, const DeviceSpec& spec) {
   const int64_t per_sm = std::min<int64_t>(resident, ceil_div(k.blocks, spec.sms));
   const int64_t active_sms = std::min<int64_t>(spec.sms, k.blocks);
   const double warps = double(per_sm * k.warps());
-  const double sm_flops = spec.peak_fp32_flops() / spec.sms * k.efficiency *
+  const double sm_flops = spec.sustained_fp32_flops() / spec.sms * k.efficiency *
                           std::min(1.0, warps / SmModel::kWarpsForPeakCompute);
   const double sm_bandwidth =
       std::min(spec.dram_bytes_per_s() / spec.sms * SmModel::kSmBandwidthShare *
@@ -236,7 +236,7 @@ std::vector<Kernel> unit_kernels(const ir::UnitGraph& units, UnitId unit, const 
     k.registers = 32;
     k.efficiency = 1;
     const double latency_us = u.latency ? u.latency->count() : 0;
-    k.flops = latency_us * 1e-6 * spec.peak_fp32_flops() / spec.sms;
+    k.flops = latency_us * 1e-6 * spec.sustained_fp32_flops() / spec.sms;
     return {k};
   }
   std::vector<Kernel> kernels;
