@@ -108,9 +108,8 @@ DeviceSpec load_device(const std::string& name_or_path) {
   for (const json& link : field<json>(j, "links", where)) {
     Link l{field<std::string>(link, "kind", where + " links"),
            field<double>(link, "gbps_per_direction", where + " links")};
-    l.latency_us = link.contains("latency_us")
-                       ? field<double>(link, "latency_us", where + " links")
-                       : (l.kind.starts_with("nvlink") ? 2.0 : 5.0);
+    l.latency_us = link.contains("latency_us") ? field<double>(link, "latency_us", where + " links")
+                                               : (l.kind.starts_with("nvlink") ? 2.0 : 5.0);
     d.links.push_back(std::move(l));
   }
 

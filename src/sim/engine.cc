@@ -54,7 +54,7 @@ struct Queue {
   int device = 0;
   std::vector<uint32_t> ops;
   size_t head = 0;
-  bool busy = false;           // the head op is running (kernel or copy)
+  bool busy = false;            // the head op is running (kernel or copy)
   bool launch_delayed = false;  // graph replay: the head kernel has paid graph_launch_us
 };
 
@@ -114,9 +114,8 @@ class Engine {
       if (options_.record_timeline) sample_occupancy();
     }
     for (const Queue& q : queues_) {
-      BRAID_CHECK(q.head == q.ops.size(), ErrorCode::kInternal,
-                  "sim: the program deadlocks: op ", q.ops[q.head], " (",
-                  describe(program_.ops[q.ops[q.head]]), ") never runs");
+      BRAID_CHECK(q.head == q.ops.size(), ErrorCode::kInternal, "sim: the program deadlocks: op ",
+                  q.ops[q.head], " (", describe(program_.ops[q.ops[q.head]]), ") never runs");
     }
     result_.makespan_us = 0;
     for (double t : op_done_) result_.makespan_us = std::max(result_.makespan_us, t);
@@ -135,10 +134,14 @@ class Engine {
  private:
   static std::string describe(const Op& op) {
     switch (op.type) {
-      case OpType::kKernel: return "kernel " + std::to_string(op.index);
-      case OpType::kRecord: return "record event " + std::to_string(op.index);
-      case OpType::kWait: return "wait event " + std::to_string(op.index);
-      case OpType::kCopy: return "copy";
+      case OpType::kKernel:
+        return "kernel " + std::to_string(op.index);
+      case OpType::kRecord:
+        return "record event " + std::to_string(op.index);
+      case OpType::kWait:
+        return "wait event " + std::to_string(op.index);
+      case OpType::kCopy:
+        return "copy";
     }
     return "?";
   }
@@ -186,8 +189,8 @@ class Engine {
       }
     }
     for (uint32_t e = 0; e < program_.num_events; ++e)
-      BRAID_CHECK(records[e] <= 1, ErrorCode::kInvalidArgument, "sim: event ", e,
-                  " is recorded ", records[e], " times");
+      BRAID_CHECK(records[e] <= 1, ErrorCode::kInvalidArgument, "sim: event ", e, " is recorded ",
+                  records[e], " times");
     for (size_t k = 0; k < program_.kernels.size(); ++k)
       BRAID_CHECK(kernel_op_[k] != UINT32_MAX, ErrorCode::kInvalidArgument, "sim: kernel ", k,
                   " ('", program_.kernels[k].name, "') is never launched");
@@ -232,9 +235,15 @@ class Engine {
       }
       switch (op.type) {
         case OpType::kKernel:
-        case OpType::kCopy: host[dev] += c.launch_us; break;
-        case OpType::kRecord: host[dev] += c.event_record_us; break;
-        case OpType::kWait: host[dev] += c.event_wait_us; break;
+        case OpType::kCopy:
+          host[dev] += c.launch_us;
+          break;
+        case OpType::kRecord:
+          host[dev] += c.event_record_us;
+          break;
+        case OpType::kWait:
+          host[dev] += c.event_wait_us;
+          break;
       }
       issue_[i] = host[dev];
     }
@@ -274,8 +283,8 @@ class Engine {
           break;
         case OpType::kKernel: {
           DeviceState& d = devices_[q.device];
-          const double latency = options_.graph_replay ? d.spec->host.graph_launch_us
-                                                       : d.spec->host.kernel_latency_us;
+          const double latency =
+              options_.graph_replay ? d.spec->host.graph_launch_us : d.spec->host.kernel_latency_us;
           if (!q.launch_delayed && latency > 0) {
             q.launch_delayed = true;
             timed_.push({now_ + latency, qi, false});
@@ -470,18 +479,16 @@ class Engine {
             kernel_stamp_[c.kernel] = stamp_;
             working_set += program_.kernels[c.kernel].working_set;
           }
-      const double miss =
-          working_set > spec.l2_bytes ? 1 - double(spec.l2_bytes) / working_set : 0;
-      const double sm_flops = spec.sustained_fp32_flops() / spec.sms * 1e-6;         // per us
-      const double sm_bandwidth = spec.dram_bytes_per_s() / spec.sms * 1e-6 *     // per us
+      const double miss = working_set > spec.l2_bytes ? 1 - double(spec.l2_bytes) / working_set : 0;
+      const double sm_flops = spec.sustained_fp32_flops() / spec.sms * 1e-6;   // per us
+      const double sm_bandwidth = spec.dram_bytes_per_s() / spec.sms * 1e-6 *  // per us
                                   SmModel::kSmBandwidthShare;
       double device_bandwidth = 0;
       for (Group& g : d.groups) {
         if (g.cohorts.empty()) continue;
         const double warps = g.warps;
         const double issue = sm_flops * std::min(1.0, warps / SmModel::kWarpsForPeakCompute);
-        const double cap =
-            sm_bandwidth * std::min(1.0, warps / SmModel::kWarpsForPeakMemory);
+        const double cap = sm_bandwidth * std::min(1.0, warps / SmModel::kWarpsForPeakMemory);
         double demand = 0;
         for (Cohort& c : g.cohorts) {
           const Kernel& k = program_.kernels[c.kernel];

@@ -91,16 +91,16 @@ struct KernelTiming {
 struct OccupancySample {
   double at_us = 0;
   int device = 0;
-  double occupancy = 0;    // resident warps / (SMs x max warps per SM)
-  double active_sms = 0;   // fraction of SMs with at least one resident block
+  double occupancy = 0;   // resident warps / (SMs x max warps per SM)
+  double active_sms = 0;  // fraction of SMs with at least one resident block
 };
 
 struct Result {
-  double makespan_us = 0;  // from the first issue to the last op done
-  int64_t events = 0;      // engine iterations, for the speed benchmark
-  std::vector<KernelTiming> kernels;        // when record_timeline
-  std::vector<OccupancySample> occupancy;   // when record_timeline
-  std::vector<double> op_done_us;           // when record_timeline: every op's completion
+  double makespan_us = 0;                  // from the first issue to the last op done
+  int64_t events = 0;                      // engine iterations, for the speed benchmark
+  std::vector<KernelTiming> kernels;       // when record_timeline
+  std::vector<OccupancySample> occupancy;  // when record_timeline
+  std::vector<double> op_done_us;          // when record_timeline: every op's completion
 };
 
 // Throws braid::Error(kInvalidArgument) for a program that names a missing device, event or

@@ -185,7 +185,8 @@ TEST(Engine, CopiesUseTheLinkAndOverlapCompute) {
   const Result r = simulate(p, two, {.record_timeline = true});
   const Link& link = d.links.front();
   const double copy_us = link.latency_us + bytes / (link.gbps_per_direction * 1e3);
-  EXPECT_NEAR(r.op_done_us[1] - d.host.launch_us, copy_us, 1e-6 * copy_us);  // device 1's first launch
+  EXPECT_NEAR(r.op_done_us[1] - d.host.launch_us, copy_us,
+              1e-6 * copy_us);                        // device 1's first launch
   EXPECT_LT(r.kernels[1].start_us, r.op_done_us[1]);  // overlapped
 }
 

@@ -1,9 +1,9 @@
 #include "sim/kernels.h"
 
+#include <fmt/core.h>
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <fmt/core.h>
 
 #include "base/error.h"
 #include "ir/op_cost.h"
@@ -66,22 +66,23 @@ std::vector<Kernel> gemm_kernels(const std::string& name, UnitId unit, const Gem
       if (split > 1 && p.k / split < kMinSliceK) break;
       const int64_t slice = ceil_div(p.k, split);
       const int64_t tiles = ceil_div(p.m, tile.m) * ceil_div(p.n, tile.n);
-      Kernel main{.name = split == 1 ? fmt::format("{} igemm {}x{}", name, tile.m, tile.n)
-                                     : fmt::format("{} igemm {}x{} splitk {}", name, tile.m,
-                                                   tile.n, split),
-                  .unit = unit};
+      Kernel main{
+          .name = split == 1 ? fmt::format("{} igemm {}x{}", name, tile.m, tile.n)
+                             : fmt::format("{} igemm {}x{} splitk {}", name, tile.m, tile.n, split),
+          .unit = unit};
       main.blocks = p.batch * tiles * split;
       main.threads = tile.threads;
       main.registers = tile.registers;
       main.shared_memory = tile.shared_memory();
       main.efficiency = tile.efficiency;
       // Edge tiles compute their padding too: the FLOPs are the tiles', not the problem's.
-      main.flops = 2.0 * tile.m * tile.n * slice + (split == 1 ? p.epilogue_flops / main.blocks : 0);
+      main.flops =
+          2.0 * tile.m * tile.n * slice + (split == 1 ? p.epilogue_flops / main.blocks : 0);
       const double partials = split == 1 ? p.c_bytes + p.epilogue_bytes : p.c_bytes * split;
       main.dram_bytes = (p.a_bytes + p.b_bytes + partials) / main.blocks;
       main.uncached_bytes = std::max(
-          main.dram_bytes, kFloatBytes * (double(tile.m) * slice + double(slice) * tile.n) +
-                               partials / main.blocks);
+          main.dram_bytes,
+          kFloatBytes * (double(tile.m) * slice + double(slice) * tile.n) + partials / main.blocks);
       main.working_set = p.a_bytes + p.b_bytes;
       if (main.blocks_per_sm(spec) == 0) continue;
       std::vector<Kernel> candidate{main};
@@ -121,8 +122,7 @@ bool is_epilogue_op(ir::OpKind kind) {
 }
 
 bool launches_nothing(ir::OpKind kind) {
-  return kind == ir::OpKind::Reshape || kind == ir::OpKind::Flatten ||
-         kind == ir::OpKind::Identity;
+  return kind == ir::OpKind::Reshape || kind == ir::OpKind::Flatten || kind == ir::OpKind::Identity;
 }
 
 double value_bytes(const ir::Graph& g, ValueId v) {
@@ -153,8 +153,7 @@ GemmProblem matmul_problem(const ir::Graph& g, const ir::Node& n) {
   const ir::Shape& a = shape_of(g, n.inputs[0]);
   const ir::Shape& y = shape_of(g, n.outputs[0]);
   GemmProblem p;
-  const bool trans_a =
-      n.kind == ir::OpKind::Gemm && std::get<ir::GemmAttrs>(n.attrs).trans_a;
+  const bool trans_a = n.kind == ir::OpKind::Gemm && std::get<ir::GemmAttrs>(n.attrs).trans_a;
   p.k = trans_a ? a[a.size() - 2] : a.back();
   p.n = y.back();
   p.m = 1;
@@ -219,7 +218,8 @@ double idle_kernel_us(const Kernel& k, const DeviceSpec& spec) {
       std::min(spec.dram_bytes_per_s() / spec.sms * SmModel::kSmBandwidthShare *
                    std::min(1.0, warps / SmModel::kWarpsForPeakMemory),
                spec.dram_bytes_per_s() / active_sms);
-  const double block_s = std::max(k.flops * per_sm / sm_flops, k.dram_bytes * per_sm / sm_bandwidth);
+  const double block_s =
+      std::max(k.flops * per_sm / sm_flops, k.dram_bytes * per_sm / sm_bandwidth);
   const int64_t waves = ceil_div(k.blocks, per_sm * spec.sms);
   return waves * (block_s * 1e6 + SmModel::kBlockLatencyUs);
 }
@@ -290,16 +290,16 @@ std::vector<Kernel> merged_kernels(const ir::UnitGraph& units, std::span<const U
     p.n += one.n;
     p.k = x[1] * kh * kw;  // every kernel zero-padded to the largest
     p.a_bytes = one.a_bytes;
-    p.b_bytes += one.b_bytes * double(kh * kw) /
-                 double(conv->attrs->kernel[0] * conv->attrs->kernel[1]);
+    p.b_bytes +=
+        one.b_bytes * double(kh * kw) / double(conv->attrs->kernel[0] * conv->attrs->kernel[1]);
     p.c_bytes += one.c_bytes;
     outputs += one.c_bytes;
     name += " " + units.unit(u).name;
   }
   std::vector<Kernel> kernels = gemm_kernels(name, merge.front(), p, spec);
   // The split: each conv's channels copied out of the merged output.
-  kernels.push_back(elementwise(name + " split", merge.front(), int64_t(outputs / kFloatBytes), 0,
-                                2 * outputs));
+  kernels.push_back(
+      elementwise(name + " split", merge.front(), int64_t(outputs / kFloatBytes), 0, 2 * outputs));
   return kernels;
 }
 

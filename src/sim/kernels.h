@@ -34,12 +34,12 @@
 namespace braid::sim {
 
 struct Kernel {
-  std::string name;     // "conv1 igemm 64x64 splitk 2"
-  UnitId unit{};        // the unit it belongs to
-  int64_t blocks = 1;   // grid size
-  int threads = 256;    // per block
-  int registers = 32;   // per thread
-  int shared_memory = 0;  // bytes per block
+  std::string name;         // "conv1 igemm 64x64 splitk 2"
+  UnitId unit{};            // the unit it belongs to
+  int64_t blocks = 1;       // grid size
+  int threads = 256;        // per block
+  int registers = 32;       // per thread
+  int shared_memory = 0;    // bytes per block
   double efficiency = 0.6;  // fraction of the SM's FP32 peak the kernel's inner loop reaches
   double flops = 0;         // per block
   // DRAM bytes per block when what the kernel reuses stays in L2 (compulsory traffic) and when

@@ -27,9 +27,8 @@ struct Segment {
 }  // namespace
 
 PlanProgram plan_program(const ir::UnitGraph& units, const sched::ExecutionPlan& plan,
-                         std::span<const UnitId> order,
-                         std::span<const UnitKernels* const> devices, size_t first_block,
-                         size_t last_block) {
+                         std::span<const UnitId> order, std::span<const UnitKernels* const> devices,
+                         size_t first_block, size_t last_block) {
   last_block = std::min(last_block, plan.num_blocks);
   PlanProgram out;
   Program& p = out.program;
@@ -72,8 +71,8 @@ PlanProgram plan_program(const ir::UnitGraph& units, const sched::ExecutionPlan&
         seg.priority = position[index(launch->unit)];
         last = launch->unit;
       } else if (const auto* record = std::get_if<sched::RecordStep>(&step)) {
-        BRAID_CHECK(last.has_value(), ErrorCode::kInvalidArgument,
-                    "sim: lane ", li, " records event ", record->event, " before any launch");
+        BRAID_CHECK(last.has_value(), ErrorCode::kInvalidArgument, "sim: lane ", li,
+                    " records event ", record->event, " before any launch");
         recorder[record->event] = {li, *last};
       }
     }
@@ -100,7 +99,8 @@ PlanProgram plan_program(const ir::UnitGraph& units, const sched::ExecutionPlan&
         if (src_device != lane.device) {
           double bytes = 0;
           if (waiting_unit)
-            if (auto e = units.find_edge(from, *waiting_unit)) bytes = double(units.edges()[*e].bytes);
+            if (auto e = units.find_edge(from, *waiting_unit))
+              bytes = double(units.edges()[*e].bytes);
           if (bytes == 0)
             for (uint32_t e : units.out_edges(from))
               bytes = std::max(bytes, double(units.edges()[e].bytes));

@@ -56,7 +56,8 @@ TEST(Validation, HiosFigure1ParallelConvsHelpSmallInputsOnly) {
     ConvAttrs attrs{.kernel = {5, 5}, .pads = {2, 2, 2, 2}};
     std::vector<ValueId> ys;
     for (const char* name : {"a", "b"}) {
-      const ValueId x = b.add_input(std::string(name) + ".x", {DType::kFloat32, {1, 48, size, size}});
+      const ValueId x =
+          b.add_input(std::string(name) + ".x", {DType::kFloat32, {1, 48, size, size}});
       const ValueId w = b.add_parameter(std::string(name) + ".w", {DType::kFloat32, {48, 48, 5, 5}},
                                         ir::ParamInit::normal(0.1f));
       ys.push_back(b.add_op(OpKind::Conv, attrs, {x, w}, name));

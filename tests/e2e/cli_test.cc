@@ -65,8 +65,8 @@ TEST(Cli, BadFlagExitsTwo) {
 }
 
 TEST(Cli, EveryCommandHasHelp) {
-  for (const char* c :
-       {"models", "inspect", "export", "schedule", "validate", "run", "profile", "bench"}) {
+  for (const char* c : {"models", "inspect", "export", "schedule", "validate", "run", "profile",
+                        "bench", "calibrate"}) {
     auto r = run_command(cli() + " " + c + " --help");
     EXPECT_EQ(r.exit_code, 0) << c;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << c << ": " << r.out;
@@ -153,6 +153,79 @@ TEST(Cli, LiosRunningExample) {
     EXPECT_DOUBLE_EQ(j["sequential_ms"].get<double>(), 73.0) << algo;
     EXPECT_EQ(j["streams"], std::string(algo) == "lios" ? 3 : 1) << algo;
   }
+}
+
+// The GPU simulator through the CLI (issue 5's acceptance commands, on the small model).
+TEST(Cli, SimulatedGpuRunScheduleAndBench) {
+  auto sched = run_command(cli() + " schedule squeezenet --algo ios --cost sim:v100 --json");
+  ASSERT_EQ(sched.exit_code, 0) << sched.err;
+  nlohmann::json s = nlohmann::json::parse(sched.out);
+  EXPECT_EQ(s["cost"], "sim:v100");
+  EXPECT_GT(s["predicted_ms"].get<double>(), 0);
+
+  const auto trace = (testing::scratch_dir() / "sim_trace.json").string();
+  auto run =
+      run_command(cli() + " run squeezenet --device sim:v100 --algo lios --json --trace " + trace);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  nlohmann::json r = nlohmann::json::parse(run.out);
+  EXPECT_TRUE(r["simulated"].get<bool>());
+  EXPECT_GT(r["latency_ms"]["median"].get<double>(), 0);
+  EXPECT_GT(r["kernels"].get<int>(), 0);
+  // The values are computed for real: the same outputs as the CPU executor's.
+  auto cpu = run_command(cli() + " run squeezenet --algo sequential --cost roofline --iters 1 " +
+                         "--warmup 0 --json");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  EXPECT_EQ(r["outputs_sha256"], nlohmann::json::parse(cpu.out)["outputs_sha256"]);
+  // A kernel-level Chrome trace with occupancy counters.
+  std::ifstream in(trace);
+  nlohmann::json t = nlohmann::json::parse(in);
+  size_t slices = 0, counters = 0;
+  for (const auto& e : t["traceEvents"]) {
+    slices += e["ph"] == "X";
+    counters += e["ph"] == "C";
+  }
+  EXPECT_EQ(slices, r["kernels"].get<size_t>());
+  EXPECT_GT(counters, 0u);
+
+  // Graph replay is faster than eager launches on the same schedule.
+  auto graph = run_command(cli() + " run squeezenet --device sim:v100 --algo lios --graph --json");
+  ASSERT_EQ(graph.exit_code, 0) << graph.err;
+  EXPECT_LT(nlohmann::json::parse(graph.out)["latency_ms"]["median"].get<double>(),
+            r["latency_ms"]["median"].get<double>());
+
+  auto bench = run_command(cli() + " bench squeezenet " + golden("diamond.dag.json") +
+                           " --algos sequential,lios --cost sim:v100 --json");
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  for (const auto& row : nlohmann::json::parse(bench.out)) {
+    EXPECT_GT(row["measured_ms"]["median"].get<double>(), 0) << row;  // simulated, DAGs too
+    EXPECT_GT(row["measured_speedup"].get<double>(), 0) << row;
+  }
+}
+
+TEST(Cli, SimulatedDeviceErrorsNameTheDevice) {
+  auto unknown = run_command(cli() + " run squeezenet --device sim:no_such_gpu --algo sequential");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("no_such_gpu"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("v100"), std::string::npos) << unknown.err;  // lists the known ones
+  auto cost = run_command(cli() + " schedule squeezenet --algo ios --cost sim:nope");
+  EXPECT_EQ(cost.exit_code, 2);
+  EXPECT_NE(cost.err.find("nope"), std::string::npos) << cost.err;
+  auto graph_on_cpu =
+      run_command(cli() + " run squeezenet --algo sequential --cost roofline --graph");
+  EXPECT_EQ(graph_on_cpu.exit_code, 2);
+  EXPECT_NE(graph_on_cpu.err.find("--graph"), std::string::npos) << graph_on_cpu.err;
+}
+
+TEST(Cli, CalibrateFitsTheSimulatorsOwnMeasurements) {
+  const auto measured = (testing::scratch_dir() / "calibration.json").string();
+  const auto out = (testing::scratch_dir() / "v100_calibrated.json").string();
+  auto emit = run_command(cli() + " calibrate v100 --emit-simulated " + measured);
+  ASSERT_EQ(emit.exit_code, 0) << emit.err;
+  auto fit = run_command(cli() + " calibrate v100 " + measured + " -o " + out);
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  EXPECT_NE(fit.out.find("launch_us 5.000"), std::string::npos) << fit.out;
+  auto run = run_command(cli() + " run squeezenet --device sim:" + out + " --algo sequential");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
 }
 
 TEST(Cli, UnknownAlgorithmExitsTwo) {

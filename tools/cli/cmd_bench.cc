@@ -117,7 +117,7 @@ void add_bench_command(CLI::App& app) {
     BRAID_CHECK(!names.empty(), ErrorCode::kInvalidArgument, "--algos is empty");
     for (const std::string& n : names) sched::make_scheduler(n, options);  // unknown names fail now
     cost_flags.cpu.threads_per_stream = measure.executor.threads_per_stream;
-    measure.device = !device.empty()                     ? device
+    measure.device = !device.empty()                       ? device
                      : cost_flags.name.starts_with("sim:") ? cost_flags.name
                                                            : "cpu";
     const bool simulated = sim_device(measure.device).has_value();

@@ -32,7 +32,8 @@ void add_calibrate_command(CLI::App& app) {
         series[kind] = {{"counts", s.counts}, {"total_us", s.total_us}};
       std::ofstream out(emit);
       BRAID_CHECK(out.good(), ErrorCode::kInvalidArgument, "cannot write '", emit, "'");
-      out << nlohmann::json{{"format", "braid.calibration/1"}, {"device", spec.name},
+      out << nlohmann::json{{"format", "braid.calibration/1"},
+                            {"device", spec.name},
                             {"series", series}}
                  .dump(2)
           << "\n";
@@ -50,13 +51,13 @@ void add_calibrate_command(CLI::App& app) {
     }
     const sim::CalibrationFit fit = sim::calibrate(spec, sim::parse_calibration(j));
     const sim::HostCosts& h = fit.host;
-    fmt::print("{}: launch_us {:.3f} (was {:.3f}), graph_launch_us {:.3f} ({:.3f}), "
-               "kernel_latency_us {:.3f} ({:.3f}), event_record_us {:.3f} ({:.3f}), "
-               "event_wait_us {:.3f} ({:.3f})\n",
-               spec.name, h.launch_us, spec.host.launch_us, h.graph_launch_us,
-               spec.host.graph_launch_us, h.kernel_latency_us, spec.host.kernel_latency_us,
-               h.event_record_us, spec.host.event_record_us, h.event_wait_us,
-               spec.host.event_wait_us);
+    fmt::print(
+        "{}: launch_us {:.3f} (was {:.3f}), graph_launch_us {:.3f} ({:.3f}), "
+        "kernel_latency_us {:.3f} ({:.3f}), event_record_us {:.3f} ({:.3f}), "
+        "event_wait_us {:.3f} ({:.3f})\n",
+        spec.name, h.launch_us, spec.host.launch_us, h.graph_launch_us, spec.host.graph_launch_us,
+        h.kernel_latency_us, spec.host.kernel_latency_us, h.event_record_us,
+        spec.host.event_record_us, h.event_wait_us, spec.host.event_wait_us);
     for (const auto& [kind, rms] : fit.residual)
       fmt::print("  {}: line fit RMS {:.3f} us\n", kind, rms);
     if (output.empty()) return;

@@ -118,10 +118,11 @@ void add_run_command(CLI::App& app) {
       return;
     }
     if (r.simulated) {
-      fmt::print("{} {} on {}{} ({} streams, {} kernels): simulated {:.3f} ms, mean occupancy "
-                 "{:.1f}%\n",
-                 m.units.name(), s.algorithm, device, graph_replay ? " (graph replay)" : "",
-                 r.lanes, r.kernels, median, 100 * r.mean_occupancy);
+      fmt::print(
+          "{} {} on {}{} ({} streams, {} kernels): simulated {:.3f} ms, mean occupancy "
+          "{:.1f}%\n",
+          m.units.name(), s.algorithm, device, graph_replay ? " (graph replay)" : "", r.lanes,
+          r.kernels, median, 100 * r.mean_occupancy);
       return;
     }
     fmt::print(

@@ -74,8 +74,8 @@ Measured simulate_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir:
   model->run(*request, options.trace);
   const sim::Result& r = *exec::last_simulation(*request);
   if (!options.sim_trace.empty())
-    exec::write_sim_trace(*request, units, fmt::format("{} {} on sim:{}", units.name(),
-                                                       schedule.algorithm, device),
+    exec::write_sim_trace(*request, units,
+                          fmt::format("{} {} on sim:{}", units.name(), schedule.algorithm, device),
                           options.sim_trace);
   Measured m;
   m.median_ms = m.p10_ms = m.p90_ms = r.makespan_us / 1e3;
@@ -120,8 +120,8 @@ Measured measure_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::
   const ir::Graph* graph = units.graph();
   BRAID_CHECK(graph != nullptr, ErrorCode::kInvalidArgument, "'", units.name(),
               "' is a weighted DAG: it has no operators to run");
-  BRAID_CHECK(schedule.num_devices == 1, ErrorCode::kInvalidArgument,
-              "the schedule uses ", schedule.num_devices,
+  BRAID_CHECK(schedule.num_devices == 1, ErrorCode::kInvalidArgument, "the schedule uses ",
+              schedule.num_devices,
               " devices; the CPU executor runs one (use mpirun, or --device sim:NAME)");
   const sched::ExecutionPlan plan = sched::lower(units, schedule);
   auto executor = exec::make_cpu_executor(options.executor);

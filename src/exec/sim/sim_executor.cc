@@ -56,7 +56,8 @@ class SimPreparedModel final : public PreparedModel {
   void run_blocks(Request& request, size_t first, size_t last, RunObserver* observer) override {
     auto& r = static_cast<SimRequest&>(request);
     if (values_) values_->run_blocks(*r.values, first, last, nullptr);
-    sim::PlanProgram p = sim::plan_program(units_, plan_, plan_.launch_order, kernel_ptrs_, first, last);
+    sim::PlanProgram p =
+        sim::plan_program(units_, plan_, plan_.launch_order, kernel_ptrs_, first, last);
     const bool timeline = options_.record_timeline || observer != nullptr;
     r.result = sim::simulate(p.program, options_.devices,
                              {.graph_replay = options_.graph_replay, .record_timeline = timeline});
@@ -136,14 +137,16 @@ void write_sim_trace(const Request& request, const ir::UnitGraph& units, const s
               "write_sim_trace: the request's last run kept no sim timeline");
   using nlohmann::json;
   json events = json::array();
-  events.push_back({{"ph", "M"}, {"pid", 0}, {"name", "process_name"}, {"args", {{"name", title}}}});
+  events.push_back(
+      {{"ph", "M"}, {"pid", 0}, {"name", "process_name"}, {"args", {{"name", title}}}});
   for (size_t s = 0; s < r->program.streams.size(); ++s) {
     const sim::StreamInfo& info = r->program.streams[s];
-    events.push_back({{"ph", "M"},
-                      {"pid", info.device},
-                      {"tid", s},
-                      {"name", "thread_name"},
-                      {"args", {{"name", fmt::format("device {} stream {}", info.device, info.id)}}}});
+    events.push_back(
+        {{"ph", "M"},
+         {"pid", info.device},
+         {"tid", s},
+         {"name", "thread_name"},
+         {"args", {{"name", fmt::format("device {} stream {}", info.device, info.id)}}}});
   }
   for (size_t k = 0; k < r->program.kernels.size(); ++k) {
     const sim::Kernel& kernel = r->program.kernels[k];
@@ -161,11 +164,12 @@ void write_sim_trace(const Request& request, const ir::UnitGraph& units, const s
                         {"issued_us", t.issue_us}}}});
   }
   for (const sim::OccupancySample& o : r->result.occupancy)
-    events.push_back({{"ph", "C"},
-                      {"pid", o.device},
-                      {"name", "occupancy"},
-                      {"ts", o.at_us},
-                      {"args", {{"achieved_occupancy", o.occupancy}, {"active_sms", o.active_sms}}}});
+    events.push_back(
+        {{"ph", "C"},
+         {"pid", o.device},
+         {"name", "occupancy"},
+         {"ts", o.at_us},
+         {"args", {{"achieved_occupancy", o.occupancy}, {"active_sms", o.active_sms}}}});
   std::ofstream out(path);
   BRAID_CHECK(out.good(), ErrorCode::kInvalidArgument, "cannot write '", path, "'");
   out << json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << "\n";
