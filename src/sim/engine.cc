@@ -477,7 +477,9 @@ class Engine {
         for (const Cohort& c : g.cohorts)
           if (kernel_stamp_[c.kernel] != stamp_) {
             kernel_stamp_[c.kernel] = stamp_;
-            working_set += program_.kernels[c.kernel].working_set;
+            // A kernel alone keeps its reuse (its tiles are sized for it): only other kernels'
+            // data competing for the L2 makes its loads miss.
+            working_set += std::min(program_.kernels[c.kernel].working_set, double(spec.l2_bytes));
           }
       const double miss = working_set > spec.l2_bytes ? 1 - double(spec.l2_bytes) / working_set : 0;
       const double sm_flops = spec.sustained_fp32_flops() / spec.sms * 1e-6;   // per us

@@ -18,8 +18,9 @@
 //    placed breadth-first, one per SM per round, least-loaded SMs first.
 //  - Resident blocks share their SM's issue rate in proportion to their warps (with fewer than
 //    SmModel::kWarpsForPeakCompute warps the SM does not reach its peak), an SM's share of DRAM
-//    bandwidth, and the device's DRAM bandwidth; the L2 holds the running kernels' working
-//    sets, and when they no longer fit, tile loads miss in proportion. A block's duration is
+//    bandwidth, and the device's DRAM bandwidth. A kernel alone keeps its own reuse in the L2
+//    (its compulsory traffic); running kernels' working sets (each at most the L2) compete,
+//    and the overflow fraction of their tile loads misses. A block's duration is
 //    therefore not fixed: it stretches when others run beside it. This is why concurrency
 //    helps small kernels (idle SMs get work) and can hurt large ones (L2 thrashing), and why
 //    launch order matters.
