@@ -489,7 +489,16 @@ class Engine {
       for (Group& g : d.groups) {
         if (g.cohorts.empty()) continue;
         const double warps = g.warps;
-        const double issue = sm_flops * std::min(1.0, warps / SmModel::kWarpsForPeakCompute);
+        double issue = sm_flops * std::min(1.0, warps / SmModel::kWarpsForPeakCompute);
+        int gemm_kernels = 0;
+        for (size_t ci = 0; ci < g.cohorts.size(); ++ci) {
+          const uint32_t k = g.cohorts[ci].kernel;
+          if (!program_.kernels[k].gemm) continue;
+          bool seen = false;
+          for (size_t cj = 0; cj < ci; ++cj) seen |= g.cohorts[cj].kernel == k;
+          gemm_kernels += !seen;
+        }
+        if (gemm_kernels >= 2) issue *= SmModel::kCoResidentGemm;
         const double cap = sm_bandwidth * std::min(1.0, warps / SmModel::kWarpsForPeakMemory);
         double demand = 0;
         for (Cohort& c : g.cohorts) {

@@ -75,6 +75,7 @@ std::vector<Kernel> gemm_kernels(const std::string& name, UnitId unit, const Gem
       main.registers = tile.registers;
       main.shared_memory = tile.shared_memory();
       main.efficiency = tile.efficiency;
+      main.gemm = true;
       // Edge tiles compute their padding too: the FLOPs are the tiles', not the problem's.
       main.flops =
           2.0 * tile.m * tile.n * slice + (split == 1 ? p.epilogue_flops / main.blocks : 0);
@@ -83,7 +84,7 @@ std::vector<Kernel> gemm_kernels(const std::string& name, UnitId unit, const Gem
       main.uncached_bytes = std::max(
           main.dram_bytes,
           kFloatBytes * (double(tile.m) * slice + double(slice) * tile.n) + partials / main.blocks);
-      main.working_set = p.a_bytes + p.b_bytes;
+      main.working_set = p.a_bytes + p.b_bytes + partials;  // write-back L2: outputs too
       if (main.blocks_per_sm(spec) == 0) continue;
       std::vector<Kernel> candidate{main};
       double us = idle_kernel_us(main, spec);

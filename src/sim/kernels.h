@@ -46,7 +46,8 @@ struct Kernel {
   // nothing does (every tile load misses). The engine interpolates by the L2 miss ratio.
   double dram_bytes = 0;
   double uncached_bytes = 0;
-  double working_set = 0;  // bytes the kernel reuses through L2 (its inputs and weights)
+  double working_set = 0;  // bytes the kernel keeps in L2 (inputs, weights, outputs)
+  bool gemm = false;       // a GEMM tile loop (compute-bound; see SmModel::kCoResidentGemm)
 
   int warps() const { return (threads + 31) / 32; }
   // Blocks of this kernel an empty SM holds at once (0: the kernel cannot run on `spec`).
@@ -80,6 +81,10 @@ struct SmModel {
   // A block's fixed latency besides its work (start-up, address set-up, epilogue, drain):
   // it holds the block's resources but not the SM's issue slots or bandwidth.
   static constexpr double kBlockLatencyUs = 3;
+  // Blocks of two or more different GEMM kernels on one SM contend for its L1, shared-memory
+  // bandwidth and register-file ports (Opara's compute-compute interference, opara.txt §3.3):
+  // their issue rate is scaled by this. A GEMM beside memory-bound kernels is not.
+  static constexpr double kCoResidentGemm = 0.95;
 };
 
 }  // namespace braid::sim
