@@ -37,6 +37,8 @@ demo: build bench-deps
 	@echo "== Inception V3: schedulers side by side (roofline costs; latencies measured on this CPU) =="
 	./$(BUILD)/braid bench inception_v3 --algos sequential,greedy,ios,lios,heft,opara --cost roofline \
 	  --streams 2 --iters 10 --csv $(BUILD)/demo_bench.csv --png $(BUILD)/demo_bench.png
+	@echo "== Inception V3 on a simulated V100 (docs/simulator.md): schedules searched and run on sim:v100 =="
+	./$(BUILD)/braid bench inception_v3 --algos sequential,greedy,ios,lios,opara --cost sim:v100 --streams 8
 
 # Real PyTorch models exported to ONNX (Debian's CPU-only torch; never at test time).
 models:
