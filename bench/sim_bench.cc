@@ -36,7 +36,7 @@ void plan_benchmark(benchmark::State& state, std::string model, std::string algo
   sim::Result r;
   size_t num_kernels = 0;
   for (auto _ : state) {
-    const sim::PlanProgram p = sim::plan_program(m.units, plan, plan.launch_order, devices);
+    const sim::PlanProgram p = sim::plan_program(m.units, plan, devices);
     r = sim::simulate(p.program, std::span(&v100, 1));
     num_kernels = p.program.kernels.size();
     benchmark::DoNotOptimize(r.makespan_us);

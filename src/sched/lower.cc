@@ -200,6 +200,59 @@ ExecutionPlan lower(const ir::UnitGraph& graph, const Schedule& s) {
   return plan;
 }
 
+std::vector<IssueSegment> issue_order(const ExecutionPlan& plan, size_t first_block,
+                                      size_t last_block) {
+  last_block = std::min(last_block, plan.num_blocks);
+  size_t num_units = 0;
+  for (UnitId u : plan.launch_order) num_units = std::max(num_units, index(u) + 1);
+  std::vector<size_t> position(num_units, SIZE_MAX);
+  for (size_t i = 0; i < plan.launch_order.size(); ++i) position[index(plan.launch_order[i])] = i;
+  struct Pending {
+    IssueSegment segment;
+    size_t priority = SIZE_MAX;
+  };
+  std::vector<std::vector<Pending>> lanes(plan.lanes.size());
+  for (size_t li = 0; li < plan.lanes.size(); ++li) {
+    const PlanLane& lane = plan.lanes[li];
+    size_t begin = 0, end = 0;
+    if (first_block < last_block) {
+      begin = lane.block_begin.empty() ? 0 : lane.block_begin[first_block];
+      end = lane.block_begin.empty() ? lane.steps.size() : lane.block_begin[last_block];
+    }
+    Pending seg{.segment = {uint32_t(li), uint32_t(begin), uint32_t(begin)}};
+    bool launched = false;
+    for (size_t s = begin; s < end; ++s) {
+      const auto* launch = std::get_if<LaunchStep>(&lane.steps[s]);
+      if (launch == nullptr) continue;
+      if (launched) {  // a launch closes the previous segment, less the waits that precede it
+        size_t cut = s;
+        while (cut > seg.segment.begin && std::holds_alternative<WaitStep>(lane.steps[cut - 1]))
+          --cut;
+        seg.segment.end = uint32_t(cut);
+        lanes[li].push_back(seg);
+        seg = {.segment = {uint32_t(li), uint32_t(cut), uint32_t(cut)}};
+      }
+      const size_t u = index(launch->unit);
+      seg.priority = u < position.size() ? position[u] : SIZE_MAX;
+      launched = true;
+    }
+    seg.segment.end = uint32_t(end);
+    if (seg.segment.end > seg.segment.begin) lanes[li].push_back(seg);
+  }
+  std::vector<IssueSegment> order;
+  std::vector<size_t> next(lanes.size(), 0);
+  while (true) {
+    size_t best = SIZE_MAX;
+    for (size_t li = 0; li < lanes.size(); ++li)
+      if (next[li] < lanes[li].size() &&
+          (best == SIZE_MAX || lanes[li][next[li]].priority < lanes[best][next[best]].priority))
+        best = li;
+    if (best == SIZE_MAX) break;
+    order.push_back(lanes[best][next[best]++].segment);
+  }
+  return order;
+}
+
 std::string to_string(const ExecutionPlan& plan, const ir::UnitGraph& graph) {
   std::string out;
   for (size_t i = 0; i < plan.lanes.size(); ++i) {

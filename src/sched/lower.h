@@ -60,6 +60,19 @@ struct ExecutionPlan {
   std::vector<std::vector<bool>> happens_before;
 };
 
+// A run of one lane's steps that one host thread issues together: the waits before a launch,
+// the launch, the records after it.
+struct IssueSegment {
+  uint32_t lane = 0;
+  uint32_t begin = 0, end = 0;  // steps [begin, end) of plans.lanes[lane]
+};
+
+// The order in which one host thread (CUDA, the simulator) issues the steps of blocks
+// [first_block, last_block): segments of all lanes interleaved so that the segment whose launch
+// comes first in plan.launch_order goes next (each lane's own order kept).
+std::vector<IssueSegment> issue_order(const ExecutionPlan& plan, size_t first_block = 0,
+                                      size_t last_block = SIZE_MAX);
+
 // Requires a schedule that passes validate.h (asserts otherwise). Stage barriers become events
 // (each lane of stage k records, each lane of stage k+1 waits), skipped between two stages
 // that use the same single stream; syncs become one event per producer unit.

@@ -15,31 +15,13 @@ UnitKernels::UnitKernels(const ir::UnitGraph& units, const DeviceSpec& spec)
     kernels_.push_back(unit_kernels(units, UnitId(u), spec));
 }
 
-namespace {
-
-// The steps of one lane cut into segments: the waits before a launch, the launch, the records
-// after it. The host issues a segment at once.
-struct Segment {
-  size_t begin = 0, end = 0;  // step range
-  size_t priority = 0;        // position of the launched unit in the host order
-};
-
-}  // namespace
-
 PlanProgram plan_program(const ir::UnitGraph& units, const sched::ExecutionPlan& plan,
-                         std::span<const UnitId> order, std::span<const UnitKernels* const> devices,
-                         size_t first_block, size_t last_block) {
-  last_block = std::min(last_block, plan.num_blocks);
+                         std::span<const UnitKernels* const> devices, size_t first_block,
+                         size_t last_block) {
   PlanProgram out;
   Program& p = out.program;
   p.num_events = plan.num_events;
   out.unit_kernels.resize(units.num_units());
-  std::vector<size_t> position(units.num_units(), std::numeric_limits<size_t>::max());
-  for (size_t i = 0; i < order.size(); ++i) position[index(order[i])] = i;
-
-  // Which lane and unit record each event: a cross-device wait copies that unit's tensors.
-  std::vector<std::pair<size_t, UnitId>> recorder(plan.num_events, {SIZE_MAX, UnitId{}});
-  std::vector<std::vector<Segment>> segments(plan.lanes.size());
   for (size_t li = 0; li < plan.lanes.size(); ++li) {
     const sched::PlanLane& lane = plan.lanes[li];
     BRAID_CHECK(lane.device >= 0 && size_t(lane.device) < devices.size(),
@@ -47,49 +29,34 @@ PlanProgram plan_program(const ir::UnitGraph& units, const sched::ExecutionPlan&
                 devices.size(), " simulated devices are given");
     p.streams.push_back({.device = lane.device, .id = lane.stream});
     out.stream_lane.push_back(li);
+  }
+  const std::vector<sched::IssueSegment> order = sched::issue_order(plan, first_block, last_block);
+  // Which lane and unit record each event in these blocks: a cross-device wait copies that
+  // unit's tensors; a wait for an event of an earlier block is already satisfied.
+  std::vector<std::pair<size_t, UnitId>> recorder(plan.num_events, {SIZE_MAX, UnitId{}});
+  for (const sched::IssueSegment& seg : order) {
     std::optional<UnitId> last;
-    size_t step_begin = 0, step_end = lane.steps.size();
-    if (!lane.block_begin.empty() && first_block < last_block) {
-      step_begin = lane.block_begin[first_block];
-      step_end = lane.block_begin[last_block];
-    } else if (first_block >= last_block) {
-      step_end = 0;
-    }
-    Segment seg{.begin = step_begin};
-    for (size_t s = step_begin; s < step_end; ++s) {
-      const sched::Step& step = lane.steps[s];
-      if (const auto* launch = std::get_if<sched::LaunchStep>(&step)) {
-        if (last) {  // a launch ends the previous segment (its records included)
-          seg.end = s;
-          // Waits before this launch belong to it: move them out of the previous segment.
-          while (seg.end > seg.begin &&
-                 std::holds_alternative<sched::WaitStep>(lane.steps[seg.end - 1]))
-            --seg.end;
-          segments[li].push_back(seg);
-          seg = {.begin = seg.end};
-        }
-        seg.priority = position[index(launch->unit)];
-        last = launch->unit;
-      } else if (const auto* record = std::get_if<sched::RecordStep>(&step)) {
-        BRAID_CHECK(last.has_value(), ErrorCode::kInvalidArgument, "sim: lane ", li,
+    for (uint32_t s = seg.begin; s < seg.end; ++s) {
+      const sched::Step& step = plan.lanes[seg.lane].steps[s];
+      if (const auto* launch = std::get_if<sched::LaunchStep>(&step)) last = launch->unit;
+      if (const auto* record = std::get_if<sched::RecordStep>(&step)) {
+        BRAID_CHECK(last.has_value(), ErrorCode::kInvalidArgument, "sim: lane ", seg.lane,
                     " records event ", record->event, " before any launch");
-        recorder[record->event] = {li, *last};
+        recorder[record->event] = {seg.lane, *last};
       }
     }
-    seg.end = step_end;
-    if (seg.end > seg.begin) segments[li].push_back(seg);
   }
 
   std::vector<bool> merge_emitted(plan.merges.size(), false);
-  auto emit = [&](size_t li, const Segment& seg) {
-    const sched::PlanLane& lane = plan.lanes[li];
-    const uint32_t stream = uint32_t(li);
+  for (const sched::IssueSegment& seg : order) {
+    const sched::PlanLane& lane = plan.lanes[seg.lane];
+    const uint32_t stream = seg.lane;
     const UnitKernels& kernels = *devices[lane.device];
     std::optional<UnitId> waiting_unit;
-    for (size_t s = seg.begin; s < seg.end; ++s)
+    for (uint32_t s = seg.begin; s < seg.end; ++s)
       if (const auto* launch = std::get_if<sched::LaunchStep>(&lane.steps[s]))
         waiting_unit = launch->unit;
-    for (size_t s = seg.begin; s < seg.end; ++s) {
+    for (uint32_t s = seg.begin; s < seg.end; ++s) {
       const sched::Step& step = lane.steps[s];
       if (const auto* wait = std::get_if<sched::WaitStep>(&step)) {
         const auto [src_lane, from] = recorder[wait->event];
@@ -112,38 +79,25 @@ PlanProgram plan_program(const ir::UnitGraph& units, const sched::ExecutionPlan&
         const auto& launch = std::get<sched::LaunchStep>(step);
         std::vector<Kernel> merged;
         std::span<const Kernel> ks;
+        std::span<const UnitId> owners(&launch.unit, 1);
         if (launch.merge >= 0) {
           if (merge_emitted[launch.merge]) continue;  // one kernel for the whole merge
           merge_emitted[launch.merge] = true;
           merged = merged_kernels(units, plan.merges[launch.merge], kernels.spec());
           ks = merged;
-          for (UnitId u : plan.merges[launch.merge])
-            for (size_t i = 0; i < ks.size(); ++i)
-              out.unit_kernels[index(u)].push_back(uint32_t(p.kernels.size() + i));
+          owners = plan.merges[launch.merge];
         } else {
           ks = kernels.of(launch.unit);
-          for (size_t i = 0; i < ks.size(); ++i)
-            out.unit_kernels[index(launch.unit)].push_back(uint32_t(p.kernels.size() + i));
         }
+        for (UnitId u : owners)
+          for (size_t i = 0; i < ks.size(); ++i)
+            out.unit_kernels[index(u)].push_back(uint32_t(p.kernels.size() + i));
         for (const Kernel& k : ks) {
           p.ops.push_back(Op::kernel(stream, uint32_t(p.kernels.size())));
           p.kernels.push_back(k);
         }
       }
     }
-  };
-
-  // Merge the lanes' segments by priority (the host's launch order).
-  std::vector<size_t> next(plan.lanes.size(), 0);
-  while (true) {
-    size_t best = SIZE_MAX;
-    for (size_t li = 0; li < plan.lanes.size(); ++li)
-      if (next[li] < segments[li].size() &&
-          (best == SIZE_MAX ||
-           segments[li][next[li]].priority < segments[best][next[best]].priority))
-        best = li;
-    if (best == SIZE_MAX) break;
-    emit(best, segments[best][next[best]++]);
   }
   return out;
 }

@@ -2,7 +2,7 @@
 // (the sim executor) or one IOS stage (the sim cost model).
 //
 //   sim::UnitKernels kernels(units, v100);                 // every unit's kernels, once
-//   sim::PlanProgram p = sim::plan_program(units, plan, order, kernels_by_device);
+//   sim::PlanProgram p = sim::plan_program(units, plan, kernels_by_device);
 //   sim::Result r = sim::simulate(p.program, devices);
 //   sim::Program s = sim::stage_program(kernels, {{a}, {b, c}});
 #pragma once
@@ -36,16 +36,15 @@ struct PlanProgram {
   std::vector<size_t> stream_lane;                  // per program stream: the plan lane
 };
 
-// One host thread per device issues the plan's steps lane-interleaved: the next step is the
-// one whose unit comes first in `order` (a schedule's launch_order, or its units in schedule
-// order); a lane's waits go just before its launch, its records just after. A wait on an
-// event recorded on another device becomes that wait plus a copy of the edge's tensors.
+// One host thread per device issues the plan's steps in sched::issue_order (lanes interleaved
+// by the plan's launch order). A wait on an event recorded on another device becomes that wait
+// plus a copy of the edge's tensors.
 // `devices[d]` holds the kernels for the plan's device d. Only the steps of blocks
 // [first_block, last_block) are issued (TOP's block pipelining); waits for events recorded in
 // earlier blocks are already satisfied and dropped.
 PlanProgram plan_program(const ir::UnitGraph& units, const sched::ExecutionPlan& plan,
-                         std::span<const UnitId> order, std::span<const UnitKernels* const> devices,
-                         size_t first_block = 0, size_t last_block = SIZE_MAX);
+                         std::span<const UnitKernels* const> devices, size_t first_block = 0,
+                         size_t last_block = SIZE_MAX);
 
 // One IOS stage on one device: group i on stream i, issued group by group. Merge stages run
 // merged_kernels on stream 0.

@@ -37,7 +37,7 @@ double simulate_schedule(const ir::UnitGraph& units, const sched::Schedule& s,
   const sched::ExecutionPlan plan = sched::lower(units, s);
   const UnitKernels kernels(units, device);
   const UnitKernels* devices[] = {&kernels};
-  const PlanProgram p = plan_program(units, plan, plan.launch_order, devices);
+  const PlanProgram p = plan_program(units, plan, devices);
   return simulate(p.program, std::span(&device, 1), {.graph_replay = graph}).makespan_us;
 }
 

@@ -57,7 +57,7 @@ class SimPreparedModel final : public PreparedModel {
     auto& r = static_cast<SimRequest&>(request);
     if (values_) values_->run_blocks(*r.values, first, last, nullptr);
     sim::PlanProgram p =
-        sim::plan_program(units_, plan_, plan_.launch_order, kernel_ptrs_, first, last);
+        sim::plan_program(units_, plan_, kernel_ptrs_, first, last);
     const bool timeline = options_.record_timeline || observer != nullptr;
     r.result = sim::simulate(p.program, options_.devices,
                              {.graph_replay = options_.graph_replay, .record_timeline = timeline});
