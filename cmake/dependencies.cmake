@@ -10,6 +10,7 @@ find_package(OpenMP REQUIRED)   # GNU libgomp: the runtime Debian's oneDNN uses
 find_package(dnnl REQUIRED)     # needs ocl-icd-opencl-dev + opencl-c-headers
 find_package(Protobuf REQUIRED)  # must precede ONNX (its config links protobuf::libprotobuf)
 find_package(ONNX REQUIRED)      # targets onnx, onnx_proto; they carry ONNX_NAMESPACE/ONNX_ML
+include(cuda)                    # optional: the CUDA executor
 if(BRAID_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

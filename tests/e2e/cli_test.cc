@@ -216,6 +216,20 @@ TEST(Cli, SimulatedDeviceErrorsNameTheDevice) {
   EXPECT_NE(graph_on_cpu.err.find("--graph"), std::string::npos) << graph_on_cpu.err;
 }
 
+// Issue 6's acceptance command: runs on a GPU machine, fails cleanly everywhere else.
+TEST(Cli, CudaRunWorksOrSaysNoCudaDevice) {
+  auto r = run_command(cli() + " run squeezenet --device cuda:0 --algo ios --graph --json");
+  if (r.exit_code == 0) {
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["device"], "cuda:0");
+    EXPECT_GT(j["latency_ms"]["median"].get<double>(), 0);
+    return;
+  }
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("no CUDA device"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 TEST(Cli, CalibrateFitsTheSimulatorsOwnMeasurements) {
   const auto measured = (testing::scratch_dir() / "calibration.json").string();
   const auto out = (testing::scratch_dir() / "v100_calibrated.json").string();

@@ -10,6 +10,7 @@
 #include "exec/chrome_trace.h"
 #include "exec/cpu/cpu_executor.h"
 #include "exec/cpu/layout.h"
+#include "exec/cuda/cuda_executor.h"
 #include "measure.h"
 #include "sched/lower.h"
 #include "sched/registry.h"
@@ -34,11 +35,11 @@ void add_run_command(CLI::App& app) {
   auto* file_opt = cmd->add_option("--schedule", schedule_path, "Run this schedule file");
   algo_opt->excludes(file_opt);
   cmd->add_option("--device", device,
-                  "Executor: cpu, or sim:NAME (the GPU simulator; NAME from devices/, e.g. v100, "
-                  "or a .json file); the cost model defaults to the same simulated device")
+                  "Executor: cpu, cuda:N (a GPU), or sim:NAME (the GPU simulator; NAME from "
+                  "devices/, e.g. v100, or a .json file; the cost model then defaults to it)")
       ->capture_default_str();
   cmd->add_flag("--graph", graph_replay,
-                "Capture the plan once and replay it as a CUDA Graph (GPU devices: sim:NAME)");
+                "Capture the plan once and replay it as a CUDA Graph (cuda:N or sim:NAME)");
   cmd->add_option("--streams", sched_options.max_streams, "Streams the scheduler may use")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -69,9 +70,18 @@ void add_run_command(CLI::App& app) {
     BRAID_CHECK(!algo.empty() || !schedule_path.empty(), ErrorCode::kInvalidArgument,
                 "give --algo NAME or --schedule FILE");
     const std::optional<std::string> sim = sim_device(device);
-    BRAID_CHECK(sim || device == "cpu", ErrorCode::kNotFound, "unknown device '", device,
-                "' (available: cpu, sim:NAME)");
+    BRAID_CHECK(sim || device == "cpu" || cuda_device(device), ErrorCode::kNotFound,
+                "unknown device '", device, "' (available: cpu, cuda:N, sim:NAME)");
     if (sim && cost_flags.name.empty()) cost_flags.name = device;
+    if (auto gpu = cuda_device(device)) {
+      // Fail before scheduling when there is no such GPU.
+      BRAID_CHECK(exec::cuda_device_count() > 0, ErrorCode::kNotFound,
+                  exec::cuda_unavailable_reason());
+      BRAID_CHECK(*gpu < exec::cuda_device_count(), ErrorCode::kNotFound, "no CUDA device ", *gpu,
+                  " (", exec::cuda_device_count(), " visible)");
+      // No GPU profiler yet: schedule with the roofline unless a cost model is named.
+      if (cost_flags.name.empty()) cost_flags.name = "roofline";
+    }
     models::LoadedModel m = models::load_model(flags.spec, flags.options);
     BRAID_CHECK(m.graph != nullptr || sim, ErrorCode::kInvalidArgument, "'", flags.spec,
                 "' is a weighted DAG: it has no operators to run (simulate it with --device "

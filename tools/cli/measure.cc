@@ -8,6 +8,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "exec/cuda/cuda_executor.h"
 #include "exec/sim/sim_executor.h"
 #include "sched/lower.h"
 #include "sched/validate.h"
@@ -95,6 +96,14 @@ Measured simulate_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir:
 
 }  // namespace
 
+std::optional<int> cuda_device(const std::string& device) {
+  if (!device.starts_with("cuda:")) return std::nullopt;
+  const std::string n = device.substr(5);
+  BRAID_CHECK(!n.empty() && n.find_first_not_of("0123456789") == std::string::npos,
+              ErrorCode::kInvalidArgument, "device '", device, "': expected cuda:N, N a number");
+  return std::stoi(n);
+}
+
 std::optional<std::string> sim_device(const std::string& device) {
   if (!device.starts_with("sim:")) return std::nullopt;
   return device.substr(4);
@@ -113,18 +122,21 @@ Measured measure_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::
   sched::validate_or_throw(units, schedule);
   if (auto name = sim_device(options.device))
     return simulate_schedule(units, std::move(weights), schedule, *name, options);
-  BRAID_CHECK(options.device == "cpu", ErrorCode::kNotFound, "unknown device '", options.device,
-              "' (available: cpu, sim:NAME with NAME one of devices/ or a .json file)");
-  BRAID_CHECK(!options.graph_replay, ErrorCode::kInvalidArgument,
-              "--graph (CUDA Graph replay) needs a GPU device (sim:NAME here)");
+  const std::optional<int> gpu = cuda_device(options.device);
+  BRAID_CHECK(options.device == "cpu" || gpu, ErrorCode::kNotFound, "unknown device '",
+              options.device,
+              "' (available: cpu, cuda:N, sim:NAME with NAME one of devices/ or a .json file)");
+  BRAID_CHECK(!options.graph_replay || gpu, ErrorCode::kInvalidArgument,
+              "--graph (CUDA Graph replay) needs a GPU device (cuda:N, or sim:NAME)");
   const ir::Graph* graph = units.graph();
   BRAID_CHECK(graph != nullptr, ErrorCode::kInvalidArgument, "'", units.name(),
               "' is a weighted DAG: it has no operators to run");
   BRAID_CHECK(schedule.num_devices == 1, ErrorCode::kInvalidArgument, "the schedule uses ",
               schedule.num_devices,
-              " devices; the CPU executor runs one (use mpirun, or --device sim:NAME)");
+              " devices; one executor runs one (use mpirun, or --device sim:NAME)");
   const sched::ExecutionPlan plan = sched::lower(units, schedule);
-  auto executor = exec::make_cpu_executor(options.executor);
+  auto executor = gpu ? exec::make_cuda_executor({.device = *gpu, .graph = options.graph_replay})
+                      : exec::make_cpu_executor(options.executor);
   auto model = executor->prepare({units.graph_ptr(), std::move(weights), &units, &plan});
   auto request = model->new_request();
   std::mt19937_64 rng(options.input_seed);

@@ -2,6 +2,8 @@
 // Inputs are uniform [-1, 1] from a seed, so two schedules of one model see the same inputs
 // and their outputs_sha256 must agree.
 //  - device "cpu": the CPU executor, wall-clock time of `iters` runs after `warmup`.
+//  - device "cuda:N": the CUDA executor (cuda_executor.h), timed like the CPU; `graph_replay`
+//    captures a CUDA Graph once and replays it. "no CUDA device" where there is none.
 //  - device "sim:NAME" (a devices/ name or a .json path): the GPU simulator; one simulated run
 //    gives the latency (it is deterministic), the CPU executor the values (weighted DAGs,
 //    which have no values, are simulated only).
@@ -35,17 +37,19 @@ struct Measured {
   size_t lanes = 0;
   std::string outputs_sha256;  // empty when there are no values (a weighted DAG on sim)
   bool simulated = false;
-  size_t kernels = 0;             // sim: kernels launched
-  double mean_occupancy = 0;      // sim: time-weighted achieved occupancy of device 0
+  size_t kernels = 0;         // sim: kernels launched
+  double mean_occupancy = 0;  // sim: time-weighted achieved occupancy of device 0
 };
 
 // The simulated device a --device names ("sim:v100" -> "v100"); nullopt for other devices.
 std::optional<std::string> sim_device(const std::string& device);
+// The CUDA device a --device names ("cuda:0" -> 0); nullopt for other devices.
+std::optional<int> cuda_device(const std::string& device);
 
 // Validates, lowers, prepares and runs `schedule`; throws braid::Error on an invalid schedule,
 // an unknown device or a model the executor cannot run.
 Measured measure_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
-                        const sched::Schedule& schedule, const MeasureOptions& options);
+                          const sched::Schedule& schedule, const MeasureOptions& options);
 
 // Lane names for a Chrome trace of `schedule`'s lowered plan ("device 0 stream 1").
 std::vector<std::string> trace_lane_names(const ir::UnitGraph& units,

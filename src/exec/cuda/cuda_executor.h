@@ -1,0 +1,43 @@
+// The CUDA executor, `--device cuda:N` (issue 6): the backend the papers run on. A lane is a
+// CUDA stream, a plan event a cudaEvent, and a compiled plan replays as launches in the plan's
+// issue order (sched::issue_order) or, with `graph`, as one CUDA Graph captured from that same
+// sequence (Opara's graph capturer).
+//
+//   if (exec::cuda_device_count() == 0) ...             // no GPU: tests skip
+//   auto cuda = exec::make_cuda_executor({.device = 0, .graph = true});
+//   auto model = cuda->prepare({graph, weights, &units, &plan});   // weights uploaded once
+//   auto request = model->new_request();                // arena, streams, events, pinned I/O
+//   model->set_input(*request, 0, x);  model->run(*request);  model->output(*request, 0);
+//
+// Kernels: convolutions through cuDNN (BatchNormalization folded into the weights at prepare
+// time; bias and ReLU fused by cudnnConvolutionBiasActivationForward), MatMul and Gemm through
+// cuBLAS, softmax through cuDNN, and our own kernels (cuda_kernels.cu) for element-wise ops,
+// pooling (any padding and ceil mode, which cuDNN's symmetric descriptors cannot express),
+// concat, split, transpose, pad and layer normalization. Activation memory is planned once
+// (exec/memory_plan.h) and allocated once per request; inputs and outputs go through pinned
+// host buffers. Built only with BRAID_WITH_CUDA; elsewhere make_cuda_executor throws.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "exec/executor.h"
+
+namespace braid::exec {
+
+struct CudaExecutorOptions {
+  int device = 0;
+  bool graph = false;  // capture a whole run into a CUDA Graph once per request, then replay it
+  // Largest cuDNN workspace a convolution may use (per lane: lanes run convs concurrently).
+  int64_t workspace_bytes = 64 << 20;
+};
+
+// The number of CUDA devices usable here: 0 without a GPU, a driver, or a CUDA build.
+int cuda_device_count();
+// "no CUDA device (...why...)" when cuda_device_count() is 0; empty otherwise.
+std::string cuda_unavailable_reason();
+
+// Throws braid::Error(kNotFound) "no CUDA device" when options.device does not exist.
+std::unique_ptr<Executor> make_cuda_executor(const CudaExecutorOptions& options = {});
+
+}  // namespace braid::exec

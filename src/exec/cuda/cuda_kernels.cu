@@ -1,0 +1,226 @@
+#include "exec/cuda/cuda_kernels.h"
+
+#include <cmath>
+
+namespace braid::exec::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+int64_t blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return b < 1 ? 1 : (b > 65535 * 32 ? 65535 * 32 : b);
+}
+
+__device__ int64_t offset_of(int64_t i, const Strided& s) {
+  int64_t offset = 0;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    const int64_t at = i % s.dims[d];
+    i /= s.dims[d];
+    offset += at * s.strides[d];
+  }
+  return offset;
+}
+
+int64_t count(const Strided& s) {
+  int64_t n = 1;
+  for (int d = 0; d < s.rank; ++d) n *= s.dims[d];
+  return n;
+}
+
+__device__ float apply(Unary op, float x) {
+  switch (op) {
+    case Unary::kRelu:
+      return x > 0.0f ? x : 0.0f;
+    case Unary::kSigmoid:
+      return 1.0f / (1.0f + expf(-x));
+    case Unary::kTanh:
+      return tanhf(x);
+    case Unary::kGelu:
+      return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case Unary::kGeluTanh:
+      return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case Unary::kCopy:
+      return x;
+  }
+  return x;
+}
+
+__global__ void strided_copy_kernel(float* dst, Strided dl, const float* src, Strided sl,
+                                    int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    dst[offset_of(i, dl)] = src[offset_of(i, sl)];
+}
+
+struct Pads {
+  int64_t begin[kMaxRank];
+};
+
+__global__ void pad_kernel(float* y, Strided yl, const float* x, Strided xl, Pads pads, float value,
+                           int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = i, offset = 0;
+    bool inside = true;
+    for (int d = yl.rank - 1; d >= 0; --d) {
+      const int64_t at = rest % yl.dims[d] - pads.begin[d];
+      rest /= yl.dims[d];
+      inside = inside && at >= 0 && at < xl.dims[d];
+      offset += at * xl.strides[d];
+    }
+    y[i] = inside ? x[offset] : value;
+  }
+}
+
+__global__ void unary_kernel(Unary op, const float* x, float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = apply(op, x[i]);
+}
+
+__global__ void binary_kernel(Binary op, const float* a, Strided al, const float* b, Strided bl,
+                              float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float u = a[offset_of(i, al)], v = b[offset_of(i, bl)];
+    y[i] = op == Binary::kAdd ? u + v : u * v;
+  }
+}
+
+__global__ void channel_affine_kernel(const float* x, float* y, const float* scale,
+                                      const float* shift, int64_t channels, int64_t inner,
+                                      Unary activation, bool has_activation, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = (i / inner) % channels;
+    float v = x[i] * (scale != nullptr ? scale[c] : 1.0f) + (shift != nullptr ? shift[c] : 0.0f);
+    y[i] = has_activation ? apply(activation, v) : v;
+  }
+}
+
+__global__ void pool2d_kernel(const float* x, float* y, Pool2d p, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ow = i % p.out_w, oh = (i / p.out_w) % p.out_h, plane = i / (p.out_w * p.out_h);
+    const int64_t h0 = oh * p.stride_h - p.pad_top, w0 = ow * p.stride_w - p.pad_left;
+    const int64_t h_end = min(h0 + p.kernel_h, p.in_h), w_end = min(w0 + p.kernel_w, p.in_w);
+    const float* xp = x + plane * p.in_h * p.in_w;
+    float best = -INFINITY, sum = 0.0f;
+    int64_t taken = 0;
+    for (int64_t ih = max(h0, int64_t(0)); ih < h_end; ++ih)
+      for (int64_t iw = max(w0, int64_t(0)); iw < w_end; ++iw) {
+        const float v = xp[ih * p.in_w + iw];
+        best = fmaxf(best, v);
+        sum += v;
+        ++taken;
+      }
+    if (p.count_include_pad) {  // the window clipped to the padded input
+      const int64_t h1 = min(h0 + p.kernel_h, p.in_h + p.pad_bottom);
+      const int64_t w1 = min(w0 + p.kernel_w, p.in_w + p.pad_right);
+      taken = (h1 - h0) * (w1 - w0);
+    }
+    y[i] = p.is_max ? best : sum / float(taken);
+  }
+}
+
+// One block per row: a shared-memory tree reduction.
+__global__ void mean_rows_kernel(const float* x, float* y, int64_t inner) {
+  __shared__ float partial[kThreads];
+  const float* row = x + blockIdx.x * inner;
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) sum += row[i];
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) y[blockIdx.x] = partial[0] / float(inner);
+}
+
+__global__ void layer_norm_kernel(const float* x, const float* scale, const float* bias, float* y,
+                                  int64_t inner, float epsilon) {
+  __shared__ float partial[kThreads];
+  const float* row = x + blockIdx.x * inner;
+  float* out = y + blockIdx.x * inner;
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) sum += row[i];
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+    __syncthreads();
+  }
+  const float mean = partial[0] / float(inner);
+  __syncthreads();
+  float var = 0.0f;
+  for (int64_t i = threadIdx.x; i < inner; i += blockDim.x)
+    var += (row[i] - mean) * (row[i] - mean);
+  partial[threadIdx.x] = var;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+    __syncthreads();
+  }
+  const float inv_std = rsqrtf(partial[0] / float(inner) + epsilon);
+  for (int64_t i = threadIdx.x; i < inner; i += blockDim.x)
+    out[i] = (row[i] - mean) * inv_std * scale[i] + (bias != nullptr ? bias[i] : 0.0f);
+}
+
+}  // namespace
+
+void strided_copy(float* dst, Strided dst_layout, const float* src, Strided src_layout,
+                  cudaStream_t stream) {
+  const int64_t n = count(dst_layout);
+  if (n == 0) return;
+  strided_copy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dst, dst_layout, src, src_layout, n);
+}
+
+void pad(float* y, Strided y_layout, const float* x, Strided x_layout, const int64_t* pads_begin,
+         float value, cudaStream_t stream) {
+  const int64_t n = count(y_layout);
+  Pads pads{};
+  for (int d = 0; d < y_layout.rank; ++d) pads.begin[d] = pads_begin[d];
+  pad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, y_layout, x, x_layout, pads, value, n);
+}
+
+void unary(Unary op, const float* x, float* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  unary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(op, x, y, n);
+}
+
+void binary(Binary op, const float* a, Strided a_layout, const float* b, Strided b_layout, float* y,
+            cudaStream_t stream) {
+  const int64_t n = count(a_layout);
+  if (n == 0) return;
+  binary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(op, a, a_layout, b, b_layout, y, n);
+}
+
+void channel_affine(const float* x, float* y, const float* scale, const float* shift, int64_t outer,
+                    int64_t channels, int64_t inner, Unary activation, bool has_activation,
+                    cudaStream_t stream) {
+  const int64_t n = outer * channels * inner;
+  if (n == 0) return;
+  channel_affine_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, scale, shift, channels, inner,
+                                                                activation, has_activation, n);
+}
+
+void pool2d(const float* x, float* y, Pool2d p, cudaStream_t stream) {
+  const int64_t n = p.planes * p.out_h * p.out_w;
+  if (n == 0) return;
+  pool2d_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, p, n);
+}
+
+void mean_rows(const float* x, float* y, int64_t rows, int64_t inner, cudaStream_t stream) {
+  if (rows == 0) return;
+  mean_rows_kernel<<<rows, kThreads, 0, stream>>>(x, y, inner);
+}
+
+void layer_norm(const float* x, const float* scale, const float* bias, float* y, int64_t outer,
+                int64_t inner, float epsilon, cudaStream_t stream) {
+  if (outer == 0) return;
+  layer_norm_kernel<<<outer, kThreads, 0, stream>>>(x, scale, bias, y, inner, epsilon);
+}
+
+}  // namespace braid::exec::cuda

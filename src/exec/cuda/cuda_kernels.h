@@ -1,0 +1,55 @@
+// Our CUDA kernels (cuda_kernels.cu): what cuDNN and cuBLAS do not cover, or cover only with
+// restrictions braid's IR does not have. Every launcher is asynchronous on `stream` and takes
+// device pointers; shapes are small host structs passed by value (rank <= kMaxRank).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace braid::exec::cuda {
+
+inline constexpr int kMaxRank = 8;
+
+// An index space of `rank` dims and, per operand, its element strides over them (0 broadcasts).
+struct Strided {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t strides[kMaxRank] = {};
+};
+
+enum class Unary : int { kRelu, kSigmoid, kTanh, kGelu, kGeluTanh, kCopy };
+enum class Binary : int { kAdd, kMul };
+
+// dst[offset(i, dst)] = src[offset(i, src)] for every index i of dst's dims (src uses dst's
+// dims with its own strides): Concat windows, Split, Transpose, broadcasts, copies.
+void strided_copy(float* dst, Strided dst_layout, const float* src, Strided src_layout,
+                  cudaStream_t stream);
+// y = x padded: y's dims, x's dims and row-major strides, the leading pads per dim.
+void pad(float* y, Strided y_layout, const float* x, Strided x_layout, const int64_t* pads_begin,
+         float value, cudaStream_t stream);
+void unary(Unary op, const float* x, float* y, int64_t n, cudaStream_t stream);
+// y[i] = a[offset(i, a)] op b[offset(i, b)] over y's dims (y row-major). y may alias a or b
+// when that operand is not broadcast.
+void binary(Binary op, const float* a, Strided a_layout, const float* b, Strided b_layout, float* y,
+            cudaStream_t stream);
+// y = activation(x * scale[c] + shift[c]) for x in [outer][channels][inner] (BatchNormalization,
+// a conv's bias and activation when cuDNN could not fuse them). scale may be null (1).
+void channel_affine(const float* x, float* y, const float* scale, const float* shift, int64_t outer,
+                    int64_t channels, int64_t inner, Unary activation, bool has_activation,
+                    cudaStream_t stream);
+struct Pool2d {
+  int64_t planes = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  bool is_max = true, count_include_pad = false;
+};
+// MaxPool / AveragePool with any padding and ceil mode (ONNX Runtime's semantics).
+void pool2d(const float* x, float* y, Pool2d p, cudaStream_t stream);
+// y[p] = mean of x[p * inner .. p * inner + inner).
+void mean_rows(const float* x, float* y, int64_t rows, int64_t inner, cudaStream_t stream);
+// LayerNormalization over the last `inner` elements of each of `outer` rows.
+void layer_norm(const float* x, const float* scale, const float* bias, float* y, int64_t outer,
+                int64_t inner, float epsilon, cudaStream_t stream);
+
+}  // namespace braid::exec::cuda

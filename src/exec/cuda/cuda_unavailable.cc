@@ -1,0 +1,20 @@
+// make_cuda_executor in a build without CUDA (BRAID_WITH_CUDA off or no toolkit found).
+#include "base/error.h"
+#include "exec/cuda/cuda_executor.h"
+
+namespace braid::exec {
+
+int cuda_device_count() {
+  return 0;
+}
+
+std::string cuda_unavailable_reason() {
+  return "no CUDA device (braid was built without CUDA: configure with -DBRAID_WITH_CUDA=ON "
+         "where nvcc and cuDNN are installed)";
+}
+
+std::unique_ptr<Executor> make_cuda_executor(const CudaExecutorOptions&) {
+  BRAID_THROW(ErrorCode::kNotFound, cuda_unavailable_reason());
+}
+
+}  // namespace braid::exec
