@@ -2,16 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
 #include <thread>
 
 #include "base/error.h"
 #include "cost/stage_key.h"
-#include "cost/subgraph.h"
+#include "cost/stage_runner.h"
 #include "exec/cpu/cpu_executor.h"
 #include "exec/cpu/layout.h"
-#include "sched/lower.h"
-#include "sched/validate.h"
 
 namespace braid::cost {
 namespace {
@@ -205,35 +202,11 @@ Measurement CpuProfiler::lookup_or_measure(std::span<const std::vector<UnitId>> 
 }
 
 Measurement CpuProfiler::measure(std::span<const std::vector<UnitId>> groups) const {
-  std::vector<UnitId> flat;
-  for (const auto& group : groups) flat.insert(flat.end(), group.begin(), group.end());
-  ExtractedStage stage = extract(*units().graph(), units(), flat, weights_.get());
-
-  sched::Schedule schedule;
-  schedule.algorithm = "profile";
-  schedule.model = stage.graph->name();
-  sched::Stage concurrent;
-  size_t position = 0;
-  for (const auto& group : groups) {
-    std::vector<UnitId> mapped;
-    for (size_t i = 0; i < group.size(); ++i) mapped.push_back(stage.unit_of[position++]);
-    concurrent.groups.push_back(std::move(mapped));
-  }
-  schedule.stages.push_back(std::move(concurrent));
-  // Dependent groups are not a stage; the validator names the offending edge.
-  sched::validate_or_throw(stage.units, schedule);
-  const sched::ExecutionPlan plan = sched::lower(stage.units, schedule);
-
+  const auto runner = make_stage_runner(units(), weights_.get(), groups, options_.input_seed);
   auto model = exec::make_cpu_executor({.threads_per_stream = options_.threads_per_stream})
-                   ->prepare({stage.graph, stage.weights, &stage.units, &plan});
+                   ->prepare(runner->bundle());
   auto request = model->new_request();
-  std::mt19937_64 rng(options_.input_seed);
-  std::uniform_real_distribution<float> noise(-1.0f, 1.0f);
-  for (size_t i = 0; i < stage.graph->inputs().size(); ++i) {
-    std::vector<float> x(stage.graph->value(stage.graph->inputs()[i]).type.elements());
-    for (float& v : x) v = noise(rng);
-    model->set_input(*request, i, x);
-  }
+  runner->set_inputs(*model, *request);
 
   Measurement m;
   MakespanObserver observer;

@@ -79,8 +79,8 @@ void add_run_command(CLI::App& app) {
                   exec::cuda_unavailable_reason());
       BRAID_CHECK(*gpu < exec::cuda_device_count(), ErrorCode::kNotFound, "no CUDA device ", *gpu,
                   " (", exec::cuda_device_count(), " visible)");
-      // No GPU profiler yet: schedule with the roofline unless a cost model is named.
-      if (cost_flags.name.empty()) cost_flags.name = "roofline";
+      // Schedule with what this GPU measures unless a cost model is named.
+      if (cost_flags.name.empty()) cost_flags.name = device;
     }
     models::LoadedModel m = models::load_model(flags.spec, flags.options);
     BRAID_CHECK(m.graph != nullptr || sim, ErrorCode::kInvalidArgument, "'", flags.spec,

@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "cost/dag_cost.h"
+#include "cost/gpu_profiler.h"
 #include "cost/roofline.h"
 #include "sim/sim_cost.h"
 
@@ -18,11 +19,13 @@ void add_cost_flags(CLI::App& cmd, CostFlags& flags) {
   cmd.add_option("--cost", flags.name,
                  "Cost model: dag (a .dag.json's latencies; its default), cpu (measured here, "
                  "cached; the default for real models), roofline (FLOPs and bytes only), "
-                 "sim:NAME (the GPU simulator: devices/NAME.json or a .json path)");
+                 "cuda:N (measured on GPU N, cached), sim:NAME (the GPU simulator: "
+                 "devices/NAME.json or a .json path)");
 }
 
 bool cost_needs_weights(const CostFlags& flags, const std::string& model_spec) {
-  if (!flags.name.empty()) return flags.name == "cpu";  // sim: shapes only
+  if (!flags.name.empty())  // sim: shapes only
+    return flags.name == "cpu" || flags.name.starts_with("cuda:");
   return !is_dag_spec(model_spec);
 }
 
@@ -37,10 +40,19 @@ std::unique_ptr<cost::CostModel> make_cost_model(const CostFlags& flags, const i
                 "' is a weighted DAG with no operators to measure (use --cost dag)");
     return std::make_unique<cost::CpuProfiler>(units, std::move(weights), flags.cpu);
   }
+  if (name.starts_with("cuda:")) {
+    BRAID_CHECK(!weighted, ErrorCode::kInvalidArgument, "--cost ", name, ": '", units.name(),
+                "' is a weighted DAG with no operators to measure");
+    const std::string n = name.substr(5);
+    BRAID_CHECK(!n.empty() && n.find_first_not_of("0123456789") == std::string::npos,
+                ErrorCode::kInvalidArgument, "--cost ", name, ": expected cuda:N, N a number");
+    return std::make_unique<cost::GpuProfiler>(units, std::move(weights),
+                                               cost::GpuProfilerOptions{.device = std::stoi(n)});
+  }
   if (name.starts_with("sim:"))
     return std::make_unique<sim::SimCostModel>(units, sim::load_device(name.substr(4)));
   BRAID_THROW(ErrorCode::kInvalidArgument, "unknown cost model '", name,
-              "' (known: dag, cpu, roofline, sim:NAME)");
+              "' (known: dag, cpu, roofline, cuda:N, sim:NAME)");
 }
 
 }  // namespace braid::cli

@@ -2,6 +2,7 @@
 //   dag       the latencies written in a .dag.json (the default for weighted DAGs)
 //   cpu       measured on this CPU, cached on disk (the default for real models)
 //   roofline  FLOPs and bytes only: no measurement
+//   cuda:N    measured on GPU N with the CUDA executor, cached on disk
 //   sim:NAME  the GPU simulator on devices/NAME.json (or a .json path)
 #pragma once
 

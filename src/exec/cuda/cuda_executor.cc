@@ -673,6 +673,8 @@ class CudaRequest final : public Request {
     for (cudaEvent_t e : events) cudaEventDestroy(e);
     for (cudaEvent_t e : joins) cudaEventDestroy(e);
     if (fork != nullptr) cudaEventDestroy(fork);
+    if (started != nullptr) cudaEventDestroy(started);
+    if (finished != nullptr) cudaEventDestroy(finished);
     if (main != nullptr) cudaStreamDestroy(main);
     for (float* p : pinned) cudaFreeHost(p);
   }
@@ -682,7 +684,9 @@ class CudaRequest final : public Request {
   std::vector<LaneContext> lanes;
   std::vector<cudaEvent_t> events, joins;
   cudaEvent_t fork = nullptr;
+  cudaEvent_t started = nullptr, finished = nullptr;  // timing: around the plan's steps
   cudaStream_t main = nullptr;
+  std::optional<double> last_run_us;
   std::vector<float*> pinned;  // graph inputs, then graph outputs
   cudaGraphExec_t graph_exec = nullptr;
 };
@@ -723,6 +727,8 @@ class CudaPrepared final : public PreparedModel {
     r->workspaces = DeviceBuffer(size_t(per_lane) * plan_.lanes.size());
     BRAID_CU(cudaStreamCreateWithFlags(&r->main, cudaStreamNonBlocking));
     BRAID_CU(cudaEventCreateWithFlags(&r->fork, cudaEventDisableTiming));
+    BRAID_CU(cudaEventCreate(&r->started));
+    BRAID_CU(cudaEventCreate(&r->finished));
     for (size_t i = 0; i < plan_.lanes.size(); ++i) {
       LaneContext l;
       BRAID_CU(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
@@ -783,6 +789,9 @@ class CudaPrepared final : public PreparedModel {
       issue(r, first, last);
     }
     BRAID_CU(cudaStreamSynchronize(r.main));
+    float ms = 0;
+    BRAID_CU(cudaEventElapsedTime(&ms, r.started, r.finished));
+    r.last_run_us = double(ms) * 1e3;
     (void)observer;  // per-unit device times need events around every unit: not yet reported
   }
 
@@ -802,6 +811,7 @@ class CudaPrepared final : public PreparedModel {
         BRAID_CU(cudaMemcpyAsync(arena + input_offsets_[i], r.pinned[i],
                                  size_t(graph_->value(graph_->inputs()[i]).type.bytes()),
                                  cudaMemcpyHostToDevice, r.main));
+    BRAID_CU(cudaEventRecord(r.started, r.main));
     BRAID_CU(cudaEventRecord(r.fork, r.main));
     for (const LaneContext& l : r.lanes) BRAID_CU(cudaStreamWaitEvent(l.stream, r.fork, 0));
     for (const sched::IssueSegment& seg : sched::issue_order(plan_, first, last)) {
@@ -824,6 +834,7 @@ class CudaPrepared final : public PreparedModel {
       BRAID_CU(cudaEventRecord(r.joins[i], r.lanes[i].stream));
       BRAID_CU(cudaStreamWaitEvent(r.main, r.joins[i], 0));
     }
+    BRAID_CU(cudaEventRecord(r.finished, r.main));
     if (last >= plan_.num_blocks) {
       const size_t inputs = graph_->inputs().size();
       for (size_t i = 0; i < graph_->outputs().size(); ++i)
@@ -902,6 +913,20 @@ std::string cuda_unavailable_reason() {
     return std::string("no CUDA device (") + cudaGetErrorString(e) + ")";
   }
   return n == 0 ? "no CUDA device (none visible)" : "";
+}
+
+std::optional<double> cuda_last_run_us(const Request& request) {
+  const auto* r = dynamic_cast<const CudaRequest*>(&request);
+  return r != nullptr ? r->last_run_us : std::nullopt;
+}
+
+std::string cuda_device_description(int device) {
+  cudaDeviceProp p{};
+  BRAID_CU(cudaGetDeviceProperties(&p, device));
+  int driver = 0;
+  cudaDriverGetVersion(&driver);
+  return std::string(p.name) + ", cc " + std::to_string(p.major) + "." + std::to_string(p.minor) +
+         ", " + std::to_string(p.multiProcessorCount) + " SMs, driver " + std::to_string(driver);
 }
 
 std::unique_ptr<Executor> make_cuda_executor(const CudaExecutorOptions& options) {

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "exec/executor.h"
@@ -39,5 +40,13 @@ std::string cuda_unavailable_reason();
 
 // Throws braid::Error(kNotFound) "no CUDA device" when options.device does not exist.
 std::unique_ptr<Executor> make_cuda_executor(const CudaExecutorOptions& options = {});
+
+// The device time of the request's last run_blocks: CUDA events on the request's main stream
+// after the inputs are copied in and before the outputs are copied out (what IOS times). Null
+// for requests of other executors.
+std::optional<double> cuda_last_run_us(const Request& request);
+
+// "NVIDIA H100 80GB HBM3, cc 9.0, 132 SMs, driver 13000": what a GPU profile is keyed by.
+std::string cuda_device_description(int device);
 
 }  // namespace braid::exec

@@ -1,0 +1,40 @@
+// A stage made runnable on any executor, the way IOS profiles each candidate stage (ios.txt §4):
+// its units cut out as a graph of their own (subgraph.h), a one-stage Schedule (group i on
+// stream i) validated and lowered, and uniform [-1, 1] inputs (zeros or uninitialized memory
+// give denormals and timings 10x off). The CPU and GPU profilers share it.
+//
+//   auto runner = cost::make_stage_runner(units, weights, groups, /*seed=*/1);
+//   auto model = executor->prepare(runner->bundle());
+//   auto request = model->new_request();
+//   runner->set_inputs(*model, *request);
+//   model->run(*request);
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "cost/subgraph.h"
+#include "exec/executor.h"
+#include "sched/lower.h"
+
+namespace braid::cost {
+
+struct StageRunner {
+  ExtractedStage stage;
+  sched::ExecutionPlan plan;
+  std::vector<std::vector<float>> inputs;  // one per graph input of stage.graph
+
+  exec::ModelBundle bundle() const { return {stage.graph, stage.weights, &stage.units, &plan}; }
+  void set_inputs(const exec::PreparedModel& model, exec::Request& request) const;
+};
+
+// Throws braid::Error: kInvalidArgument for an empty stage or group, kInvalidSchedule when the
+// groups depend on each other (the validator names the edge). Not movable once made: bundle()
+// points into it.
+std::unique_ptr<const StageRunner> make_stage_runner(const ir::UnitGraph& units,
+                                                     const ir::Weights* weights,
+                                                     std::span<const std::vector<UnitId>> groups,
+                                                     uint64_t input_seed);
+
+}  // namespace braid::cost
