@@ -9,6 +9,8 @@
 
 #include "base/error.h"
 #include "commands.h"
+#include "exec/cuda/cuda_calibration.h"
+#include "measure.h"
 #include "sim/calibrate.h"
 
 namespace braid::cli {
@@ -16,11 +18,14 @@ namespace braid::cli {
 void add_calibrate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "calibrate", "Fit a simulated GPU's launch and event costs from real measurements");
-  static std::string device, measurements, output, emit;
+  static std::string device, measurements, output, emit, measure_on;
   cmd->add_option("DEVICE", device, "A devices/ name or a device .json file")->required();
   cmd->add_option("MEASUREMENTS", measurements,
                   "braid.calibration/1 JSON measured on the GPU (docs/simulator.md)");
   cmd->add_option("-o,--output", output, "Write the calibrated device file here");
+  cmd->add_option("--measure", measure_on,
+                  "Take the measurements on this GPU now (cuda:N) and write them to "
+                  "MEASUREMENTS (default: calibration.json)");
   cmd->add_option("--emit-simulated", emit,
                   "Write the measurements the simulator itself predicts for DEVICE (the format "
                   "to fill in on a real GPU)");
@@ -39,8 +44,17 @@ void add_calibrate_command(CLI::App& app) {
           << "\n";
       if (measurements.empty()) return;
     }
+    if (!measure_on.empty()) {
+      const std::optional<int> gpu = cuda_device(measure_on);
+      BRAID_CHECK(gpu.has_value(), ErrorCode::kInvalidArgument, "--measure ", measure_on,
+                  ": expected cuda:N");
+      if (measurements.empty()) measurements = "calibration.json";
+      std::ofstream out(measurements);
+      BRAID_CHECK(out.good(), ErrorCode::kInvalidArgument, "cannot write '", measurements, "'");
+      out << exec::measure_cuda_calibration(*gpu).dump(2) << "\n";
+    }
     BRAID_CHECK(!measurements.empty(), ErrorCode::kInvalidArgument,
-                "give MEASUREMENTS (or --emit-simulated FILE)");
+                "give MEASUREMENTS (or --measure cuda:N, or --emit-simulated FILE)");
     std::ifstream in(measurements);
     BRAID_CHECK(in.good(), ErrorCode::kNotFound, "cannot open '", measurements, "'");
     nlohmann::json j;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -677,6 +678,21 @@ class CudaRequest final : public Request {
     if (finished != nullptr) cudaEventDestroy(finished);
     if (main != nullptr) cudaStreamDestroy(main);
     for (float* p : pinned) cudaFreeHost(p);
+    for (auto [b, e] : timing) {
+      cudaEventDestroy(b);
+      cudaEventDestroy(e);
+    }
+  }
+
+  // Two timing events for `unit`, made on first use.
+  std::pair<cudaEvent_t, cudaEvent_t> unit_timing_events(size_t unit) {
+    if (timing.size() <= unit) timing.resize(unit + 1, {nullptr, nullptr});
+    auto& [b, e] = timing[unit];
+    if (b == nullptr) {
+      BRAID_CU(cudaEventCreate(&b));
+      BRAID_CU(cudaEventCreate(&e));
+    }
+    return timing[unit];
   }
 
   int device = 0;
@@ -687,6 +703,8 @@ class CudaRequest final : public Request {
   cudaEvent_t started = nullptr, finished = nullptr;  // timing: around the plan's steps
   cudaStream_t main = nullptr;
   std::optional<double> last_run_us;
+  std::vector<std::pair<cudaEvent_t, cudaEvent_t>> timing;  // per unit, when observed
+  std::vector<std::tuple<size_t, UnitId, cudaEvent_t, cudaEvent_t>> unit_events;  // last run
   std::vector<float*> pinned;  // graph inputs, then graph outputs
   cudaGraphExec_t graph_exec = nullptr;
 };
@@ -774,11 +792,12 @@ class CudaPrepared final : public PreparedModel {
     auto& r = static_cast<CudaRequest&>(request);
     BRAID_CU(cudaSetDevice(options_.device));
     const bool whole = first == 0 && last >= plan_.num_blocks;
-    if (options_.graph && whole) {
+    // Per-unit times need events around every unit: observed runs go eagerly.
+    if (options_.graph && whole && observer == nullptr) {
       if (r.graph_exec == nullptr) {
         cudaGraph_t graph;
         BRAID_CU(cudaStreamBeginCapture(r.main, cudaStreamCaptureModeThreadLocal));
-        issue(r, first, last);
+        issue(r, first, last, false);
         BRAID_CU(cudaStreamEndCapture(r.main, &graph));
         const cudaError_t made = cudaGraphInstantiate(&r.graph_exec, graph, 0);
         cudaGraphDestroy(graph);
@@ -786,13 +805,19 @@ class CudaPrepared final : public PreparedModel {
       }
       BRAID_CU(cudaGraphLaunch(r.graph_exec, r.main));
     } else {
-      issue(r, first, last);
+      issue(r, first, last, observer != nullptr);
     }
     BRAID_CU(cudaStreamSynchronize(r.main));
     float ms = 0;
     BRAID_CU(cudaEventElapsedTime(&ms, r.started, r.finished));
     r.last_run_us = double(ms) * 1e3;
-    (void)observer;  // per-unit device times need events around every unit: not yet reported
+    if (observer == nullptr) return;
+    for (const auto& [lane, unit, begin, end] : r.unit_events) {
+      float b = 0, e = 0;
+      BRAID_CU(cudaEventElapsedTime(&b, r.started, begin));
+      BRAID_CU(cudaEventElapsedTime(&e, r.started, end));
+      observer->on_unit(lane, unit, Micros(double(b) * 1e3), Micros(double(e) * 1e3));
+    }
   }
 
  private:
@@ -804,13 +829,14 @@ class CudaPrepared final : public PreparedModel {
 
   // Enqueues blocks [first, last): inputs in (block 0), fork to every lane, the plan's steps in
   // issue order, join, outputs out (last block).
-  void issue(CudaRequest& r, size_t first, size_t last) const {
+  void issue(CudaRequest& r, size_t first, size_t last, bool time_units) const {
     std::byte* arena = r.arena.get();
     if (first == 0)
       for (size_t i = 0; i < graph_->inputs().size(); ++i)
         BRAID_CU(cudaMemcpyAsync(arena + input_offsets_[i], r.pinned[i],
                                  size_t(graph_->value(graph_->inputs()[i]).type.bytes()),
                                  cudaMemcpyHostToDevice, r.main));
+    r.unit_events.clear();
     BRAID_CU(cudaEventRecord(r.started, r.main));
     BRAID_CU(cudaEventRecord(r.fork, r.main));
     for (const LaneContext& l : r.lanes) BRAID_CU(cudaStreamWaitEvent(l.stream, r.fork, 0));
@@ -825,8 +851,17 @@ class CudaPrepared final : public PreparedModel {
           BRAID_CU(cudaEventRecord(r.events[record->event], l.stream));
         } else {
           // Operator merges run their convolutions one after another (no merged kernel yet).
-          for (const Op& op : unit_ops_[index(std::get<sched::LaunchStep>(step).unit)])
-            op(l, arena);
+          const UnitId unit = std::get<sched::LaunchStep>(step).unit;
+          cudaEvent_t begin = nullptr, end = nullptr;
+          if (time_units) {
+            std::tie(begin, end) = r.unit_timing_events(index(unit));
+            BRAID_CU(cudaEventRecord(begin, l.stream));
+          }
+          for (const Op& op : unit_ops_[index(unit)]) op(l, arena);
+          if (time_units) {
+            BRAID_CU(cudaEventRecord(end, l.stream));
+            r.unit_events.emplace_back(seg.lane, unit, begin, end);
+          }
         }
       }
     }

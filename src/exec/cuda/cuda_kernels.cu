@@ -168,7 +168,23 @@ __global__ void layer_norm_kernel(const float* x, const float* scale, const floa
     out[i] = (row[i] - mean) * inv_std * scale[i] + (bias != nullptr ? bias[i] : 0.0f);
 }
 
+__global__ void empty_kernel() {}
+
+__global__ void spin(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
 }  // namespace
+
+void empty_kernels(int count, cudaStream_t stream) {
+  for (int i = 0; i < count; ++i) empty_kernel<<<1, 1, 0, stream>>>();
+}
+
+void spin_kernel(long long cycles, cudaStream_t stream) {
+  spin<<<1, 1, 0, stream>>>(cycles);
+}
 
 void strided_copy(float* dst, Strided dst_layout, const float* src, Strided src_layout,
                   cudaStream_t stream) {

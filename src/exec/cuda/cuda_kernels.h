@@ -52,4 +52,9 @@ void mean_rows(const float* x, float* y, int64_t rows, int64_t inner, cudaStream
 void layer_norm(const float* x, const float* scale, const float* bias, float* y, int64_t outer,
                 int64_t inner, float epsilon, cudaStream_t stream);
 
+// Calibration probes: `count` empty one-thread kernels on `stream`, and one kernel that spins
+// on the SM clock for about `cycles` cycles (something long to queue launches behind).
+void empty_kernels(int count, cudaStream_t stream);
+void spin_kernel(long long cycles, cudaStream_t stream);
+
 }  // namespace braid::exec::cuda

@@ -1,5 +1,6 @@
 // make_cuda_executor in a build without CUDA (BRAID_WITH_CUDA off or no toolkit found).
 #include "base/error.h"
+#include "exec/cuda/cuda_calibration.h"
 #include "exec/cuda/cuda_executor.h"
 
 namespace braid::exec {
