@@ -26,4 +26,8 @@ std::string cuda_device_description(int) {
   return "none";
 }
 
+nlohmann::json measure_cuda_calibration(int, const std::vector<int>&, int) {
+  BRAID_THROW(ErrorCode::kNotFound, cuda_unavailable_reason());
+}
+
 }  // namespace braid::exec
