@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "cost/roofline.h"
 #include "sched/heft.h"
+#include "sched/hios.h"
 #include "sched/ios.h"
 #include "sched/lios.h"
 #include "sched/nimble.h"
@@ -41,6 +42,10 @@ constexpr Entry kSchedulers[] = {
     {"nimble", make<NimbleScheduler>},
     {"opara", make<OparaScheduler>},
     {"heft", make<HeftScheduler>},
+    {"hios-lp", make_hios_lp_scheduler},
+    {"hios-mr", make_hios_mr_scheduler},
+    {"hios-lp-inter", make_hios_lp_inter_scheduler},
+    {"hios-mr-inter", make_hios_mr_inter_scheduler},
 };
 
 }  // namespace

@@ -30,6 +30,9 @@ enum class IosSearch { kAuto, kDynamicProgram, kBestFirst };
 struct ScheduleOptions {
   int max_streams = 10;  // streams per device (IOS's runtime has 10); 0 = unbounded
   int num_devices = 1;
+  // HIOS's sliding window (hios.txt Alg. 2): at most this many consecutive units of a device
+  // grouped into one stage (bounded by max_streams too). HIOS's code uses 2.
+  int window = 2;
   uint64_t seed = 0;  // for schedulers that randomize; ties are otherwise broken by UnitId
   // IOS pruning (ios.txt §4.3): at most `max_groups` groups (s) of at most `max_group_size`
   // units (r) per stage. 0 = unbounded.

@@ -89,6 +89,7 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_ios_search_flags(*cmd, options);
+  add_multi_device_flags(*cmd, options);
   cmd->add_option("--threads-per-stream", measure.executor.threads_per_stream,
                   "OpenMP threads per stream (executor and cpu cost model)")
       ->check(CLI::PositiveNumber)

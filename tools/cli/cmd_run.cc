@@ -43,6 +43,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--streams", sched_options.max_streams, "Streams the scheduler may use")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  add_multi_device_flags(*cmd, sched_options);
   cmd->add_option("--threads-per-stream", exec_options.threads_per_stream,
                   "OpenMP threads per stream")
       ->check(CLI::PositiveNumber)

@@ -32,6 +32,18 @@ void add_ios_search_flags(CLI::App& cmd, sched::ScheduleOptions& options) {
       ->capture_default_str();
 }
 
+void add_multi_device_flags(CLI::App& cmd, sched::ScheduleOptions& options) {
+  cmd.add_option("--devices", options.num_devices,
+                 "Devices to schedule over (hios-*: HIOS's multi-device mapping; the others use "
+                 "device 0)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--window", options.window,
+                 "hios-lp / hios-mr: units grouped into one stage by the sliding window")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
 void add_schedule_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("schedule", "Schedule a model and write the schedule (JSON)");
   static ModelFlags flags;
@@ -57,6 +69,7 @@ void add_schedule_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_ios_search_flags(*cmd, options);
+  add_multi_device_flags(*cmd, options);
   cmd->add_option("--threads-per-stream", cost_flags.cpu.threads_per_stream,
                   "--cost cpu: OpenMP threads per stream while measuring")
       ->check(CLI::PositiveNumber)

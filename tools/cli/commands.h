@@ -21,6 +21,8 @@ void add_model_flags(CLI::App& cmd, ModelFlags& flags);
 
 // --ios-search auto|dp|best-first and --ios-tolerance: shared by schedule and bench.
 void add_ios_search_flags(CLI::App& cmd, sched::ScheduleOptions& options);
+// --devices M and --window w (HIOS).
+void add_multi_device_flags(CLI::App& cmd, sched::ScheduleOptions& options);
 
 void add_models_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
