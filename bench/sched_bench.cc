@@ -17,8 +17,10 @@
 #include <string>
 #include <string_view>
 
+#include "cost/hios_stage_cost.h"
 #include "cost/roofline.h"
 #include "models/loader.h"
+#include "models/random_dag.h"
 #include "sched/registry.h"
 
 namespace braid {
@@ -84,10 +86,32 @@ void run_case(benchmark::State& state, const Case& c) {
       schedule.predicted_latency ? Millis(*schedule.predicted_latency).count() : 0.0;
 }
 
+// HIOS's search on its own random DAGs (hios.txt §IV-C: O(|V||E|(M|V|^2 + w^2|E|^2))): 200 to
+// 400 units, 2x edges, 14 layers, 4 devices, the HIOS stage model. "ALGO/random_N".
+void run_random(benchmark::State& state, std::string algorithm, int ops) {
+  const ir::UnitGraph g = models::random_dag({.ops = ops, .layers = 14, .edges = 2 * ops});
+  cost::HiosStageCostModel cost(g);
+  const auto scheduler = sched::make_scheduler(algorithm, {.max_streams = 2, .num_devices = 4});
+  sched::SearchStats stats;
+  sched::Schedule schedule;
+  for (auto _ : state) {
+    schedule = scheduler->schedule(g, cost, &stats);
+    benchmark::DoNotOptimize(schedule);
+  }
+  state.counters["evaluations"] = static_cast<double>(stats.transitions);
+  state.counters["predicted_ms"] = Millis(*schedule.predicted_latency).count();
+}
+
 }  // namespace
 }  // namespace braid
 
 int main(int argc, char** argv) {
+  for (const char* algorithm : {"hios-lp", "hios-mr"})
+    for (int ops : {200, 300, 400})
+      benchmark::RegisterBenchmark(
+          (std::string(algorithm) + "/random_" + std::to_string(ops)).c_str(), braid::run_random,
+          algorithm, ops)
+          ->Unit(benchmark::kMillisecond);
   for (const braid::Case& c : braid::kCases)
     benchmark::RegisterBenchmark((std::string(c.algorithm) + "/" + std::string(c.model)).c_str(),
                                  braid::run_case, c)

@@ -38,6 +38,9 @@ struct Unit {
   std::string name;
   std::vector<NodeId> ops;         // topological order; empty for a weighted-DAG unit
   std::optional<Micros> latency;   // given by a weighted DAG
+  // The fraction of a device the unit keeps busy alone (HIOS's simulator draws it from
+  // [0.6, 1]); what its stage model charges when units share a device. Weighted DAGs only.
+  std::optional<double> utilization;
   UnitClass unit_class = UnitClass::kUnknown;
   std::optional<UnitResources> resources;
   int64_t flops = 0;

@@ -85,7 +85,8 @@ std::string default_name(std::string_view source) {
 }
 
 ir::Unit parse_node(const Reader& r, const json& j, const std::string& at) {
-  r.expect_object(j, at, {"name", "latency_ms", "kind", "resources", "flops", "bytes"});
+  r.expect_object(j, at,
+                  {"name", "latency_ms", "utilization", "kind", "resources", "flops", "bytes"});
   ir::Unit u;
   auto name = j.find("name");
   if (name == j.end()) r.fail(at, "missing key 'name'");
@@ -93,6 +94,10 @@ ir::Unit parse_node(const Reader& r, const json& j, const std::string& at) {
   if (u.name.empty()) r.fail(Reader::join(at, "name"), "must not be empty");
   if (auto it = j.find("latency_ms"); it != j.end())
     u.latency = Millis(r.non_negative(*it, Reader::join(at, "latency_ms")));
+  if (auto it = j.find("utilization"); it != j.end()) {
+    u.utilization = r.non_negative(*it, Reader::join(at, "utilization"));
+    if (*u.utilization > 1) r.fail(Reader::join(at, "utilization"), "must be in [0, 1]");
+  }
   if (auto it = j.find("kind"); it != j.end()) {
     std::string kind = r.string(*it, Reader::join(at, "kind"));
     auto c = unit_class_from_string(kind);
@@ -206,6 +211,7 @@ nlohmann::json to_dag_json(const ir::UnitGraph& graph) {
   for (const ir::Unit& u : graph.units()) {
     json n = {{"name", u.name}};
     if (u.latency) n["latency_ms"] = Millis(*u.latency).count();
+    if (u.utilization) n["utilization"] = *u.utilization;
     if (u.unit_class != ir::UnitClass::kUnknown) n["kind"] = to_string(u.unit_class);
     if (u.resources)
       n["resources"] = {{"threads", u.resources->threads},

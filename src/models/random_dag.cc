@@ -179,9 +179,12 @@ ir::UnitGraph random_dag(const RandomDagOptions& o) {
   }
 
   std::vector<ir::Unit> units(o.ops);
+  // Utilizations from a stream of their own, so that adding them changed no graph.
+  Rng utilization_rng(o.seed ^ 0x9e3779b97f4a7c15ull);
   for (int i = 0; i < o.ops; ++i) {
     units[i].name = "v" + std::to_string(i);
     units[i].latency = Millis(rng.uniform_real(o.min_latency_ms, o.max_latency_ms));
+    units[i].utilization = utilization_rng.uniform_real(o.min_utilization, o.max_utilization);
   }
   // hios.txt §V-A: "the transfer time between GPUs for the output data of an operator is a
   // maximum of 0.1 milliseconds and p of the execution time of this operator": the operator

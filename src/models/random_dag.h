@@ -36,6 +36,9 @@ struct RandomDagOptions {
   // Transfer time of edge u -> v = max(min_transfer_ms, transfer_ratio x latency(u)).
   double transfer_ratio = 0.8;
   double min_transfer_ms = 0.1;
+  // Unit utilization ~ uniform [min, max] (HIOS's simulator: 0.6 .. 1), for its stage model.
+  double min_utilization = 0.6;
+  double max_utilization = 1.0;
   uint64_t seed = 0;
 };
 

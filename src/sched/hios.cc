@@ -19,8 +19,8 @@ struct Problem {
   const ir::UnitGraph& g;
   const cost::CostModel& cost;
   int devices = 1;
-  std::vector<double> latency;   // per unit
-  std::vector<double> transfer;  // per edge index
+  std::vector<double> latency;      // per unit
+  std::vector<double> transfer;     // per edge index
   std::vector<UnitId> by_priority;  // descending priority, ties by id (a topological order)
   std::vector<std::vector<uint64_t>> reach;  // reach[u] bit v: a path u -> v exists
 
@@ -389,8 +389,8 @@ Schedule HiosScheduler::schedule(const ir::UnitGraph& graph, const cost::CostMod
                                       : map_recording(p, evaluations);
   DeviceStages placement(p, device);
   // The window never exceeds the streams a device may use.
-  const int window = options_.max_streams > 0 ? std::min(options_.window, options_.max_streams)
-                                              : options_.window;
+  const int window =
+      options_.max_streams > 0 ? std::min(options_.window, options_.max_streams) : options_.window;
   if (intra_device_ && window >= 2) evaluations += placement.parallelize(window);
   s = placement.to_schedule(device);
   s.algorithm = std::string(name());

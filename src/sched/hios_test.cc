@@ -100,9 +100,8 @@ TEST(Hios, NeverBetterThanTheBestMapping) {
     const std::vector<Micros> priority = hios_priority(g, cost);
     std::vector<UnitId> order;
     for (size_t u = 0; u < n; ++u) order.push_back(UnitId(u));
-    std::stable_sort(order.begin(), order.end(), [&](UnitId a, UnitId b) {
-      return priority[index(a)] > priority[index(b)];
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](UnitId a, UnitId b) { return priority[index(a)] > priority[index(b)]; });
     double best = 1e300;
     for (uint64_t mask = 0; mask < (uint64_t{1} << n); ++mask) {
       std::vector<double> finish(n), free(2, 0);

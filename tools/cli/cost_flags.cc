@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "cost/dag_cost.h"
 #include "cost/gpu_profiler.h"
+#include "cost/hios_stage_cost.h"
 #include "cost/roofline.h"
 #include "sim/sim_cost.h"
 
@@ -18,7 +19,8 @@ bool is_dag_spec(const std::string& spec) {
 void add_cost_flags(CLI::App& cmd, CostFlags& flags) {
   cmd.add_option("--cost", flags.name,
                  "Cost model: dag (a .dag.json's latencies; its default), cpu (measured here, "
-                 "cached; the default for real models), roofline (FLOPs and bytes only), "
+                 "cached; the default for real models), roofline (FLOPs and bytes only), hios "
+                 "(a weighted DAG under HIOS's simulated stage contention), "
                  "cuda:N (measured on GPU N, cached), sim:NAME (the GPU simulator: "
                  "devices/NAME.json or a .json path)");
 }
@@ -35,6 +37,7 @@ std::unique_ptr<cost::CostModel> make_cost_model(const CostFlags& flags, const i
   const std::string name = !flags.name.empty() ? flags.name : weighted ? "dag" : "cpu";
   if (name == "dag") return std::make_unique<cost::DagCostModel>(units);
   if (name == "roofline") return std::make_unique<cost::RooflineCostModel>(units);
+  if (name == "hios") return std::make_unique<cost::HiosStageCostModel>(units);
   if (name == "cpu") {
     BRAID_CHECK(!weighted, ErrorCode::kInvalidArgument, "--cost cpu: '", units.name(),
                 "' is a weighted DAG with no operators to measure (use --cost dag)");
@@ -52,7 +55,7 @@ std::unique_ptr<cost::CostModel> make_cost_model(const CostFlags& flags, const i
   if (name.starts_with("sim:"))
     return std::make_unique<sim::SimCostModel>(units, sim::load_device(name.substr(4)));
   BRAID_THROW(ErrorCode::kInvalidArgument, "unknown cost model '", name,
-              "' (known: dag, cpu, roofline, cuda:N, sim:NAME)");
+              "' (known: dag, hios, cpu, roofline, cuda:N, sim:NAME)");
 }
 
 }  // namespace braid::cli
