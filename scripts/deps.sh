@@ -10,6 +10,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler        # ONNX import/export
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libboost-graph-dev
   libssl-dev                                           # SHA-256 of outputs (braid run --json)
+  libopenmpi-dev openmpi-bin                           # the multi-device executor (mpirun)
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-testdata                                     # ONNX's backend node tests
   python3 python3-venv python3-pip
