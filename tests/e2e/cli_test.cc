@@ -202,6 +202,30 @@ TEST(Cli, SimulatedGpuRunScheduleAndBench) {
   }
 }
 
+// HIOS on two devices: a schedule that validates, and a run on two simulated GPUs whose values
+// equal the single-device run's.
+TEST(Cli, MultiDeviceScheduleValidatesAndRunsOnSimulatedGpus) {
+  const auto path = (testing::scratch_dir() / "hios.json").string();
+  auto sched = run_command(cli() + " schedule " + golden("lios_fig3.dag.json") +
+                           " --algo hios-lp --devices 2 --json -o " + path);
+  ASSERT_EQ(sched.exit_code, 0) << sched.err;
+  auto v = run_command(cli() + " validate " + golden("lios_fig3.dag.json") + " " + path);
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  nlohmann::json runs[2];
+  int i = 0;
+  for (const char* algo : {"sequential", "hios-mr"}) {
+    auto r = run_command(cli() + " run squeezenet --device sim:a40 --devices 2 --algo " + algo +
+                         " --json");
+    ASSERT_EQ(r.exit_code, 0) << algo << ": " << r.err;
+    runs[i++] = nlohmann::json::parse(r.out);
+  }
+  EXPECT_EQ(runs[0]["outputs_sha256"], runs[1]["outputs_sha256"]);
+  // The CPU executor runs one device: a two-device schedule is refused there, clearly.
+  auto cpu = run_command(cli() + " run squeezenet --algo hios-lp --devices 2 --cost roofline");
+  EXPECT_EQ(cpu.exit_code, 2);
+  EXPECT_NE(cpu.err.find("devices"), std::string::npos) << cpu.err;
+}
+
 TEST(Cli, SimulatedDeviceErrorsNameTheDevice) {
   auto unknown = run_command(cli() + " run squeezenet --device sim:no_such_gpu --algo sequential");
   EXPECT_EQ(unknown.exit_code, 2);
