@@ -11,6 +11,7 @@ find_package(dnnl REQUIRED)     # needs ocl-icd-opencl-dev + opencl-c-headers
 find_package(Protobuf REQUIRED)  # must precede ONNX (its config links protobuf::libprotobuf)
 find_package(ONNX REQUIRED)      # targets onnx, onnx_proto; they carry ONNX_NAMESPACE/ONNX_ML
 include(cuda)                    # optional: the CUDA executor
+find_package(MPI COMPONENTS CXX)  # Open MPI: the multi-device executor (optional)
 if(BRAID_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -107,18 +107,20 @@ void add_run_command(CLI::App& app) {
                            .input_seed = input_seed,
                            .trace = trace_path.empty() || sim ? nullptr : &trace};
     const Measured r = measure_schedule(m.units, weights, s, measure);
+    if (process_rank() != 0) return;  // under mpirun, rank 0 reports
     if (!trace_path.empty() && !sim) trace.write(trace_path);
     const double median = r.median_ms, p10 = r.p10_ms, p90 = r.p90_ms;
     if (json) {
-      nlohmann::json j = {{"model", m.units.name()},
-                          {"algorithm", s.algorithm},
-                          {"device", device},
-                          {"streams", r.lanes},
-                          {"threads_per_stream", exec_options.threads_per_stream},
-                          {"iters", r.simulated ? 1 : iters},
-                          {"latency_ms", {{"median", median}, {"p10", p10}, {"p90", p90}}},
-                          {"peak_bytes", r.peak_bytes},
-                          {"outputs_sha256", r.outputs_sha256}};
+      nlohmann::json j = {
+          {"model", m.units.name()},
+          {"algorithm", s.algorithm},
+          {"device", launched_by_mpi() ? "mpi x" + std::to_string(s.num_devices) : device},
+          {"streams", r.lanes},
+          {"threads_per_stream", exec_options.threads_per_stream},
+          {"iters", r.simulated ? 1 : iters},
+          {"latency_ms", {{"median", median}, {"p10", p10}, {"p90", p90}}},
+          {"peak_bytes", r.peak_bytes},
+          {"outputs_sha256", r.outputs_sha256}};
       if (r.simulated) {
         j["simulated"] = true;
         j["graph_replay"] = graph_replay;

@@ -10,6 +10,9 @@
 #include "base/error.h"
 #include "exec/cuda/cuda_executor.h"
 #include "exec/sim/sim_executor.h"
+#ifdef BRAID_WITH_MPI
+#include "exec/mpi/mpi_executor.h"
+#endif
 #include "sched/lower.h"
 #include "sched/validate.h"
 
@@ -94,7 +97,39 @@ Measured simulate_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir:
   return m;
 }
 
+#ifdef BRAID_WITH_MPI
+std::unique_ptr<exec::Executor> make_mpi_executor(const exec::CpuExecutorOptions& cpu) {
+  return exec::make_mpi_executor({.cpu = cpu});
+}
+void barrier() {
+  exec::mpi_barrier();
+}
+#else
+std::unique_ptr<exec::Executor> make_mpi_executor(const exec::CpuExecutorOptions&) {
+  BRAID_THROW(ErrorCode::kNotFound, "braid was built without MPI");
+}
+void barrier() {}
+#endif
+
 }  // namespace
+
+bool launched_by_mpi() {
+#ifdef BRAID_WITH_MPI
+  if (!exec::launched_by_mpirun()) return false;
+  exec::mpi_init();
+  return exec::mpi_size() > 1;
+#else
+  return false;
+#endif
+}
+
+int process_rank() {
+#ifdef BRAID_WITH_MPI
+  return exec::mpi_rank();
+#else
+  return 0;
+#endif
+}
 
 std::optional<int> cuda_device(const std::string& device) {
   if (!device.starts_with("cuda:")) return std::nullopt;
@@ -131,12 +166,16 @@ Measured measure_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::
   const ir::Graph* graph = units.graph();
   BRAID_CHECK(graph != nullptr, ErrorCode::kInvalidArgument, "'", units.name(),
               "' is a weighted DAG: it has no operators to run");
-  BRAID_CHECK(schedule.num_devices == 1, ErrorCode::kInvalidArgument, "the schedule uses ",
+  const bool mpi = launched_by_mpi();
+  BRAID_CHECK(schedule.num_devices == 1 || mpi, ErrorCode::kInvalidArgument, "the schedule uses ",
               schedule.num_devices,
-              " devices; one executor runs one (use mpirun, or --device sim:NAME)");
+              " devices; one executor runs one (use mpirun -np N, or --device sim:NAME)");
+  BRAID_CHECK(!mpi || !gpu, ErrorCode::kUnsupported,
+              "under mpirun each rank runs the CPU executor (cuda:N ranks are not supported yet)");
   const sched::ExecutionPlan plan = sched::lower(units, schedule);
-  auto executor = gpu ? exec::make_cuda_executor({.device = *gpu, .graph = options.graph_replay})
-                      : exec::make_cpu_executor(options.executor);
+  auto executor = gpu   ? exec::make_cuda_executor({.device = *gpu, .graph = options.graph_replay})
+                  : mpi ? make_mpi_executor(options.executor)
+                        : exec::make_cpu_executor(options.executor);
   auto model = executor->prepare({units.graph_ptr(), std::move(weights), &units, &plan});
   auto request = model->new_request();
   std::mt19937_64 rng(options.input_seed);
@@ -145,6 +184,7 @@ Measured measure_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::
   for (int i = 0; i < options.warmup; ++i) model->run(*request);
   std::vector<double> ms;
   for (int i = 0; i < options.iters; ++i) {
+    if (mpi) barrier();  // ranks start each timed inference together
     auto begin = std::chrono::steady_clock::now();
     model->run(*request, options.trace);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)

@@ -4,6 +4,8 @@
 //  - device "cpu": the CPU executor, wall-clock time of `iters` runs after `warmup`.
 //  - device "cuda:N": the CUDA executor (cuda_executor.h), timed like the CPU; `graph_replay`
 //    captures a CUDA Graph once and replays it. "no CUDA device" where there is none.
+//  - under mpirun -np M: the MPI executor, one rank per device of the schedule; every rank
+//    returns a result, rank 0's has the outputs.
 //  - device "sim:NAME" (a devices/ name or a .json path): the GPU simulator; one simulated run
 //    gives the latency (it is deterministic), the CPU executor the values (weighted DAGs,
 //    which have no values, are simulated only).
@@ -43,6 +45,11 @@ struct Measured {
 
 // The simulated device a --device names ("sim:v100" -> "v100"); nullopt for other devices.
 std::optional<std::string> sim_device(const std::string& device);
+// Whether this process is one of several ranks started by mpirun (initializes MPI then): the
+// schedule's devices then run one per rank (exec/mpi/mpi_executor.h) and rank 0 reports.
+bool launched_by_mpi();
+// This process's MPI rank (0 without MPI).
+int process_rank();
 // The CUDA device a --device names ("cuda:0" -> 0); nullopt for other devices.
 std::optional<int> cuda_device(const std::string& device);
 

@@ -193,9 +193,13 @@ CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOption
   Bytes scratch = 0;
   unit_kernels_.resize(units.num_units());
   for (size_t u = 0; u < units.num_units(); ++u) {
+    const UnitId unit = make_id<UnitId>(u);
     Bytes unit_scratch = 0;
-    unit_kernels_[u] = cpu::make_unit_kernels(g, units.unit(make_id<UnitId>(u)).ops, locate,
-                                              {engine_}, &unit_scratch);
+    if (!options.is_local || options.is_local(unit))
+      unit_kernels_[u] =
+          cpu::make_unit_kernels(g, units.unit(unit).ops, locate, {engine_}, &unit_scratch);
+    if (options.extra_kernels)
+      for (auto& k : options.extra_kernels(unit, locate)) unit_kernels_[u].push_back(std::move(k));
     scratch = std::max(scratch, unit_scratch);
   }
   omp_set_num_threads(saved_threads);

@@ -13,7 +13,9 @@
 //   auto model = cpu->prepare({graph, weights, &units, &plan});
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "exec/executor.h"
 #include "exec/kernel.h"
@@ -36,6 +38,12 @@ struct CpuExecutorOptions {
   // are always plain.
   TensorLayout layout = TensorLayout::kNhwc;
   MemoryPlanOptions memory;
+  // Multi-process runs (exec/mpi/mpi_executor.h): every process prepares the whole plan; a unit
+  // that `is_local` rejects is computed by another process and "launched" here by its extra
+  // kernels only (which receive its outputs); a local unit runs its kernels, then its extra
+  // ones (which send its outputs). Unset: every unit is local and has no extra kernels.
+  std::function<bool(UnitId)> is_local;
+  std::function<std::vector<std::unique_ptr<Kernel>>(UnitId, const TensorLocator&)> extra_kernels;
 };
 
 std::unique_ptr<Executor> make_cpu_executor(const CpuExecutorOptions& options = {});
