@@ -32,4 +32,29 @@ if [ "$code" -ne 0 ] && [ "$code" -ne 124 ] && [ "$(grep -c 'run with -np 3' <<<
 else
   echo "FAIL 3-device schedule on 2 ranks: exit $code, stderr: $err"; failed=1
 fi
+# A rank that dies: the other gives up on its receive after BRAID_MPI_TIMEOUT_S (or mpirun
+# ends the job first); either way the run ends with an error, not a hang.
+set +e
+start=$(date +%s)
+err=$(BRAID_MPI_TIMEOUT_S=5 BRAID_MPI_TEST_EXIT_RANK=1 timeout 120 "$mpiexec" -np 2 "$braid" run \
+      squeezenet --schedule "$scratch/squeezenet.json" --iters 1 --warmup 0 2>&1 >/dev/null)
+code=$?
+set -e
+if [ "$code" -ne 0 ] && [ "$code" -ne 124 ]; then
+  echo "ok   a dead rank ends the run in $(( $(date +%s) - start )) s (exit $code)"
+else
+  echo "FAIL a dead rank: exit $code, stderr: $err"; failed=1
+fi
+# A rank alive but silent: only the receive timeout can end it; every rank is aborted.
+set +e
+start=$(date +%s)
+err=$(BRAID_MPI_TIMEOUT_S=3 BRAID_MPI_TEST_STALL_RANK=1 timeout 120 "$mpiexec" -np 2 "$braid" run \
+      squeezenet --schedule "$scratch/squeezenet.json" --iters 1 --warmup 0 2>&1 >/dev/null)
+code=$?
+set -e
+if [ "$code" -ne 0 ] && [ "$code" -ne 124 ] && grep -q "from rank 1 after 3 s" <<<"$err"; then
+  echo "ok   a silent rank: rank 0's receive times out in $(( $(date +%s) - start )) s and aborts all (exit $code)"
+else
+  echo "FAIL a silent rank: exit $code, stderr: $err"; failed=1
+fi
 exit $failed

@@ -161,6 +161,12 @@ class MpiPreparedModel final : public PreparedModel {
   size_t num_blocks() const override { return cpu_->num_blocks(); }
   Bytes activation_bytes() const override { return cpu_->activation_bytes(); }
   void run_blocks(Request& request, size_t first, size_t last, RunObserver* observer) override {
+    // Fault injection for the failure test: this rank leaves before running (as if it died).
+    if (const char* die = std::getenv("BRAID_MPI_TEST_EXIT_RANK"); die && std::atoi(die) == mpi_rank())
+      std::_Exit(3);
+    if (const char* stall = std::getenv("BRAID_MPI_TEST_STALL_RANK");
+        stall && std::atoi(stall) == mpi_rank())
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // alive but silent
     cpu_->run_blocks(request, first, last, observer);
     sends_.wait_all();
   }
@@ -229,7 +235,10 @@ void mpi_barrier() {
   if (initialized) MPI_Barrier(MPI_COMM_WORLD);
 }
 
-std::unique_ptr<Executor> make_mpi_executor(const MpiExecutorOptions& options) {
+std::unique_ptr<Executor> make_mpi_executor(const MpiExecutorOptions& given) {
+  MpiExecutorOptions options = given;
+  if (const char* t = std::getenv("BRAID_MPI_TIMEOUT_S"); t && std::atof(t) > 0)
+    options.timeout_s = std::atof(t);
   int initialized = 0;
   MPI_Initialized(&initialized);
   BRAID_CHECK(initialized, ErrorCode::kInvalidArgument,

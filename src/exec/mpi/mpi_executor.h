@@ -27,7 +27,10 @@ namespace braid::exec {
 
 struct MpiExecutorOptions {
   CpuExecutorOptions cpu;
-  double timeout_s = 60;  // a receive waiting longer aborts the job
+  // A receive waiting longer aborts the job; BRAID_MPI_TIMEOUT_S overrides it. (The failure
+  // test also sets BRAID_MPI_TEST_EXIT_RANK=r: rank r leaves before its first run, or
+  // BRAID_MPI_TEST_STALL_RANK=r: rank r stays alive but never runs.)
+  double timeout_s = 60;
 };
 
 // Whether this process was started by mpirun (Open MPI's or a PMI environment).
