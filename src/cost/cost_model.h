@@ -91,7 +91,7 @@ class CostModel {
   virtual Micros transfer_latency(const ir::UnitEdge& edge) const { return Micros{0}; }
 
   const ir::UnitGraph& units() const { return *units_; }
-  CostStats stats() const {
+  virtual CostStats stats() const {
     return {unit_queries_.load(), stage_queries_.load(), measurements_.load(), cache_hits_.load()};
   }
 

@@ -10,8 +10,13 @@ mkdir -p "$scratch"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 sha() { python3 -c 'import json,sys; print(json.load(sys.stdin)["outputs_sha256"])'; }
 failed=0
+# The link between two ranks, measured, prices the transfers of the schedules below.
+"$mpiexec" -np 2 "$braid" transfers -o "$scratch/transfers.json" >/dev/null
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["gbps"] > 0 and j["latency_us"] >= 0, j' \
+  "$scratch/transfers.json" && echo "ok   transfers measured: $(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(round(j["latency_us"],2), "us +", round(j["gbps"],2), "GB/s")' "$scratch/transfers.json")"
 for model in squeezenet googlenet inception_v3 randwire nasnet resnet50 bert; do
-  "$braid" schedule "$model" --algo hios-lp --devices 2 --cost roofline -o "$scratch/$model.json" >/dev/null
+  "$braid" schedule "$model" --algo hios-lp --devices 2 --cost roofline \
+    --transfers "$scratch/transfers.json" -o "$scratch/$model.json" >/dev/null
   # BERT is a chain of layers: HIOS rightly keeps it on one device; the others are split.
   if [ "$model" != bert ] && ! grep -q '"device":1' "$scratch/$model.json"; then
     echo "FAIL $model: nothing on device 1"; failed=1

@@ -5,6 +5,7 @@
 #include "cost/gpu_profiler.h"
 #include "cost/hios_stage_cost.h"
 #include "cost/roofline.h"
+#include "cost/transfer_cost.h"
 #include "sim/sim_cost.h"
 
 namespace braid::cli {
@@ -23,6 +24,8 @@ void add_cost_flags(CLI::App& cmd, CostFlags& flags) {
                  "(a weighted DAG under HIOS's simulated stage contention), "
                  "cuda:N (measured on GPU N, cached), sim:NAME (the GPU simulator: "
                  "devices/NAME.json or a .json path)");
+  cmd.add_option("--transfers", flags.transfers,
+                 "Price transfers between devices with this measured link (braid transfers -o)");
 }
 
 bool cost_needs_weights(const CostFlags& flags, const std::string& model_spec) {
@@ -31,8 +34,24 @@ bool cost_needs_weights(const CostFlags& flags, const std::string& model_spec) {
   return !is_dag_spec(model_spec);
 }
 
+namespace {
+std::unique_ptr<cost::CostModel> make_base_cost_model(const CostFlags& flags,
+                                                      const ir::UnitGraph& units,
+                                                      std::shared_ptr<const ir::Weights> weights);
+}  // namespace
+
 std::unique_ptr<cost::CostModel> make_cost_model(const CostFlags& flags, const ir::UnitGraph& units,
                                                  std::shared_ptr<const ir::Weights> weights) {
+  auto base = make_base_cost_model(flags, units, std::move(weights));
+  if (flags.transfers.empty()) return base;
+  return std::make_unique<cost::WithTransfers>(std::move(base),
+                                               cost::read_link_cost(flags.transfers));
+}
+
+namespace {
+std::unique_ptr<cost::CostModel> make_base_cost_model(const CostFlags& flags,
+                                                      const ir::UnitGraph& units,
+                                                      std::shared_ptr<const ir::Weights> weights) {
   const bool weighted = units.graph() == nullptr;
   const std::string name = !flags.name.empty() ? flags.name : weighted ? "dag" : "cpu";
   if (name == "dag") return std::make_unique<cost::DagCostModel>(units);
@@ -57,5 +76,6 @@ std::unique_ptr<cost::CostModel> make_cost_model(const CostFlags& flags, const i
   BRAID_THROW(ErrorCode::kInvalidArgument, "unknown cost model '", name,
               "' (known: dag, hios, cpu, roofline, cuda:N, sim:NAME)");
 }
+}  // namespace
 
 }  // namespace braid::cli

@@ -19,6 +19,7 @@ namespace braid::cli {
 
 struct CostFlags {
   std::string name;  // empty: dag for a weighted DAG, cpu otherwise
+  std::string transfers;  // braid.transfers/1 file: its link prices every transfer
   cost::CpuProfilerOptions cpu;
 };
 // --cost only: --threads-per-stream belongs to the command (the executor's and the profiler's).

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   braid::cli::add_profile_command(app);
   braid::cli::add_bench_command(app);
   braid::cli::add_calibrate_command(app);
+  braid::cli::add_transfers_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -162,7 +163,8 @@ class MpiPreparedModel final : public PreparedModel {
   Bytes activation_bytes() const override { return cpu_->activation_bytes(); }
   void run_blocks(Request& request, size_t first, size_t last, RunObserver* observer) override {
     // Fault injection for the failure test: this rank leaves before running (as if it died).
-    if (const char* die = std::getenv("BRAID_MPI_TEST_EXIT_RANK"); die && std::atoi(die) == mpi_rank())
+    if (const char* die = std::getenv("BRAID_MPI_TEST_EXIT_RANK");
+        die && std::atoi(die) == mpi_rank())
       std::_Exit(3);
     if (const char* stall = std::getenv("BRAID_MPI_TEST_STALL_RANK");
         stall && std::atoi(stall) == mpi_rank())
@@ -233,6 +235,43 @@ void mpi_barrier() {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) MPI_Barrier(MPI_COMM_WORLD);
+}
+
+LinkMeasurement measure_link() {
+  BRAID_CHECK(mpi_size() >= 2, ErrorCode::kInvalidArgument,
+              "measuring a link needs two ranks: run under mpirun -np 2");
+  const int rank = mpi_rank();
+  LinkMeasurement m;
+  for (int64_t bytes = 1024; bytes <= (int64_t{32} << 20); bytes *= 4) {
+    std::vector<char> buffer(size_t(bytes), 1);
+    const int rounds = bytes >= (int64_t{4} << 20) ? 5 : 20;
+    double best = 1e300;
+    for (int r = -1; r < rounds; ++r) {  // round -1 warms up
+      MPI_Barrier(MPI_COMM_WORLD);
+      const auto begin = Clock::now();
+      if (rank == 0) {
+        MPI_Send(buffer.data(), int(bytes), MPI_BYTE, 1, 7, MPI_COMM_WORLD);
+        MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else if (rank == 1) {
+        MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buffer.data(), int(bytes), MPI_BYTE, 0, 7, MPI_COMM_WORLD);
+      }
+      const double one_way =
+          std::chrono::duration<double, std::micro>(Clock::now() - begin).count() / 2;
+      if (r >= 0) best = std::min(best, one_way);  // the least disturbed round trip
+    }
+    MPI_Bcast(&best, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    m.samples.push_back({double(bytes), best});
+  }
+  // Least squares: one_way = latency + bytes / (gbps * 1e3).
+  double n = double(m.samples.size()), sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (auto [x, y] : m.samples) sx += x, sy += y, sxx += x * x, sxy += x * y;
+  const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);  // us per byte
+  m.gbps = slope > 0 ? 1.0 / (slope * 1e3) : 1e6;
+  // The bandwidth from the fit (large messages dominate it); the fixed cost from the smallest
+  // message, which the fit's intercept (pulled by the large ones) can get below zero.
+  m.latency_us = std::max(0.0, m.samples.front().second - m.samples.front().first / (m.gbps * 1e3));
+  return m;
 }
 
 std::unique_ptr<Executor> make_mpi_executor(const MpiExecutorOptions& given) {

@@ -20,6 +20,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "exec/cpu/cpu_executor.h"
 
@@ -41,6 +43,14 @@ int mpi_rank();
 int mpi_size();
 // All ranks wait for each other (a no-op without MPI).
 void mpi_barrier();
+
+// Times MPI messages between ranks 0 and 1 (ping-pong, 1 KiB to 32 MiB) and fits one-way
+// time = latency + bytes / bandwidth; every rank gets the result. Requires 2+ ranks.
+struct LinkMeasurement {
+  double latency_us = 0, gbps = 0;
+  std::vector<std::pair<double, double>> samples;  // (bytes, one-way us)
+};
+LinkMeasurement measure_link();
 
 // Requires mpi_init(). Without MPI support in the build, throws kNotFound.
 std::unique_ptr<Executor> make_mpi_executor(const MpiExecutorOptions& options = {});
