@@ -47,10 +47,24 @@ std::vector<std::string> device_names() {
   return names;
 }
 
+std::pair<std::string, int> parse_device_set(const std::string& spec) {
+  // A device's own name wins: "rtx3080" is one RTX 3080, not 3080 "rt"s.
+  if (std::filesystem::exists(devices_dir() / (spec + ".json"))) return {spec, 1};
+  const size_t x = spec.rfind('x');
+  if (x == std::string::npos || x == 0 || x + 1 >= spec.size() ||
+      spec.find_first_not_of("0123456789", x + 1) != std::string::npos ||
+      std::filesystem::path(spec).extension() == ".json")
+    return {spec, 1};
+  const int count = std::stoi(spec.substr(x + 1));
+  BRAID_CHECK(count >= 1, ErrorCode::kInvalidArgument, "device set '", spec,
+              "': the count must be >= 1");
+  return {spec.substr(0, x), count};
+}
+
 std::filesystem::path device_path(const std::string& name_or_path) {
-  std::filesystem::path path = name_or_path;
+  std::filesystem::path path = parse_device_set(name_or_path).first;
   if (path.extension() != ".json") {
-    path = devices_dir() / (name_or_path + ".json");
+    path = devices_dir() / (path.string() + ".json");
     if (!std::filesystem::exists(path)) {
       std::string known;
       for (const std::string& n : device_names()) known += (known.empty() ? "" : ", ") + n;

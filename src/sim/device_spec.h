@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace braid::sim {
@@ -78,5 +79,9 @@ std::vector<std::string> device_names();
 DeviceSpec load_device(const std::string& name_or_path);
 // The file load_device reads (kNotFound for an unknown name).
 std::filesystem::path device_path(const std::string& name_or_path);
+
+// A device set "NAMExM" (HIOS's "2 x A40": "a40x2"): the device and the count; a device's own
+// name (rtx3080) or a .json path is a set of one. load_device("a40x2") loads a40.
+std::pair<std::string, int> parse_device_set(const std::string& spec);
 
 }  // namespace braid::sim

@@ -61,3 +61,18 @@ TEST(DeviceSpec, BadInputIsAClearError) {
 
 }  // namespace
 }  // namespace braid::sim
+
+namespace braid::sim {
+namespace {
+
+TEST(DeviceSpec, DeviceSetsNameADeviceAndACount) {
+  EXPECT_EQ(parse_device_set("a40x2"), (std::pair<std::string, int>{"a40", 2}));
+  EXPECT_EQ(parse_device_set("v100"), (std::pair<std::string, int>{"v100", 1}));
+  EXPECT_EQ(parse_device_set("rtx3080"), (std::pair<std::string, int>{"rtx3080", 1}));
+  EXPECT_EQ(parse_device_set("my_gpu.json"), (std::pair<std::string, int>{"my_gpu.json", 1}));
+  EXPECT_EQ(load_device("a40x4").name, "a40");
+  EXPECT_THROW(parse_device_set("a40x0"), Error);
+}
+
+}  // namespace
+}  // namespace braid::sim

@@ -214,8 +214,8 @@ TEST(Cli, MultiDeviceScheduleValidatesAndRunsOnSimulatedGpus) {
   nlohmann::json runs[2];
   int i = 0;
   for (const char* algo : {"sequential", "hios-mr"}) {
-    auto r = run_command(cli() + " run squeezenet --device sim:a40 --devices 2 --algo " + algo +
-                         " --json");
+    // "a40x2": a set of two A40s (as --device sim:a40 --devices 2).
+    auto r = run_command(cli() + " run squeezenet --device sim:a40x2 --algo " + algo + " --json");
     ASSERT_EQ(r.exit_code, 0) << algo << ": " << r.err;
     runs[i++] = nlohmann::json::parse(r.out);
   }

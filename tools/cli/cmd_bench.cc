@@ -122,6 +122,8 @@ void add_bench_command(CLI::App& app) {
                      : cost_flags.name.starts_with("sim:") ? cost_flags.name
                                                            : "cpu";
     const bool simulated = sim_device(measure.device).has_value();
+    apply_device_set(cost_flags.name, options);
+    apply_device_set(measure.device, options);
     if (simulated) measure.iters = 1, measure.warmup = 0;  // deterministic
     std::vector<Row> rows;
     for (const std::string& spec : specs) {

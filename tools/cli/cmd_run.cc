@@ -74,6 +74,8 @@ void add_run_command(CLI::App& app) {
     BRAID_CHECK(sim || device == "cpu" || cuda_device(device), ErrorCode::kNotFound,
                 "unknown device '", device, "' (available: cpu, cuda:N, sim:NAME)");
     if (sim && cost_flags.name.empty()) cost_flags.name = device;
+    apply_device_set(device, sched_options);
+    apply_device_set(cost_flags.name, sched_options);
     if (auto gpu = cuda_device(device)) {
       // Fail before scheduling when there is no such GPU.
       BRAID_CHECK(exec::cuda_device_count() > 0, ErrorCode::kNotFound,

@@ -81,6 +81,7 @@ void add_schedule_command(CLI::App& app) {
     flags.options.with_weights = cost_needs_weights(cost_flags, flags.spec);
     models::LoadedModel m = models::load_model(flags.spec, flags.options);
     auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
+    apply_device_set(cost_flags.name, options);
     std::unique_ptr<cost::CostModel> cost = make_cost_model(cost_flags, m.units, weights);
     auto scheduler = sched::make_scheduler(algo, options);
     sched::SearchStats stats;

@@ -6,6 +6,7 @@
 #include "cost/hios_stage_cost.h"
 #include "cost/roofline.h"
 #include "cost/transfer_cost.h"
+#include "sim/device_spec.h"
 #include "sim/sim_cost.h"
 
 namespace braid::cli {
@@ -26,6 +27,11 @@ void add_cost_flags(CLI::App& cmd, CostFlags& flags) {
                  "devices/NAME.json or a .json path)");
   cmd.add_option("--transfers", flags.transfers,
                  "Price transfers between devices with this measured link (braid transfers -o)");
+}
+
+void apply_device_set(const std::string& spec, sched::ScheduleOptions& options) {
+  if (!spec.starts_with("sim:") || options.num_devices != 1) return;
+  options.num_devices = sim::parse_device_set(spec.substr(4)).second;
 }
 
 bool cost_needs_weights(const CostFlags& flags, const std::string& model_spec) {

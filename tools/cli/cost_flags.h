@@ -14,11 +14,12 @@
 #include "cost/cost_model.h"
 #include "cost/cpu_profiler.h"
 #include "models/loader.h"
+#include "sched/registry.h"
 
 namespace braid::cli {
 
 struct CostFlags {
-  std::string name;  // empty: dag for a weighted DAG, cpu otherwise
+  std::string name;       // empty: dag for a weighted DAG, cpu otherwise
   std::string transfers;  // braid.transfers/1 file: its link prices every transfer
   cost::CpuProfilerOptions cpu;
 };
@@ -33,5 +34,8 @@ bool cost_needs_weights(const CostFlags& flags, const std::string& model_spec);
 // `weights` are needed by cpu only.
 std::unique_ptr<cost::CostModel> make_cost_model(const CostFlags& flags, const ir::UnitGraph& units,
                                                  std::shared_ptr<const ir::Weights> weights);
+
+// "sim:a40x2" (a device set): schedules get 2 devices unless --devices said otherwise.
+void apply_device_set(const std::string& spec, sched::ScheduleOptions& options);
 
 }  // namespace braid::cli
