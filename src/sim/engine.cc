@@ -507,7 +507,7 @@ class Engine {
           const double bytes = k.dram_bytes + miss * (k.uncached_bytes - k.dram_bytes);
           double want = 0;  // bytes per us one block would move at its compute rate
           if (bytes > 0) want = k.flops > 0 ? std::min(cap, flops_rate * bytes / k.flops) : cap;
-          // Stash: rate = compute-bound rate for now, done = untouched.
+          // The compute-bound rate for now; the bandwidth pass below may lower it.
           c.rate = k.flops > 0 ? flops_rate / k.flops : kInfinity;
           bandwidth_.push_back(want);
           demand += want * c.blocks;
