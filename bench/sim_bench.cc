@@ -43,6 +43,7 @@ void plan_benchmark(benchmark::State& state, std::string model, std::string algo
   }
   state.counters["kernels"] = double(num_kernels);
   state.counters["events"] = double(r.events);
+  state.counters["max_groups"] = double(r.max_groups);
   state.counters["simulated_ms"] = r.makespan_us / 1e3;
 }
 
@@ -74,7 +75,7 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark((std::string("plan/") + model + "/" + algo).c_str(),
                                    plan_benchmark, model, algo)
           ->Unit(benchmark::kMillisecond);
-  for (const char* model : {"inception_v3", "nasnet"})
+  for (const char* model : {"inception_v3", "nasnet", "randwire"})
     benchmark::RegisterBenchmark((std::string("stage/") + model).c_str(), braid::stage_benchmark,
                                  model)
         ->Unit(benchmark::kMicrosecond);

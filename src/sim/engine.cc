@@ -106,11 +106,15 @@ class Engine {
       }
       drain_worklist();
       dispatch_all();
-      for (DeviceState& d : devices_)
+      int64_t groups = 0;
+      for (DeviceState& d : devices_) {
         if (d.changed) {
           merge_groups(d);
           rates_dirty_ = true;
         }
+        groups += int64_t(d.groups.size());
+      }
+      result_.max_groups = std::max(result_.max_groups, groups);
       if (options_.record_timeline) sample_occupancy();
     }
     for (const Queue& q : queues_) {

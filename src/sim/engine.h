@@ -99,6 +99,7 @@ struct OccupancySample {
 struct Result {
   double makespan_us = 0;                  // from the first issue to the last op done
   int64_t events = 0;                      // engine iterations, for the speed benchmark
+  int64_t max_groups = 0;  // most SM groups at once (all devices): what one event costs
   std::vector<KernelTiming> kernels;       // when record_timeline
   std::vector<OccupancySample> occupancy;  // when record_timeline
   std::vector<double> op_done_us;          // when record_timeline: every op's completion
