@@ -15,15 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Linear interpolation between order statistics (numpy's default).
-Micros percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  const double pos = p * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return Micros{v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo))};
-}
-
 // The makespan of one inference: first unit start to last unit end, as the executor saw them.
 class MakespanObserver final : public exec::RunObserver {
  public:

@@ -9,16 +9,6 @@
 #include "exec/cuda/cuda_executor.h"
 
 namespace braid::cost {
-namespace {
-
-Micros percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  const double pos = p * double(v.size() - 1);
-  const size_t lo = size_t(pos), hi = std::min(lo + 1, v.size() - 1);
-  return Micros{v[lo] + (v[hi] - v[lo]) * (pos - double(lo))};
-}
-
-}  // namespace
 
 GpuProfiler::GpuProfiler(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
                          GpuProfilerOptions options)

@@ -1,10 +1,19 @@
 #include "cost/stage_runner.h"
 
+#include <algorithm>
 #include <random>
 
 #include "sched/validate.h"
 
 namespace braid::cost {
+
+Micros percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  const double pos = p * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return Micros{v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo))};
+}
 
 void StageRunner::set_inputs(const exec::PreparedModel& model, exec::Request& request) const {
   for (size_t i = 0; i < inputs.size(); ++i) model.set_input(request, i, inputs[i]);

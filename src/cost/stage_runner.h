@@ -29,6 +29,10 @@ struct StageRunner {
   void set_inputs(const exec::PreparedModel& model, exec::Request& request) const;
 };
 
+// The p-quantile of `samples` by linear interpolation between order statistics (numpy's
+// default): how both profilers summarize their timed runs.
+Micros percentile(std::vector<double> samples, double p);
+
 // Throws braid::Error: kInvalidArgument for an empty stage or group, kInvalidSchedule when the
 // groups depend on each other (the validator names the edge). Not movable once made: bundle()
 // points into it.

@@ -6,6 +6,7 @@
 #include "cost/hios_stage_cost.h"
 #include "cost/roofline.h"
 #include "cost/transfer_cost.h"
+#include "measure.h"
 #include "sim/device_spec.h"
 #include "sim/sim_cost.h"
 
@@ -71,11 +72,8 @@ std::unique_ptr<cost::CostModel> make_base_cost_model(const CostFlags& flags,
   if (name.starts_with("cuda:")) {
     BRAID_CHECK(!weighted, ErrorCode::kInvalidArgument, "--cost ", name, ": '", units.name(),
                 "' is a weighted DAG with no operators to measure");
-    const std::string n = name.substr(5);
-    BRAID_CHECK(!n.empty() && n.find_first_not_of("0123456789") == std::string::npos,
-                ErrorCode::kInvalidArgument, "--cost ", name, ": expected cuda:N, N a number");
-    return std::make_unique<cost::GpuProfiler>(units, std::move(weights),
-                                               cost::GpuProfilerOptions{.device = std::stoi(n)});
+    return std::make_unique<cost::GpuProfiler>(
+        units, std::move(weights), cost::GpuProfilerOptions{.device = *cuda_device(name)});
   }
   if (name.starts_with("sim:"))
     return std::make_unique<sim::SimCostModel>(units, sim::load_device(name.substr(4)));
