@@ -124,46 +124,41 @@ __global__ void pool2d_kernel(const float* x, float* y, Pool2d p, int64_t n) {
   }
 }
 
-// One block per row: a shared-memory tree reduction.
-__global__ void mean_rows_kernel(const float* x, float* y, int64_t inner) {
+// The sum of `v` over the block (blockDim.x == kThreads), in every thread: a shared-memory
+// tree reduction. Every thread of the block must call it.
+__device__ float block_sum(float v) {
   __shared__ float partial[kThreads];
-  const float* row = x + blockIdx.x * inner;
-  float sum = 0.0f;
-  for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) sum += row[i];
-  partial[threadIdx.x] = sum;
+  partial[threadIdx.x] = v;
   __syncthreads();
   for (int s = blockDim.x / 2; s > 0; s /= 2) {
     if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
     __syncthreads();
   }
-  if (threadIdx.x == 0) y[blockIdx.x] = partial[0] / float(inner);
+  const float sum = partial[0];
+  __syncthreads();  // partial is reused by the next call
+  return sum;
+}
+
+// One block per row.
+__global__ void mean_rows_kernel(const float* x, float* y, int64_t inner) {
+  const float* row = x + blockIdx.x * inner;
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) sum += row[i];
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) y[blockIdx.x] = sum / float(inner);
 }
 
 __global__ void layer_norm_kernel(const float* x, const float* scale, const float* bias, float* y,
                                   int64_t inner, float epsilon) {
-  __shared__ float partial[kThreads];
   const float* row = x + blockIdx.x * inner;
   float* out = y + blockIdx.x * inner;
   float sum = 0.0f;
   for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) sum += row[i];
-  partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
-    __syncthreads();
-  }
-  const float mean = partial[0] / float(inner);
-  __syncthreads();
+  const float mean = block_sum(sum) / float(inner);
   float var = 0.0f;
   for (int64_t i = threadIdx.x; i < inner; i += blockDim.x)
     var += (row[i] - mean) * (row[i] - mean);
-  partial[threadIdx.x] = var;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
-    __syncthreads();
-  }
-  const float inv_std = rsqrtf(partial[0] / float(inner) + epsilon);
+  const float inv_std = rsqrtf(block_sum(var) / float(inner) + epsilon);
   for (int64_t i = threadIdx.x; i < inner; i += blockDim.x)
     out[i] = (row[i] - mean) * inv_std * scale[i] + (bias != nullptr ? bias[i] : 0.0f);
 }
