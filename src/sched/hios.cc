@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "ir/analysis.h"
 
 namespace braid::sched {
 namespace {
@@ -19,15 +20,14 @@ struct Problem {
   const ir::UnitGraph& g;
   const cost::CostModel& cost;
   int devices = 1;
-  std::vector<double> latency;      // per unit
-  std::vector<double> transfer;     // per edge index
-  std::vector<UnitId> by_priority;  // descending priority, ties by id (a topological order)
-  std::vector<std::vector<uint64_t>> reach;  // reach[u] bit v: a path u -> v exists
+  std::vector<double> latency;           // per unit
+  std::vector<double> transfer;          // per edge index
+  std::vector<UnitId> by_priority;       // descending priority, ties by id (a topological order)
+  std::vector<std::vector<bool>> reach;  // ir::transitive_closure: reach[u][v], a path u -> v
 
   size_t n() const { return g.num_units(); }
   bool dependent(UnitId a, UnitId b) const {
-    return (reach[index(a)][index(b) / 64] >> (index(b) % 64) & 1) ||
-           (reach[index(b)][index(a) / 64] >> (index(a) % 64) & 1);
+    return reach[index(a)][index(b)] || reach[index(b)][index(a)];
   }
 };
 
@@ -40,13 +40,7 @@ Problem make_problem(const ir::UnitGraph& g, const cost::CostModel& cost, int de
   for (size_t u = 0; u < n; ++u) p.by_priority.push_back(UnitId(u));
   std::stable_sort(p.by_priority.begin(), p.by_priority.end(),
                    [&](UnitId a, UnitId b) { return priority[index(a)] > priority[index(b)]; });
-  const size_t words = (n + 63) / 64;
-  p.reach.assign(n, std::vector<uint64_t>(words, 0));
-  for (size_t u = n; u-- > 0;)  // ids are topological: successors first
-    for (UnitId s : g.successors(UnitId(u))) {
-      p.reach[u][index(s) / 64] |= uint64_t{1} << (index(s) % 64);
-      for (size_t w = 0; w < words; ++w) p.reach[u][w] |= p.reach[index(s)][w];
-    }
+  p.reach = ir::transitive_closure(g);
   return p;
 }
 
