@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 #include "commands.h"
-#include "cost/cpu_profiler.h"
+#include "profile/cpu_profiler.h"
 
 namespace braid::cli {
 namespace {
@@ -28,7 +28,7 @@ void add_profile_command(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("profile", "Measure every unit on this CPU and fill the profile cache");
   static ModelFlags flags;
-  static cost::CpuProfilerOptions options;
+  static profile::CpuProfilerOptions options;
   static bool json = false, no_cache = false;
   static std::string cache_dir;
   add_model_flags(*cmd, flags);
@@ -58,7 +58,7 @@ void add_profile_command(CLI::App& app) {
     options.use_cache = !no_cache;
     options.cache_dir = cache_dir;
     auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
-    cost::CpuProfiler profiler(m.units, weights, options);
+    profile::CpuProfiler profiler(m.units, weights, options);
     if (options.threads_per_stream > 1 && profiler.machine().omp_wait == "default")
       std::fprintf(stderr,
                    "braid: note: OpenMP spins while waiting; if another process is busy, latencies "

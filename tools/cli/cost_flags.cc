@@ -2,11 +2,11 @@
 
 #include "base/error.h"
 #include "cost/dag_cost.h"
-#include "cost/gpu_profiler.h"
 #include "cost/hios_stage_cost.h"
 #include "cost/roofline.h"
 #include "cost/transfer_cost.h"
 #include "measure.h"
+#include "profile/gpu_profiler.h"
 #include "sim/device_spec.h"
 #include "sim/sim_cost.h"
 
@@ -67,13 +67,13 @@ std::unique_ptr<cost::CostModel> make_base_cost_model(const CostFlags& flags,
   if (name == "cpu") {
     BRAID_CHECK(!weighted, ErrorCode::kInvalidArgument, "--cost cpu: '", units.name(),
                 "' is a weighted DAG with no operators to measure (use --cost dag)");
-    return std::make_unique<cost::CpuProfiler>(units, std::move(weights), flags.cpu);
+    return std::make_unique<profile::CpuProfiler>(units, std::move(weights), flags.cpu);
   }
   if (name.starts_with("cuda:")) {
     BRAID_CHECK(!weighted, ErrorCode::kInvalidArgument, "--cost ", name, ": '", units.name(),
                 "' is a weighted DAG with no operators to measure");
-    return std::make_unique<cost::GpuProfiler>(
-        units, std::move(weights), cost::GpuProfilerOptions{.device = *cuda_device(name)});
+    return std::make_unique<profile::GpuProfiler>(
+        units, std::move(weights), profile::GpuProfilerOptions{.device = *cuda_device(name)});
   }
   if (name.starts_with("sim:"))
     return std::make_unique<sim::SimCostModel>(units, sim::load_device(name.substr(4)));

@@ -12,8 +12,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cost/cost_model.h"
-#include "cost/cpu_profiler.h"
 #include "models/loader.h"
+#include "profile/cpu_profiler.h"
 #include "sched/registry.h"
 
 namespace braid::cli {
@@ -21,7 +21,7 @@ namespace braid::cli {
 struct CostFlags {
   std::string name;       // empty: dag for a weighted DAG, cpu otherwise
   std::string transfers;  // braid.transfers/1 file: its link prices every transfer
-  cost::CpuProfilerOptions cpu;
+  profile::CpuProfilerOptions cpu;
 };
 // --cost only: --threads-per-stream belongs to the command (the executor's and the profiler's).
 void add_cost_flags(CLI::App& cmd, CostFlags& flags);

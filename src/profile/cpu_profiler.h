@@ -1,7 +1,7 @@
-// cost::CpuProfiler — stage latencies measured on this CPU with the CPU executor, the way IOS
+// profile::CpuProfiler — stage latencies measured on this CPU with the CPU executor, the way IOS
 // profiles every candidate stage on the device (ios.txt §4; peers.md §1.3, §1.6).
 //
-//   cost::CpuProfiler profiler(m.units, weights, {.threads_per_stream = 1});
+//   profile::CpuProfiler profiler(m.units, weights, {.threads_per_stream = 1});
 //   Micros u = profiler.unit_latency(unit);          // the unit alone on one stream
 //   Micros s = profiler.stage_latency(groups);       // group i on stream i, concurrently
 //   cost::Measurement full = profiler.profile_stage(groups);   // median, p10, p90, suspect
@@ -51,7 +51,7 @@
 #include "cost/profile_cache.h"
 #include "ir/weights.h"
 
-namespace braid::cost {
+namespace braid::profile {
 
 struct CpuProfilerOptions {
   int threads_per_stream = 1;       // OpenMP threads inside each oneDNN primitive
@@ -60,13 +60,13 @@ struct CpuProfilerOptions {
   int number = 3;                   // inferences per run, averaged (IOS's number)
   uint64_t input_seed = 1;          // of the uniform [-1, 1] inputs
   bool use_cache = true;            // read and write the disk cache
-  std::filesystem::path cache_dir;  // empty: ProfileCache::default_dir()
+  std::filesystem::path cache_dir;  // empty: cost::ProfileCache::default_dir()
   double busy_load_threshold = 0.25;
   int suspect_retries = 1;
   bool remeasure_suspect = false;
 };
 
-class CpuProfiler final : public CostModel {
+class CpuProfiler final : public cost::CostModel {
  public:
   // `units` must be the fusion of an operator graph and `weights` its complete parameters;
   // throws braid::Error otherwise (kInvalidArgument, kInvalidModel).
@@ -91,30 +91,30 @@ class CpuProfiler final : public CostModel {
 
   // The full result for a stage (median, spread, busy-machine judgement); measures it unless
   // it is cached. Does not count as a query in stats().
-  Measurement profile_stage(std::span<const std::vector<UnitId>> groups) const;
-  Measurement profile_unit(UnitId unit) const;
+  cost::Measurement profile_stage(std::span<const std::vector<UnitId>> groups) const;
+  cost::Measurement profile_unit(UnitId unit) const;
   int64_t suspect_measurements() const;
-  const Machine& machine() const { return machine_; }
+  const cost::Machine& machine() const { return machine_; }
   // Null when options.use_cache is false.
-  const ProfileCache* cache() const { return cache_.get(); }
+  const cost::ProfileCache* cache() const { return cache_.get(); }
   // Saves new measurements to disk now (the destructor also does).
   void flush() const;
 
  private:
-  Measurement lookup_or_measure(std::span<const std::vector<UnitId>> groups) const;
-  Measurement measure(std::span<const std::vector<UnitId>> groups) const;
+  cost::Measurement lookup_or_measure(std::span<const std::vector<UnitId>> groups) const;
+  cost::Measurement measure(std::span<const std::vector<UnitId>> groups) const;
   std::string cache_key(std::span<const std::vector<UnitId>> groups) const;
 
   std::shared_ptr<const ir::Weights> weights_;
   CpuProfilerOptions options_;
-  Machine machine_;
-  std::unique_ptr<ProfileCache> cache_;
+  cost::Machine machine_;
+  std::unique_ptr<cost::ProfileCache> cache_;
   mutable std::mutex memo_mutex_;     // guards memo_, unit_memo_
   mutable std::mutex measure_mutex_;  // one measurement at a time: two would disturb each other
-  mutable std::map<std::string, Measurement> memo_;  // by cache_key
-  mutable std::vector<std::optional<Measurement>> unit_memo_;
+  mutable std::map<std::string, cost::Measurement> memo_;  // by cache_key
+  mutable std::vector<std::optional<cost::Measurement>> unit_memo_;
   mutable int64_t suspect_ = 0;       // measure_mutex_
   mutable bool busy_streak_ = false;  // the last measurement stayed suspect (measure_mutex_)
 };
 
-}  // namespace braid::cost
+}  // namespace braid::profile

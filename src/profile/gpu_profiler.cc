@@ -1,18 +1,18 @@
-#include "cost/gpu_profiler.h"
+#include "profile/gpu_profiler.h"
 
 #include <algorithm>
 
 #include "base/error.h"
 #include "cost/machine.h"
 #include "cost/stage_key.h"
-#include "cost/stage_runner.h"
 #include "exec/cuda/cuda_executor.h"
+#include "profile/stage_runner.h"
 
-namespace braid::cost {
+namespace braid::profile {
 
 GpuProfiler::GpuProfiler(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
                          GpuProfilerOptions options)
-    : CostModel(units),
+    : cost::CostModel(units),
       weights_(std::move(weights)),
       options_(std::move(options)),
       name_("cuda:" + std::to_string(options_.device)) {
@@ -29,10 +29,11 @@ GpuProfiler::GpuProfiler(const ir::UnitGraph& units, std::shared_ptr<const ir::W
               options_.device, " (", n, " visible)");
   device_ = exec::cuda_device_description(options_.device);
   if (options_.use_cache) {
-    Machine machine = this_machine();
+    cost::Machine machine = cost::this_machine();
     machine.executor = "cuda " + device_;
-    cache_ = std::make_unique<ProfileCache>(
-        options_.cache_dir.empty() ? ProfileCache::default_dir() : options_.cache_dir, machine);
+    cache_ = std::make_unique<cost::ProfileCache>(
+        options_.cache_dir.empty() ? cost::ProfileCache::default_dir() : options_.cache_dir,
+        machine);
   }
 }
 
@@ -49,11 +50,11 @@ Micros GpuProfiler::stage_latency(std::span<const std::vector<UnitId>> groups) c
   return std::max(profile_stage(groups).median, stage_lower_bound(groups));
 }
 
-Measurement GpuProfiler::profile_stage(std::span<const std::vector<UnitId>> groups) const {
-  const std::string key = stage_key(units(), groups) + "\nexecutor=" + name_;
+cost::Measurement GpuProfiler::profile_stage(std::span<const std::vector<UnitId>> groups) const {
+  const std::string key = cost::stage_key(units(), groups) + "\nexecutor=" + name_;
   std::lock_guard lock(mutex_);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-  Measurement m;
+  cost::Measurement m;
   if (auto cached = cache_ ? cache_->find(key) : std::nullopt) {
     m = *cached;
     count_cache_hit();
@@ -66,7 +67,7 @@ Measurement GpuProfiler::profile_stage(std::span<const std::vector<UnitId>> grou
   return m;
 }
 
-Measurement GpuProfiler::measure(std::span<const std::vector<UnitId>> groups) const {
+cost::Measurement GpuProfiler::measure(std::span<const std::vector<UnitId>> groups) const {
   const auto runner = make_stage_runner(units(), weights_.get(), groups, options_.input_seed);
   auto model = exec::make_cuda_executor({.device = options_.device})->prepare(runner->bundle());
   auto request = model->new_request();
@@ -81,7 +82,7 @@ Measurement GpuProfiler::measure(std::span<const std::vector<UnitId>> groups) co
     }
     means.push_back(total / options_.number);
   }
-  Measurement m;
+  cost::Measurement m;
   m.median = percentile(means, 0.5);
   m.p10 = percentile(means, 0.1);
   m.p90 = percentile(means, 0.9);
@@ -90,4 +91,4 @@ Measurement GpuProfiler::measure(std::span<const std::vector<UnitId>> groups) co
   return m;
 }
 
-}  // namespace braid::cost
+}  // namespace braid::profile

@@ -1,4 +1,4 @@
-#include "cost/cpu_profiler.h"
+#include "profile/cpu_profiler.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,11 +6,11 @@
 
 #include "base/error.h"
 #include "cost/stage_key.h"
-#include "cost/stage_runner.h"
 #include "exec/cpu/cpu_executor.h"
 #include "exec/cpu/layout.h"
+#include "profile/stage_runner.h"
 
-namespace braid::cost {
+namespace braid::profile {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -54,7 +54,7 @@ constexpr std::chrono::milliseconds kRetryPause{200};
 class LoadSampler {
  public:
   void sample() {
-    if (auto n = other_runnable_threads()) {
+    if (auto n = cost::other_runnable_threads()) {
       sum_ += *n;
       ++count_;
     }
@@ -72,10 +72,10 @@ class LoadSampler {
 
 CpuProfiler::CpuProfiler(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
                          CpuProfilerOptions options)
-    : CostModel(units),
+    : cost::CostModel(units),
       weights_(std::move(weights)),
       options_(std::move(options)),
-      machine_(this_machine()) {
+      machine_(cost::this_machine()) {
   machine_.executor =
       "cpu layout " + std::string(exec::cpu::layout_name(exec::CpuExecutorOptions{}.layout));
   BRAID_CHECK(units.graph() != nullptr, ErrorCode::kInvalidArgument, "'", units.name(),
@@ -88,8 +88,9 @@ CpuProfiler::CpuProfiler(const ir::UnitGraph& units, std::shared_ptr<const ir::W
               ErrorCode::kInvalidArgument,
               "profiler options: threads per stream, runs and number must be >= 1");
   if (options_.use_cache)
-    cache_ = std::make_unique<ProfileCache>(
-        options_.cache_dir.empty() ? ProfileCache::default_dir() : options_.cache_dir, machine_);
+    cache_ = std::make_unique<cost::ProfileCache>(
+        options_.cache_dir.empty() ? cost::ProfileCache::default_dir() : options_.cache_dir,
+        machine_);
   unit_memo_.resize(units.num_units());
 }
 
@@ -133,7 +134,7 @@ double CpuProfiler::parallelism() const {
   return std::max(1.0, static_cast<double>(machine_.num_cpus) / options_.threads_per_stream);
 }
 
-Measurement CpuProfiler::profile_unit(UnitId unit) const {
+cost::Measurement CpuProfiler::profile_unit(UnitId unit) const {
   BRAID_CHECK(index(unit) < units().num_units(), ErrorCode::kInvalidArgument, "unit #", index(unit),
               " out of range (", units().num_units(), " units)");
   {
@@ -141,23 +142,24 @@ Measurement CpuProfiler::profile_unit(UnitId unit) const {
     if (const auto& m = unit_memo_[index(unit)]) return *m;
   }
   const std::vector<std::vector<UnitId>> stage = {{unit}};
-  Measurement m = profile_stage(stage);
+  cost::Measurement m = profile_stage(stage);
   std::lock_guard lock(memo_mutex_);
   unit_memo_[index(unit)] = m;
   return m;
 }
 
-Measurement CpuProfiler::profile_stage(std::span<const std::vector<UnitId>> groups) const {
+cost::Measurement CpuProfiler::profile_stage(std::span<const std::vector<UnitId>> groups) const {
   return lookup_or_measure(groups);
 }
 
 std::string CpuProfiler::cache_key(std::span<const std::vector<UnitId>> groups) const {
   // The batch size is in every shape of the stage key.
-  return stage_key(units(), groups) +
+  return cost::stage_key(units(), groups) +
          "\nexecutor=cpu threads_per_stream=" + std::to_string(options_.threads_per_stream);
 }
 
-Measurement CpuProfiler::lookup_or_measure(std::span<const std::vector<UnitId>> groups) const {
+cost::Measurement CpuProfiler::lookup_or_measure(
+    std::span<const std::vector<UnitId>> groups) const {
   BRAID_CHECK(!groups.empty(), ErrorCode::kInvalidArgument, "a stage needs at least one group");
   for (const auto& group : groups) {
     BRAID_CHECK(!group.empty(), ErrorCode::kInvalidArgument, "a stage's group is empty");
@@ -176,8 +178,8 @@ Measurement CpuProfiler::lookup_or_measure(std::span<const std::vector<UnitId>> 
     std::lock_guard lock(memo_mutex_);
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   }
-  Measurement m;
-  std::optional<Measurement> cached = cache_ ? cache_->find(key) : std::nullopt;
+  cost::Measurement m;
+  std::optional<cost::Measurement> cached = cache_ ? cache_->find(key) : std::nullopt;
   if (cached && !(cached->suspect && options_.remeasure_suspect)) {
     m = *cached;
     count_cache_hit();
@@ -192,14 +194,14 @@ Measurement CpuProfiler::lookup_or_measure(std::span<const std::vector<UnitId>> 
   return m;
 }
 
-Measurement CpuProfiler::measure(std::span<const std::vector<UnitId>> groups) const {
+cost::Measurement CpuProfiler::measure(std::span<const std::vector<UnitId>> groups) const {
   const auto runner = make_stage_runner(units(), weights_.get(), groups, options_.input_seed);
   auto model = exec::make_cpu_executor({.threads_per_stream = options_.threads_per_stream})
                    ->prepare(runner->bundle());
   auto request = model->new_request();
   runner->set_inputs(*model, *request);
 
-  Measurement m;
+  cost::Measurement m;
   MakespanObserver observer;
   for (int attempt = 0;; ++attempt) {
     // Sampled between runs, never inside one, so reading /proc costs the timings nothing.
@@ -232,4 +234,4 @@ Measurement CpuProfiler::measure(std::span<const std::vector<UnitId>> groups) co
   return m;
 }
 
-}  // namespace braid::cost
+}  // namespace braid::profile

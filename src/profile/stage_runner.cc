@@ -1,11 +1,11 @@
-#include "cost/stage_runner.h"
+#include "profile/stage_runner.h"
 
 #include <algorithm>
 #include <random>
 
 #include "sched/validate.h"
 
-namespace braid::cost {
+namespace braid::profile {
 
 Micros percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
@@ -26,8 +26,8 @@ std::unique_ptr<const StageRunner> make_stage_runner(const ir::UnitGraph& units,
   std::vector<UnitId> flat;
   for (const auto& group : groups) flat.insert(flat.end(), group.begin(), group.end());
   auto runner = std::make_unique<StageRunner>();
-  runner->stage = extract(*units.graph(), units, flat, weights);
-  const ExtractedStage& stage = runner->stage;
+  runner->stage = cost::extract(*units.graph(), units, flat, weights);
+  const cost::ExtractedStage& stage = runner->stage;
 
   sched::Schedule schedule;
   schedule.algorithm = "profile";
@@ -53,4 +53,4 @@ std::unique_ptr<const StageRunner> make_stage_runner(const ir::UnitGraph& units,
   return runner;
 }
 
-}  // namespace braid::cost
+}  // namespace braid::profile

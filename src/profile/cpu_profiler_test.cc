@@ -1,4 +1,4 @@
-#include "cost/cpu_profiler.h"
+#include "profile/cpu_profiler.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include "models/zoo.h"
 #include "test_env.h"
 
-namespace braid::cost {
+namespace braid::profile {
 namespace {
 
 struct Model {
@@ -57,7 +57,7 @@ TEST(CpuProfiler, MeasuresPositiveLatenciesAndCachesThem) {
     EXPECT_EQ(profiler.name(), "cpu_profiler");
     first_unit = profiler.unit_latency(UnitId{0});
     EXPECT_GT(first_unit.count(), 0);
-    Measurement full = profiler.profile_unit(UnitId{0});
+    cost::Measurement full = profiler.profile_unit(UnitId{0});
     EXPECT_LE(full.p10, full.median);
     EXPECT_LE(full.median, full.p90);
     EXPECT_EQ(full.runs, 3);
@@ -74,7 +74,7 @@ TEST(CpuProfiler, MeasuresPositiveLatenciesAndCachesThem) {
     // A one-unit stage is the unit.
     std::vector<std::vector<UnitId>> alone = {{UnitId{0}}};
     EXPECT_EQ(profiler.stage_latency(alone), first_unit);
-    CostStats stats = profiler.stats();
+    cost::CostStats stats = profiler.stats();
     EXPECT_EQ(stats.measurements, 4);
     // 2 direct; 2 per bound of the two-unit stage (two stage_latency, one stage_lower_bound).
     EXPECT_EQ(stats.unit_queries, 2 + 3 * 2);
@@ -155,4 +155,4 @@ TEST(CpuProfiler, RefusesDependentGroupsAndDags) {
 }
 
 }  // namespace
-}  // namespace braid::cost
+}  // namespace braid::profile

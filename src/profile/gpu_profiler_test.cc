@@ -1,5 +1,5 @@
 // The GPU profiler: measured stages on a GPU (skips without one), and a clear error elsewhere.
-#include "cost/gpu_profiler.h"
+#include "profile/gpu_profiler.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include "exec/cuda/cuda_executor.h"
 #include "models/loader.h"
 
-namespace braid::cost {
+namespace braid::profile {
 namespace {
 
 models::LoadedModel squeezenet() {
@@ -49,4 +49,4 @@ TEST(GpuProfiler, MeasuresStagesOnTheGpu) {
 }
 
 }  // namespace
-}  // namespace braid::cost
+}  // namespace braid::profile

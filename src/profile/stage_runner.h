@@ -3,7 +3,7 @@
 // stream i) validated and lowered, and uniform [-1, 1] inputs (zeros or uninitialized memory
 // give denormals and timings 10x off). The CPU and GPU profilers share it.
 //
-//   auto runner = cost::make_stage_runner(units, weights, groups, /*seed=*/1);
+//   auto runner = profile::make_stage_runner(units, weights, groups, /*seed=*/1);
 //   auto model = executor->prepare(runner->bundle());
 //   auto request = model->new_request();
 //   runner->set_inputs(*model, *request);
@@ -18,10 +18,10 @@
 #include "exec/executor.h"
 #include "sched/lower.h"
 
-namespace braid::cost {
+namespace braid::profile {
 
 struct StageRunner {
-  ExtractedStage stage;
+  cost::ExtractedStage stage;
   sched::ExecutionPlan plan;
   std::vector<std::vector<float>> inputs;  // one per graph input of stage.graph
 
@@ -41,4 +41,4 @@ std::unique_ptr<const StageRunner> make_stage_runner(const ir::UnitGraph& units,
                                                      std::span<const std::vector<UnitId>> groups,
                                                      uint64_t input_seed);
 
-}  // namespace braid::cost
+}  // namespace braid::profile
