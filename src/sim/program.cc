@@ -47,6 +47,21 @@ PlanProgram plan_program(const ir::UnitGraph& units, const sched::ExecutionPlan&
     }
   }
 
+  // braid's CUDA executor around the plan (KernelModel::fork_join): the inputs copied in on a
+  // main stream, a fork event every lane waits for, ..., a join of every lane, outputs out.
+  const ir::Graph* graph = units.graph();
+  const bool fork_join = devices.size() == 1 && devices[0]->spec().kernel_model.fork_join;
+  const uint32_t main_stream = uint32_t(p.streams.size());
+  if (fork_join) {
+    p.streams.push_back({.device = 0, .id = int(plan.lanes.size())});
+    if (first_block == 0 && graph != nullptr)
+      for (ValueId v : graph->inputs())
+        p.ops.push_back(Op::host_copy(main_stream, double(graph->value(v).type.bytes())));
+    const uint32_t fork = p.num_events++;
+    p.ops.push_back(Op::record(main_stream, fork));
+    for (uint32_t lane = 0; lane < plan.lanes.size(); ++lane) p.ops.push_back(Op::wait(lane, fork));
+  }
+
   std::vector<bool> merge_emitted(plan.merges.size(), false);
   for (const sched::IssueSegment& seg : order) {
     const sched::PlanLane& lane = plan.lanes[seg.lane];
@@ -98,6 +113,16 @@ PlanProgram plan_program(const ir::UnitGraph& units, const sched::ExecutionPlan&
         }
       }
     }
+  }
+  if (fork_join) {
+    for (uint32_t lane = 0; lane < plan.lanes.size(); ++lane) {
+      const uint32_t join = p.num_events++;
+      p.ops.push_back(Op::record(lane, join));
+      p.ops.push_back(Op::wait(main_stream, join));
+    }
+    if (last_block >= plan.num_blocks && graph != nullptr)
+      for (ValueId v : graph->outputs())
+        p.ops.push_back(Op::host_copy(main_stream, double(graph->value(v).type.bytes())));
   }
   return out;
 }
