@@ -43,6 +43,7 @@ json read_json(const std::filesystem::path& path) {
 struct Row {
   std::string model, algo, mode;
   double measured_ms = 0, predicted_ms = 0;
+  size_t lanes = 0, waits = 0;  // the plan's streams and cross-stream waits
   double ratio() const { return predicted_ms / measured_ms; }
 };
 
@@ -69,13 +70,17 @@ class H100Fit : public ::testing::Test {
     return sched::lower(m.units, sched::read_schedule_file(path.string(), m.units));
   }
 
-  static double simulate_ms(const std::string& name, const std::string& algo, bool graph) {
-    const models::LoadedModel& m = model(name);
-    const sched::ExecutionPlan plan = plan_of(m, algo);
+  static void simulate_row(Row& row) {
+    const models::LoadedModel& m = model(row.model);
+    const sched::ExecutionPlan plan = plan_of(m, row.algo);
     const UnitKernels kernels(m.units, *device_);
     const UnitKernels* devices[] = {&kernels};
     const PlanProgram p = plan_program(m.units, plan, devices);
-    return simulate(p.program, {device_, 1}, {.graph_replay = graph}).makespan_us / 1e3;
+    row.lanes = plan.lanes.size();
+    for (const sched::PlanLane& lane : plan.lanes)
+      for (const sched::Step& step : lane.steps) row.waits += std::holds_alternative<sched::WaitStep>(step);
+    row.predicted_ms =
+        simulate(p.program, {device_, 1}, {.graph_replay = row.mode == "graph"}).makespan_us / 1e3;
   }
 
   static std::vector<Row> rows() {
@@ -84,7 +89,7 @@ class H100Fit : public ::testing::Test {
     for (const json& r : measured.at("braid_rows")) {
       Row row{r.at("model"), r.at("algo"), r.at("mode"), r.at("median_ms")};
       EXPECT_EQ(r.at("batch"), 1) << "the frozen schedules are batch 1";
-      row.predicted_ms = simulate_ms(row.model, row.algo, row.mode == "graph");
+      simulate_row(row);
       out.push_back(row);
     }
     return out;
@@ -100,13 +105,15 @@ std::map<std::string, models::LoadedModel>* H100Fit::models_ = nullptr;
 TEST_F(H100Fit, EveryMeasuredRowWithin15Percent) {
   const std::vector<Row> all = rows();
   ASSERT_EQ(all.size(), 66u) << "devices/measured/h100.json changed";
-  std::cout << "| model | algo | mode | measured ms | predicted ms | predicted/measured |\n"
-            << "|---|---|---|---|---|---|\n";
+  std::cout << "| model | algo | mode | streams | waits | measured ms | predicted ms | "
+               "predicted/measured |\n"
+            << "|---|---|---|---|---|---|---|---|\n";
   int outside = 0;
   double worst = 0;
   for (const Row& r : all) {
-    std::cout << fmt::format("| {} | {} | {} | {:.3f} | {:.3f} | {:.2f} |\n", r.model, r.algo,
-                             r.mode, r.measured_ms, r.predicted_ms, r.ratio());
+    std::cout << fmt::format("| {} | {} | {} | {} | {} | {:.3f} | {:.3f} | {:.2f} |\n", r.model,
+                             r.algo, r.mode, r.lanes, r.waits, r.measured_ms, r.predicted_ms,
+                             r.ratio());
     outside += std::abs(r.ratio() - 1) > 0.15;
     worst = std::max(worst, std::abs(r.ratio() - 1));
   }
