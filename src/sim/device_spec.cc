@@ -40,6 +40,8 @@ KernelModel read_kernel_model(const json& k, const std::string& file) {
   };
   m.per_op_kernels = k.contains("per_op_kernels") && field<bool>(k, "per_op_kernels", where);
   m.fork_join = k.contains("fork_join") && field<bool>(k, "fork_join", where);
+  if (k.contains("merged_convolution"))
+    m.merged_convolution = field<bool>(k, "merged_convolution", where);
   m.elements_per_thread = int(number("elements_per_thread", m.elements_per_thread));
   m.block_latency_us = number("block_latency_us", m.block_latency_us);
   m.library_call_us = number("library_call_us", m.library_call_us);

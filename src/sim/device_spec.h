@@ -63,6 +63,10 @@ struct KernelModel {
   // Device side: what resolving one cross-stream event wait costs the waiting stream before
   // its next kernel may start (eager waits and the dependency edges of a replayed graph).
   double wait_latency_us = 0;
+  // An operator merge (ios.txt 4.2) runs as one wider convolution (merged_kernels). False: as
+  // braid's CUDA executor runs it, each convolution's own kernels one after another on the
+  // merge's stream.
+  bool merged_convolution = true;
   // Programs issue what braid's CUDA executor issues around a plan: a fork from a main stream
   // (a record, a wait per lane) and a join back to it, and under graph replay the inputs'
   // host-to-device and outputs' device-to-host copies (they are in the captured graph and

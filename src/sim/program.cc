@@ -95,7 +95,7 @@ PlanProgram plan_program(const ir::UnitGraph& units, const sched::ExecutionPlan&
         std::vector<Kernel> merged;
         std::span<const Kernel> ks;
         std::span<const UnitId> owners(&launch.unit, 1);
-        if (launch.merge >= 0) {
+        if (launch.merge >= 0 && kernels.spec().kernel_model.merged_convolution) {
           if (merge_emitted[launch.merge]) continue;  // one kernel for the whole merge
           merge_emitted[launch.merge] = true;
           merged = merged_kernels(units, plan.merges[launch.merge], kernels.spec());
@@ -143,6 +143,14 @@ Program stage_program(const UnitKernels& kernels, std::span<const std::vector<Un
 Program merge_program(const UnitKernels& kernels, std::span<const UnitId> merge) {
   Program p;
   p.streams.push_back({.device = 0, .id = 0});
+  if (!kernels.spec().kernel_model.merged_convolution) {
+    for (UnitId u : merge)
+      for (const Kernel& k : kernels.of(u)) {
+        p.ops.push_back(Op::kernel(0, uint32_t(p.kernels.size())));
+        p.kernels.push_back(k);
+      }
+    return p;
+  }
   for (Kernel& k : merged_kernels(kernels.units(), merge, kernels.spec())) {
     p.ops.push_back(Op::kernel(0, uint32_t(p.kernels.size())));
     p.kernels.push_back(std::move(k));
