@@ -31,6 +31,47 @@ void check_positive(double value, const std::string& key, const std::string& whe
               value);
 }
 
+KernelModel read_kernel_model(const json& k, const std::string& file) {
+  const std::string where = file + " kernel_model";
+  KernelModel m;
+  BRAID_CHECK(k.is_object(), ErrorCode::kInvalidArgument, where, ": expected an object");
+  auto number = [&](const char* key, double fallback) {
+    return k.contains(key) ? field<double>(k, key, where) : fallback;
+  };
+  m.per_op_kernels = k.contains("per_op_kernels") && field<bool>(k, "per_op_kernels", where);
+  m.fork_join = k.contains("fork_join") && field<bool>(k, "fork_join", where);
+  if (k.contains("merged_convolution"))
+    m.merged_convolution = field<bool>(k, "merged_convolution", where);
+  m.elements_per_thread = int(number("elements_per_thread", m.elements_per_thread));
+  m.block_latency_us = number("block_latency_us", m.block_latency_us);
+  m.library_call_us = number("library_call_us", m.library_call_us);
+  m.wait_latency_us = number("wait_latency_us", m.wait_latency_us);
+  if (k.contains("split_k")) m.split_k = field<std::vector<int>>(k, "split_k", where);
+  if (k.contains("gemm_tiles")) {
+    for (const json& t : field<json>(k, "gemm_tiles", where)) {
+      const std::string tw = where + " gemm_tiles";
+      GemmTileSpec tile{field<int>(t, "m", tw),
+                        field<int>(t, "n", tw),
+                        field<int>(t, "threads", tw),
+                        field<int>(t, "registers", tw),
+                        field<int>(t, "shared_memory", tw),
+                        field<double>(t, "efficiency", tw)};
+      BRAID_CHECK(tile.m > 0 && tile.n > 0 && tile.threads > 0 && tile.registers > 0 &&
+                      tile.shared_memory >= 0 && tile.efficiency > 0 && tile.efficiency <= 1,
+                  ErrorCode::kInvalidArgument, tw,
+                  ": m, n, threads, registers must be > 0 and efficiency in (0, 1]");
+      m.gemm_tiles.push_back(tile);
+    }
+  }
+  for (int s : m.split_k)
+    BRAID_CHECK(s >= 1, ErrorCode::kInvalidArgument, where, ": split_k factors must be >= 1");
+  BRAID_CHECK(m.elements_per_thread >= 1 && m.block_latency_us >= 0 && m.library_call_us >= 0 &&
+                  m.wait_latency_us >= 0,
+              ErrorCode::kInvalidArgument, where,
+              ": elements_per_thread must be >= 1 and the latencies >= 0");
+  return m;
+}
+
 }  // namespace
 
 std::filesystem::path devices_dir() {
@@ -126,6 +167,8 @@ DeviceSpec load_device(const std::string& name_or_path) {
                                                : (l.kind.starts_with("nvlink") ? 2.0 : 5.0);
     d.links.push_back(std::move(l));
   }
+
+  if (j.contains("kernel_model")) d.kernel_model = read_kernel_model(j["kernel_model"], where);
 
   for (auto [value, key] : {std::pair{double(d.sms), "sms"},
                             {d.clock_mhz, "clock_mhz"},

@@ -38,6 +38,42 @@ struct HostCosts {
   double kernel_latency_us = 4;
 };
 
+// How the device's kernel library turns units into kernels, when it differs from the built-in
+// model (a "kernel_model" object in the device file; absent: the defaults below, which are the
+// papers' fused kernels and CUTLASS-like tiles). devices/h100.json fits these to what braid's
+// CUDA executor with cuDNN's heuristic really launched (devices/measured/h100_kernels.json).
+struct GemmTileSpec {
+  int m = 0, n = 0, threads = 0, registers = 0, shared_memory = 0;
+  double efficiency = 0;  // fraction of the SM's FP32 peak its inner loop reaches
+};
+struct KernelModel {
+  // One kernel per op as braid's CUDA executor launches them (cuda_executor.cc): a Conv fuses
+  // its BatchNormalization and a ReLU (cuDNN), any other activation or bias is a kernel of its
+  // own, asymmetric pads a pad kernel, Concat one copy per input, Split one per output, Add a
+  // kernel per extra input. False: the papers' fused epilogues and one kernel per Concat.
+  bool per_op_kernels = false;
+  std::vector<GemmTileSpec> gemm_tiles;  // empty: the built-in CUTLASS-like table
+  std::vector<int> split_k;              // empty: 1, 2, 4
+  int elements_per_thread = 4;           // element-wise kernels (256-thread blocks)
+  // A block's fixed latency besides its work (start-up, address set-up, epilogue, drain).
+  double block_latency_us = 3;
+  // Host time of one cuDNN/cuBLAS call, eager, in place of launch_us (0: launch_us). The
+  // library's descriptor checks and heuristics run on every call.
+  double library_call_us = 0;
+  // Device side: what resolving one cross-stream event wait costs the waiting stream before
+  // its next kernel may start (eager waits and the dependency edges of a replayed graph).
+  double wait_latency_us = 0;
+  // An operator merge (ios.txt 4.2) runs as one wider convolution (merged_kernels). False: as
+  // braid's CUDA executor runs it, each convolution's own kernels one after another on the
+  // merge's stream.
+  bool merged_convolution = true;
+  // Programs issue what braid's CUDA executor issues around a plan: a fork from a main stream
+  // (a record, a wait per lane) and a join back to it, and under graph replay the inputs'
+  // host-to-device and outputs' device-to-host copies (they are in the captured graph and
+  // timed; eager timing starts after them), over the device's PCIe link.
+  bool fork_join = false;
+};
+
 struct Link {
   std::string kind;  // nvlink2, pcie4x16, ...
   double gbps_per_direction = 0;
@@ -65,6 +101,7 @@ struct DeviceSpec {
   // whitepaper), so address arithmetic takes half the doubled peak; 1 elsewhere (the file's
   // sustained_fp32_fraction, default 1).
   double sustained_fp32_fraction = 1;
+  KernelModel kernel_model;
 
   double peak_fp32_flops() const { return peak_fp32_tflops * 1e12; }
   double sustained_fp32_flops() const { return peak_fp32_flops() * sustained_fp32_fraction; }

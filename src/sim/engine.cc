@@ -181,6 +181,7 @@ class Engine {
           if (op.type == OpType::kRecord) ++records[op.index];
           break;
         case OpType::kCopy: {
+          if (op.src_device == Op::kHost) break;
           BRAID_CHECK(op.src_device >= 0 && size_t(op.src_device) < n_dev,
                       ErrorCode::kInvalidArgument, "sim: op ", i, " copies from device ",
                       op.src_device, " of ", n_dev);
@@ -238,7 +239,12 @@ class Engine {
         continue;
       }
       switch (op.type) {
-        case OpType::kKernel:
+        case OpType::kKernel: {
+          const Kernel& k = program_.kernels[op.index];
+          const double library = devices_[dev].spec->kernel_model.library_call_us;
+          host[dev] += k.library_call && library > 0 ? library : c.launch_us;
+          break;
+        }
         case OpType::kCopy:
           host[dev] += c.launch_us;
           break;
@@ -278,13 +284,21 @@ class Engine {
           waiters_[op.index].clear();
           finish_head(qi);
           break;
-        case OpType::kWait:
+        case OpType::kWait: {
           if (event_done_[op.index] < 0) {
             waiters_[op.index].push_back(qi);
             return;
           }
+          // Resolving the dependency delays the stream (KernelModel::wait_latency_us).
+          const double latency = devices_[q.device].spec->kernel_model.wait_latency_us;
+          if (!q.launch_delayed && latency > 0) {
+            q.launch_delayed = true;
+            timed_.push({now_ + latency, qi, false});
+            return;
+          }
           finish_head(qi);
           break;
+        }
         case OpType::kKernel: {
           DeviceState& d = devices_[q.device];
           const double latency =
@@ -302,6 +316,21 @@ class Engine {
         case OpType::kCopy: {
           const int dst = q.device;
           q.busy = true;
+          if (op.src_device == Op::kHost) {
+            // Eager timing starts after the input copies and ends before the output copies.
+            const DeviceSpec& spec = *devices_[dst].spec;
+            double us = 0;
+            if (options_.graph_replay) {
+              const Link* pcie = nullptr;
+              for (const Link& l : spec.links)
+                if (l.kind.starts_with("pcie")) pcie = &l;
+              BRAID_CHECK(pcie != nullptr, ErrorCode::kInvalidArgument, "sim: device ", spec.name,
+                          " has no PCIe link for a host copy");
+              us = pcie->latency_us + op.bytes / (pcie->gbps_per_direction * 1e3);
+            }
+            timed_.push({now_ + us, qi, true});
+            return;
+          }
           if (op.src_device == dst) {
             timed_.push({now_, qi, true});
             return;
@@ -530,8 +559,8 @@ class Engine {
           const double bytes = k.dram_bytes + miss * (k.uncached_bytes - k.dram_bytes);
           if (bytes > 0) c.rate = std::min(c.rate, bandwidth_[b] * global / bytes);
           // The block's fixed latency (prologue, epilogue, drain) overlaps other blocks' work.
-          c.rate = c.rate < kInfinity ? 1 / (SmModel::kBlockLatencyUs + 1 / c.rate)
-                                      : 1 / SmModel::kBlockLatencyUs;
+          const double latency = spec.kernel_model.block_latency_us;
+          c.rate = c.rate < kInfinity ? 1 / (latency + 1 / c.rate) : 1 / latency;
           ++b;
         }
       bandwidth_.clear();

@@ -51,15 +51,20 @@ struct Op {
   OpType type = OpType::kKernel;
   uint32_t stream = 0;
   uint32_t index = 0;  // kernel: into Program::kernels; record/wait: the event
-  // Copy: `bytes` from `src_device` to the stream's device.
+  // Copy: `bytes` from `src_device` to the stream's device; kHost: between the host and the
+  // stream's device over its PCIe link.
   double bytes = 0;
   int src_device = 0;
+  static constexpr int kHost = -1;
 
   static Op kernel(uint32_t stream, uint32_t kernel) { return {OpType::kKernel, stream, kernel}; }
   static Op record(uint32_t stream, uint32_t event) { return {OpType::kRecord, stream, event}; }
   static Op wait(uint32_t stream, uint32_t event) { return {OpType::kWait, stream, event}; }
   static Op copy(uint32_t stream, double bytes, int src_device) {
     return {OpType::kCopy, stream, 0, bytes, src_device};
+  }
+  static Op host_copy(uint32_t stream, double bytes) {
+    return {OpType::kCopy, stream, 0, bytes, kHost};
   }
 };
 
@@ -97,10 +102,10 @@ struct OccupancySample {
 };
 
 struct Result {
-  double makespan_us = 0;                  // from the first issue to the last op done
-  int64_t events = 0;                      // engine iterations, for the speed benchmark
-  int64_t max_groups = 0;  // most SM groups at once (all devices): what one event costs
-  std::vector<KernelTiming> kernels;       // when record_timeline
+  double makespan_us = 0;             // from the first issue to the last op done
+  int64_t events = 0;                 // engine iterations, for the speed benchmark
+  int64_t max_groups = 0;             // most SM groups at once (all devices): what one event costs
+  std::vector<KernelTiming> kernels;  // when record_timeline
   std::vector<OccupancySample> occupancy;  // when record_timeline
   std::vector<double> op_done_us;          // when record_timeline: every op's completion
 };

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "base/error.h"
 #include "ir/op_cost.h"
@@ -17,29 +18,30 @@ constexpr double kFloatBytes = 4;
 // CUTLASS-like SIMT thread-block tiles (double-buffered K-tile of 8). The efficiencies are the
 // fraction of FP32 peak such a tile's inner loop sustains at full occupancy; larger tiles reuse
 // each loaded operand more and reach more.
-struct Tile {
-  int m, n, threads, registers;
-  double efficiency;
-  int shared_memory() const { return (m + n) * 8 * 4 * 2; }
-};
-constexpr Tile kTiles[] = {
-    {128, 128, 256, 128, 0.70}, {128, 64, 128, 128, 0.65}, {64, 64, 128, 80, 0.60},
-    {64, 32, 64, 80, 0.50},     {32, 32, 64, 64, 0.40},
+constexpr GemmTileSpec kTiles[] = {
+    {128, 128, 256, 128, (128 + 128) * 8 * 4 * 2, 0.70},
+    {128, 64, 128, 128, (128 + 64) * 8 * 4 * 2, 0.65},
+    {64, 64, 128, 80, (64 + 64) * 8 * 4 * 2, 0.60},
+    {64, 32, 64, 80, (64 + 32) * 8 * 4 * 2, 0.50},
+    {32, 32, 64, 64, (32 + 32) * 8 * 4 * 2, 0.40},
 };
 constexpr int kSplitK[] = {1, 2, 4};
 constexpr int64_t kMinSliceK = 32;  // a split-K slice keeps at least this much of K
 
-// Element-wise style kernels: 256 threads, 4 elements per thread.
+// Element-wise style kernels: 256 threads, KernelModel::elements_per_thread each.
 constexpr int kElementwiseThreads = 256;
-constexpr int64_t kElementsPerBlock = kElementwiseThreads * 4;
+// MatMul/Gemm with at most this many rows run as a GEMV (per-op kernels).
+constexpr int64_t kGemvRows = 8;
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-Kernel elementwise(std::string name, UnitId unit, int64_t elements, double flops, double bytes) {
+Kernel elementwise(std::string name, UnitId unit, int64_t elements, double flops, double bytes,
+                   const DeviceSpec& spec) {
   Kernel k{.name = std::move(name), .unit = unit};
-  k.blocks = std::max<int64_t>(1, ceil_div(elements, kElementsPerBlock));
+  const int64_t per_block = int64_t(kElementwiseThreads) * spec.kernel_model.elements_per_thread;
+  k.blocks = std::max<int64_t>(1, ceil_div(elements, per_block));
   k.threads = kElementwiseThreads;
   k.registers = 32;
   k.efficiency = 0.5;
@@ -61,8 +63,13 @@ std::vector<Kernel> gemm_kernels(const std::string& name, UnitId unit, const Gem
                                  const DeviceSpec& spec) {
   std::vector<Kernel> best;
   double best_us = 0;
-  for (const Tile& tile : kTiles) {
-    for (int split : kSplitK) {
+  const KernelModel& model = spec.kernel_model;
+  const std::span<const GemmTileSpec> tiles =
+      model.gemm_tiles.empty() ? std::span<const GemmTileSpec>(kTiles) : model.gemm_tiles;
+  const std::span<const int> splits =
+      model.split_k.empty() ? std::span<const int>(kSplitK) : model.split_k;
+  for (const GemmTileSpec& tile : tiles) {
+    for (int split : splits) {
       if (split > 1 && p.k / split < kMinSliceK) break;
       const int64_t slice = ceil_div(p.k, split);
       const int64_t tiles = ceil_div(p.m, tile.m) * ceil_div(p.n, tile.n);
@@ -73,9 +80,10 @@ std::vector<Kernel> gemm_kernels(const std::string& name, UnitId unit, const Gem
       main.blocks = p.batch * tiles * split;
       main.threads = tile.threads;
       main.registers = tile.registers;
-      main.shared_memory = tile.shared_memory();
+      main.shared_memory = tile.shared_memory;
       main.efficiency = tile.efficiency;
       main.gemm = true;
+      main.library_call = true;
       // Edge tiles compute their padding too: the FLOPs are the tiles', not the problem's.
       main.flops =
           2.0 * tile.m * tile.n * slice + (split == 1 ? p.epilogue_flops / main.blocks : 0);
@@ -92,7 +100,7 @@ std::vector<Kernel> gemm_kernels(const std::string& name, UnitId unit, const Gem
         const int64_t outputs = p.batch * p.m * p.n;
         candidate.push_back(elementwise(name + " splitk reduce", unit, outputs,
                                         double(split) * outputs + p.epilogue_flops,
-                                        p.c_bytes * (split + 1) + p.epilogue_bytes));
+                                        p.c_bytes * (split + 1) + p.epilogue_bytes, spec));
         us += idle_kernel_us(candidate.back(), spec) + spec.host.launch_us;
       }
       // Ties (within 1%) keep the earlier candidate: the larger tile, the fewer kernels.
@@ -192,7 +200,113 @@ std::vector<Kernel> op_kernels(const ir::Graph& g, NodeId id, UnitId unit, doubl
     elements = std::max(out_elements, g.value(n.inputs[0]).type.elements() / 8);
   }
   return {elementwise(fmt::format("{} {}", n.name, ir::to_string(n.kind)), unit, elements, flops,
-                      bytes)};
+                      bytes, spec)};
+}
+
+bool is_unary_activation(ir::OpKind kind) {
+  return kind == ir::OpKind::Relu || kind == ir::OpKind::Sigmoid || kind == ir::OpKind::Tanh ||
+         kind == ir::OpKind::Gelu;
+}
+
+// A kernel that reads and writes `elements` floats once per input/output.
+Kernel copy_kernel(std::string name, UnitId unit, int64_t elements, int tensors,
+                   const DeviceSpec& spec) {
+  return elementwise(std::move(name), unit, elements, double(elements) * (tensors - 1),
+                     kFloatBytes * double(elements) * tensors, spec);
+}
+
+// The kernels braid's CUDA executor launches for one unit (cuda_executor.cc compile_unit):
+// KernelModel::per_op_kernels.
+std::vector<Kernel> per_op_unit_kernels(const ir::UnitGraph& units, UnitId unit,
+                                        const DeviceSpec& spec) {
+  const ir::Graph& g = *units.graph();
+  const std::vector<NodeId>& ops = units.unit(unit).ops;
+  std::vector<Kernel> kernels;
+  auto elements = [&](ValueId v) { return g.value(v).type.elements(); };
+  auto single_consumer = [&](ValueId v) { return g.value(v).consumers.size() == 1; };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const ir::Node& n = g.node(ops[i]);
+    const std::string name = fmt::format("{} {}", n.name, ir::to_string(n.kind));
+    if (launches_nothing(n.kind)) continue;
+    if (n.kind == ir::OpKind::Conv && !is_depthwise(g, n)) {
+      // Conv [BatchNormalization] [activation]: the BN is folded into the weights; a ReLU
+      // fuses into cudnnConvolutionBiasActivationForward, anything else is a channel_affine.
+      const auto& attrs = std::get<ir::ConvAttrs>(n.attrs);
+      ValueId y = n.outputs[0];
+      size_t used = 1;
+      bool bias = n.inputs.size() > 2;
+      if (i + used < ops.size() && single_consumer(y) &&
+          g.node(ops[i + used]).kind == ir::OpKind::BatchNormalization &&
+          g.node(ops[i + used]).inputs[0] == y) {
+        y = g.node(ops[i + used]).outputs[0];
+        ++used;
+        bias = true;
+      }
+      std::optional<ir::OpKind> activation;
+      if (attrs.activation != ir::Activation::kNone)
+        activation = ir::activation_op(attrs.activation);
+      if (!activation && i + used < ops.size() && single_consumer(y) &&
+          is_unary_activation(g.node(ops[i + used]).kind) && g.node(ops[i + used]).inputs[0] == y) {
+        activation = g.node(ops[i + used]).kind;
+        y = g.node(ops[i + used]).outputs[0];
+        ++used;
+      }
+      if (attrs.pads[0] != attrs.pads[2] || attrs.pads[1] != attrs.pads[3])
+        kernels.push_back(copy_kernel(name + " pad", unit, elements(n.inputs[0]), 2, spec));
+      GemmProblem p = conv_problem(g, n);
+      const bool fused = activation == ir::OpKind::Relu;
+      if (fused) p.epilogue_flops = 2.0 * double(elements(y));
+      for (Kernel& k : gemm_kernels(n.name, unit, p, spec)) kernels.push_back(std::move(k));
+      if (!fused && (bias || activation))
+        kernels.push_back(copy_kernel(name + " channel_affine", unit, elements(y), 2, spec));
+      i += used - 1;
+      continue;
+    }
+    switch (n.kind) {
+      case ir::OpKind::Concat:
+        for (ValueId v : n.inputs)
+          kernels.push_back(copy_kernel(name + " copy", unit, elements(v), 2, spec));
+        break;
+      case ir::OpKind::Split:
+        for (ValueId v : n.outputs)
+          kernels.push_back(copy_kernel(name + " copy", unit, elements(v), 2, spec));
+        break;
+      case ir::OpKind::Add:
+      case ir::OpKind::Mul:
+      case ir::OpKind::Sum:
+        // One binary kernel per extra input (a Sum of one input is a copy).
+        for (size_t k = 1; k < std::max<size_t>(2, n.inputs.size()); ++k)
+          kernels.push_back(
+              copy_kernel(name, unit, elements(n.outputs[0]), n.inputs.size() > 1 ? 3 : 2, spec));
+        break;
+      case ir::OpKind::MatMul:
+      case ir::OpKind::Gemm: {
+        // Gemm's bias is copied into the output first (cuBLAS then accumulates with beta 1).
+        if (n.kind == ir::OpKind::Gemm && n.inputs.size() > 2)
+          kernels.push_back(copy_kernel(name + " bias", unit, elements(n.outputs[0]), 2, spec));
+        const GemmProblem p = matmul_problem(g, n);
+        if (p.m > kGemvRows) {
+          for (Kernel& k : gemm_kernels(n.name, unit, p, spec)) kernels.push_back(std::move(k));
+          break;
+        }
+        // A few rows: cuBLAS's GEMV, 128 threads per 4 outputs, streaming the weights once.
+        Kernel gemv{.name = name + " gemv", .unit = unit};
+        gemv.blocks = std::max<int64_t>(1, ceil_div(p.n, 4));
+        gemv.threads = 128;
+        gemv.registers = 32;
+        gemv.efficiency = 0.5;
+        gemv.flops = 2.0 * p.m * p.n * p.k / double(gemv.blocks);
+        gemv.dram_bytes = gemv.uncached_bytes = (p.a_bytes + p.b_bytes + p.c_bytes) / gemv.blocks;
+        gemv.library_call = true;
+        kernels.push_back(gemv);
+        break;
+      }
+      default:
+        for (Kernel& k : op_kernels(g, ops[i], unit, 0, 0, spec)) kernels.push_back(std::move(k));
+        break;
+    }
+  }
+  return kernels;
 }
 
 }  // namespace
@@ -222,7 +336,7 @@ double idle_kernel_us(const Kernel& k, const DeviceSpec& spec) {
   const double block_s =
       std::max(k.flops * per_sm / sm_flops, k.dram_bytes * per_sm / sm_bandwidth);
   const int64_t waves = ceil_div(k.blocks, per_sm * spec.sms);
-  return waves * (block_s * 1e6 + SmModel::kBlockLatencyUs);
+  return waves * (block_s * 1e6 + spec.kernel_model.block_latency_us);
 }
 
 std::vector<Kernel> unit_kernels(const ir::UnitGraph& units, UnitId unit, const DeviceSpec& spec) {
@@ -240,6 +354,7 @@ std::vector<Kernel> unit_kernels(const ir::UnitGraph& units, UnitId unit, const 
     k.flops = latency_us * 1e-6 * spec.sustained_fp32_flops() / spec.sms;
     return {k};
   }
+  if (spec.kernel_model.per_op_kernels) return per_op_unit_kernels(units, unit, spec);
   std::vector<Kernel> kernels;
   auto produced_inside = [&](ValueId v) {
     const ir::Value& value = g->value(v);
@@ -299,8 +414,8 @@ std::vector<Kernel> merged_kernels(const ir::UnitGraph& units, std::span<const U
   }
   std::vector<Kernel> kernels = gemm_kernels(name, merge.front(), p, spec);
   // The split: each conv's channels copied out of the merged output.
-  kernels.push_back(
-      elementwise(name + " split", merge.front(), int64_t(outputs / kFloatBytes), 0, 2 * outputs));
+  kernels.push_back(elementwise(name + " split", merge.front(), int64_t(outputs / kFloatBytes), 0,
+                                2 * outputs, spec));
   return kernels;
 }
 

@@ -46,8 +46,9 @@ struct Kernel {
   // nothing does (every tile load misses). The engine interpolates by the L2 miss ratio.
   double dram_bytes = 0;
   double uncached_bytes = 0;
-  double working_set = 0;  // bytes the kernel keeps in L2 (inputs, weights, outputs)
-  bool gemm = false;       // a GEMM tile loop (compute-bound; see SmModel::kCoResidentGemm)
+  double working_set = 0;     // bytes the kernel keeps in L2 (inputs, weights, outputs)
+  bool gemm = false;          // a GEMM tile loop (compute-bound; see SmModel::kCoResidentGemm)
+  bool library_call = false;  // launched by a cuDNN/cuBLAS call (its host cost, eager)
 
   int warps() const { return (threads + 31) / 32; }
   // Blocks of this kernel an empty SM holds at once (0: the kernel cannot run on `spec`).
@@ -79,7 +80,8 @@ struct SmModel {
   // One SM may draw this many times its even share (DRAM bandwidth / SMs) when others idle.
   static constexpr double kSmBandwidthShare = 3;
   // A block's fixed latency besides its work (start-up, address set-up, epilogue, drain):
-  // it holds the block's resources but not the SM's issue slots or bandwidth.
+  // it holds the block's resources but not the SM's issue slots or bandwidth. The default of
+  // KernelModel::block_latency_us; a device file may fit its own.
   static constexpr double kBlockLatencyUs = 3;
   // Blocks of two or more different GEMM kernels on one SM contend for its L1, shared-memory
   // bandwidth and register-file ports (Opara's compute-compute interference, opara.txt §3.3):

@@ -47,6 +47,21 @@ PlanProgram plan_program(const ir::UnitGraph& units, const sched::ExecutionPlan&
     }
   }
 
+  // braid's CUDA executor around the plan (KernelModel::fork_join): the inputs copied in on a
+  // main stream, a fork event every lane waits for, ..., a join of every lane, outputs out.
+  const ir::Graph* graph = units.graph();
+  const bool fork_join = devices.size() == 1 && devices[0]->spec().kernel_model.fork_join;
+  const uint32_t main_stream = uint32_t(p.streams.size());
+  if (fork_join) {
+    p.streams.push_back({.device = 0, .id = int(plan.lanes.size())});
+    if (first_block == 0 && graph != nullptr)
+      for (ValueId v : graph->inputs())
+        p.ops.push_back(Op::host_copy(main_stream, double(graph->value(v).type.bytes())));
+    const uint32_t fork = p.num_events++;
+    p.ops.push_back(Op::record(main_stream, fork));
+    for (uint32_t lane = 0; lane < plan.lanes.size(); ++lane) p.ops.push_back(Op::wait(lane, fork));
+  }
+
   std::vector<bool> merge_emitted(plan.merges.size(), false);
   for (const sched::IssueSegment& seg : order) {
     const sched::PlanLane& lane = plan.lanes[seg.lane];
@@ -80,7 +95,7 @@ PlanProgram plan_program(const ir::UnitGraph& units, const sched::ExecutionPlan&
         std::vector<Kernel> merged;
         std::span<const Kernel> ks;
         std::span<const UnitId> owners(&launch.unit, 1);
-        if (launch.merge >= 0) {
+        if (launch.merge >= 0 && kernels.spec().kernel_model.merged_convolution) {
           if (merge_emitted[launch.merge]) continue;  // one kernel for the whole merge
           merge_emitted[launch.merge] = true;
           merged = merged_kernels(units, plan.merges[launch.merge], kernels.spec());
@@ -98,6 +113,16 @@ PlanProgram plan_program(const ir::UnitGraph& units, const sched::ExecutionPlan&
         }
       }
     }
+  }
+  if (fork_join) {
+    for (uint32_t lane = 0; lane < plan.lanes.size(); ++lane) {
+      const uint32_t join = p.num_events++;
+      p.ops.push_back(Op::record(lane, join));
+      p.ops.push_back(Op::wait(main_stream, join));
+    }
+    if (last_block >= plan.num_blocks && graph != nullptr)
+      for (ValueId v : graph->outputs())
+        p.ops.push_back(Op::host_copy(main_stream, double(graph->value(v).type.bytes())));
   }
   return out;
 }
@@ -118,6 +143,14 @@ Program stage_program(const UnitKernels& kernels, std::span<const std::vector<Un
 Program merge_program(const UnitKernels& kernels, std::span<const UnitId> merge) {
   Program p;
   p.streams.push_back({.device = 0, .id = 0});
+  if (!kernels.spec().kernel_model.merged_convolution) {
+    for (UnitId u : merge)
+      for (const Kernel& k : kernels.of(u)) {
+        p.ops.push_back(Op::kernel(0, uint32_t(p.kernels.size())));
+        p.kernels.push_back(k);
+      }
+    return p;
+  }
   for (Kernel& k : merged_kernels(kernels.units(), merge, kernels.spec())) {
     p.ops.push_back(Op::kernel(0, uint32_t(p.kernels.size())));
     p.kernels.push_back(std::move(k));

@@ -1,0 +1,193 @@
+// The simulator against the H100 it is calibrated on (issue 14). devices/measured/h100.json holds
+// braid's whole-model latencies measured on an H100 (every scheduler, eager and CUDA Graph
+// replay) and devices/measured/h100/schedules/ the schedules that were run (frozen: they are
+// what `--cost sim:h100` produced at commit 4b03867, before the model was fitted). Each row's
+// schedule is simulated on devices/h100.json and must land within +-15% of its measurement;
+// the schedule the simulator ranks first among a model's measured ones must be within 3% of the
+// measured best. devices/measured/h100_kernels.json (every kernel of a sequential inference,
+// Nsight Compute) is compared kernel by kernel: the counts must match, the sums are printed.
+//
+// The test prints every row (the table in docs/simulator.md); BRAID_FIT_KERNELS=1 also prints
+// every kernel beside its measurement.
+#include <gtest/gtest.h>
+
+#include <fmt/core.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/loader.h"
+#include "sched/lower.h"
+#include "sched/schedule.h"
+#include "sim/program.h"
+
+namespace braid::sim {
+namespace {
+
+using nlohmann::json;
+
+const std::filesystem::path kMeasured = std::filesystem::path(BRAID_DEVICES_DIR) / "measured";
+
+json read_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "cannot open " << path;
+  return json::parse(in);
+}
+
+struct Row {
+  std::string model, algo, mode;
+  double measured_ms = 0, predicted_ms = 0;
+  size_t lanes = 0, waits = 0;  // the plan's streams and cross-stream waits
+  size_t switches = 0;          // issue-order segments: how often the host changes stream
+  double ratio() const { return predicted_ms / measured_ms; }
+};
+
+class H100Fit : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    device_ = new DeviceSpec(load_device("h100"));
+    models_ = new std::map<std::string, models::LoadedModel>();
+  }
+  static void TearDownTestSuite() {
+    delete device_;
+    delete models_;
+  }
+
+  static const models::LoadedModel& model(const std::string& name) {
+    auto it = models_->find(name);
+    if (it == models_->end())
+      it = models_->emplace(name, models::load_model(name, {.with_weights = false})).first;
+    return it->second;
+  }
+
+  static sched::ExecutionPlan plan_of(const models::LoadedModel& m, const std::string& algo) {
+    const auto path = kMeasured / "h100" / "schedules" / (m.units.name() + "." + algo + ".json");
+    return sched::lower(m.units, sched::read_schedule_file(path.string(), m.units));
+  }
+
+  static void simulate_row(Row& row) {
+    const models::LoadedModel& m = model(row.model);
+    const sched::ExecutionPlan plan = plan_of(m, row.algo);
+    const UnitKernels kernels(m.units, *device_);
+    const UnitKernels* devices[] = {&kernels};
+    const PlanProgram p = plan_program(m.units, plan, devices);
+    row.lanes = plan.lanes.size();
+    for (const sched::PlanLane& lane : plan.lanes)
+      for (const sched::Step& step : lane.steps)
+        row.waits += std::holds_alternative<sched::WaitStep>(step);
+    row.switches = sched::issue_order(plan).size();
+    row.predicted_ms =
+        simulate(p.program, {device_, 1}, {.graph_replay = row.mode == "graph"}).makespan_us / 1e3;
+  }
+
+  static std::vector<Row> rows() {
+    std::vector<Row> out;
+    const json measured = read_json(kMeasured / "h100.json");
+    for (const json& r : measured.at("braid_rows")) {
+      Row row{r.at("model"), r.at("algo"), r.at("mode"), r.at("median_ms")};
+      EXPECT_EQ(r.at("batch"), 1) << "the frozen schedules are batch 1";
+      simulate_row(row);
+      out.push_back(row);
+    }
+    return out;
+  }
+
+  static DeviceSpec* device_;
+  static std::map<std::string, models::LoadedModel>* models_;
+};
+
+DeviceSpec* H100Fit::device_ = nullptr;
+std::map<std::string, models::LoadedModel>* H100Fit::models_ = nullptr;
+
+TEST_F(H100Fit, GraphRowsWithin15Percent) {
+  const std::vector<Row> all = rows();
+  ASSERT_EQ(all.size(), 66u) << "devices/measured/h100.json changed";
+  std::cout << "| model | algo | mode | streams | waits | switches | measured ms | predicted ms | "
+               "predicted/measured |\n"
+            << "|---|---|---|---|---|---|---|---|---|\n";
+  int outside = 0;
+  double worst = 0;
+  for (const Row& r : all) {
+    std::cout << fmt::format("| {} | {} | {} | {} | {} | {} | {:.3f} | {:.3f} | {:.2f} |\n",
+                             r.model, r.algo, r.mode, r.lanes, r.waits, r.switches, r.measured_ms,
+                             r.predicted_ms, r.ratio());
+    outside += std::abs(r.ratio() - 1) > 0.15;
+    worst = std::max(worst, std::abs(r.ratio() - 1));
+  }
+  std::cout << fmt::format("{} of {} rows outside +-15%; worst {:.0f}%\n", outside, all.size(),
+                           worst * 100);
+  // Asserted: every graph-replay row within +-15%, but the one named below (Opara's order on
+  // GoogLeNet, not modelled; docs/simulator.md), which must stay within +-20%. Eager rows are
+  // printed, not asserted: plans that differ in one side lane measured 4.9 to 7.2 ms on
+  // ResNet-50 (host-side effects the plan does not determine; docs/simulator.md).
+  auto known_miss = [](const Row& r) {
+    return r.model == "googlenet" && r.algo == "opara" && r.mode == "graph";
+  };
+  for (const Row& r : all) {
+    if (r.mode != "graph") continue;
+    EXPECT_NEAR(r.ratio(), 1.0, known_miss(r) ? 0.20 : 0.15)
+        << r.model << " " << r.algo << " " << r.mode;
+  }
+}
+
+TEST_F(H100Fit, FirstRankedScheduleWithin3PercentOfMeasuredBest) {
+  std::map<std::string, std::vector<Row>> by_model;
+  for (const Row& r : rows())
+    if (r.mode == "graph") by_model[r.model].push_back(r);
+  ASSERT_EQ(by_model.size(), 6u);
+  for (const auto& [name, rs] : by_model) {
+    const Row* ranked = &rs.front();
+    const Row* best = &rs.front();
+    for (const Row& r : rs) {
+      if (r.predicted_ms < ranked->predicted_ms) ranked = &r;
+      if (r.measured_ms < best->measured_ms) best = &r;
+    }
+    std::cout << fmt::format(
+        "{}: simulator ranks {} first ({:.3f} ms measured), best {} ({:.3f})\n", name, ranked->algo,
+        ranked->measured_ms, best->algo, best->measured_ms);
+    EXPECT_LE(ranked->measured_ms, best->measured_ms * 1.03)
+        << name << ": the simulator ranks " << ranked->algo << " first";
+  }
+}
+
+// Kernel by kernel: the sequential plan launches what the device launched, and the kernels'
+// summed durations (each alone on an idle device) are printed beside Nsight Compute's.
+TEST_F(H100Fit, SequentialKernelsMatchNsightCompute) {
+  const json measured = read_json(kMeasured / "h100_kernels.json").at("models");
+  const bool verbose = std::getenv("BRAID_FIT_KERNELS") != nullptr;
+  for (const auto& [name, kernels] : measured.items()) {
+    const models::LoadedModel& m = model(name);
+    const sched::ExecutionPlan plan = plan_of(m, "sequential");
+    const UnitKernels unit_kernels(m.units, *device_);
+    const UnitKernels* devices[] = {&unit_kernels};
+    const Program p = plan_program(m.units, plan, devices).program;
+    EXPECT_EQ(p.kernels.size(), kernels.size()) << name << ": kernels launched";
+    double sum_measured = 0, sum_predicted = 0;
+    for (size_t k = 0; k < std::min(p.kernels.size(), kernels.size()); ++k) {
+      std::string us = kernels[k].at("gpu__time_duration.sum");
+      std::erase(us, ',');
+      const double measured_us = std::stod(us) / 1e3;
+      const double predicted_us = idle_kernel_us(p.kernels[k], *device_);
+      sum_measured += measured_us;
+      sum_predicted += predicted_us;
+      if (verbose)
+        std::cout << fmt::format("{} {:>3} {:<48.48} {:>6} {:>6.1f} | {:<40.40} {:>12} {:>6.1f}\n",
+                                 name, k, p.kernels[k].name, p.kernels[k].blocks, predicted_us,
+                                 std::string(kernels[k].at("kernel")).substr(0, 40),
+                                 std::string(kernels[k].at("grid")), measured_us);
+    }
+    std::cout << fmt::format(
+        "{}: {} kernels measured, {} simulated; sum {:.3f} ms measured, "
+        "{:.3f} ms predicted\n",
+        name, kernels.size(), p.kernels.size(), sum_measured / 1e3, sum_predicted / 1e3);
+  }
+}
+
+}  // namespace
+}  // namespace braid::sim
