@@ -4,19 +4,13 @@
 #include <chrono>
 #include <functional>
 
-#include <cuda_runtime.h>
-
 #include "base/error.h"
+#include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/cuda_kernels.h"
 
 namespace braid::exec {
 namespace {
-
-void check(cudaError_t e, const char* call) {
-  BRAID_CHECK(e == cudaSuccess, ErrorCode::kInternal, "CUDA: ", call, ": ", cudaGetErrorString(e));
-}
-#define BRAID_CU(call) check((call), #call)
 
 using Clock = std::chrono::steady_clock;
 
