@@ -117,7 +117,7 @@ CalibrationFit calibrate(const DeviceSpec& spec, const Calibration& measured) {
                                    l.slope, block, t.constant, s.value)
                              : fmt::format("slope {:.3g} us per count would make {} {:.3g} us",
                                            l.slope, t.constant, s.value);
-    s.problem += fmt::format(" (line fit RMS {:.3g} us)", l.rms);
+    s.problem += fmt::format(" (line fit RMS {:.3f} us)", l.rms);
   }
   return fit;
 }
