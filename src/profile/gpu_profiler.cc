@@ -68,6 +68,10 @@ cost::Measurement GpuProfiler::profile_stage(std::span<const std::vector<UnitId>
     if (cache_) cache_->insert(key, m, units().signature(groups.front().front()));
   }
   memo_.emplace(key, m);
+  if (groups.size() == 1 && groups[0].size() == 1) {  // a unit alone: a cost for stage_estimate
+    if (unit_costs_.size() < units().num_units()) unit_costs_.resize(units().num_units());
+    unit_costs_[index(groups[0][0])] = m.median;
+  }
   return m;
 }
 
@@ -97,10 +101,13 @@ cost::Measurement GpuProfiler::measure(std::span<const std::vector<UnitId>> grou
   check_stage(groups);
   if (timer_ == nullptr)
     timer_ = exec::make_cuda_stage_timer(units(), weights_, options_.device, options_.input_seed);
-  // One probe replay estimates the stage, which sets how many copies fill a replay.
-  const exec::StageTimes probe = timer_->time_stage(groups, {.copies = 1, .replays = 1});
-  const int copies = copies_for(
-      Micros(std::max(0.0, probe.stage_us.front() - probe.empty_us.front())), options_.copies);
+  // The copies that fill a replay, from the units' own costs once measured, else from one probe.
+  std::optional<Micros> estimate = stage_estimate(groups, unit_costs_);
+  if (!estimate) {
+    const exec::StageTimes probe = timer_->time_stage(groups, {.copies = 1, .replays = 1});
+    estimate = Micros(std::max(0.0, probe.stage_us.front() - probe.empty_us.front()));
+  }
+  const int copies = copies_for(*estimate, options_.copies);
   const exec::StageTimes t = timer_->time_stage(
       groups, {.copies = copies, .replays = options_.runs, .warmup = options_.warmup});
   return summarize_stage_times(t.stage_us, t.empty_us, copies);

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "cost/cost_model.h"
@@ -64,9 +65,9 @@ class GpuProfiler final : public cost::CostModel {
   std::string name_, device_;
   std::unique_ptr<cost::ProfileCache> cache_;
   mutable std::mutex mutex_;  // one measurement at a time; guards memo_ and timer_
-  mutable std::unique_ptr<exec::CudaStageTimer> timer_;
-  mutable std::vector<std::vector<bool>>
-      reach_;  // ir::transitive_closure, on first use  // the model compiled once, on first use
+  mutable std::unique_ptr<exec::CudaStageTimer> timer_;    // the model compiled once, on first use
+  mutable std::vector<std::vector<bool>> reach_;           // ir::transitive_closure, on first use
+  mutable std::vector<std::optional<Micros>> unit_costs_;  // units measured alone: stage_estimate
   mutable std::map<std::string, cost::Measurement> memo_;
 };
 

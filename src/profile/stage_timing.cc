@@ -15,6 +15,20 @@ int copies_for(Micros estimate, const CopiesOptions& o) {
   return int(std::clamp(copies, 1.0, double(o.max_copies)));
 }
 
+std::optional<Micros> stage_estimate(std::span<const std::vector<UnitId>> groups,
+                                     std::span<const std::optional<Micros>> unit_costs) {
+  Micros slowest{0};
+  for (const std::vector<UnitId>& group : groups) {
+    Micros sum{0};
+    for (UnitId u : group) {
+      if (index(u) >= unit_costs.size() || !unit_costs[index(u)]) return std::nullopt;
+      sum += *unit_costs[index(u)];
+    }
+    slowest = std::max(slowest, sum);
+  }
+  return slowest;
+}
+
 cost::Measurement summarize_stage_times(std::span<const double> stage_us,
                                         std::span<const double> empty_us, int copies) {
   BRAID_CHECK(!stage_us.empty() && stage_us.size() == empty_us.size() && copies >= 1,

@@ -6,8 +6,11 @@
 //   cost::Measurement m = summarize_stage_times(stage_us, empty_us, k);
 #pragma once
 
+#include <optional>
 #include <span>
+#include <vector>
 
+#include "base/ids.h"
 #include "base/units.h"
 #include "cost/profile_cache.h"
 
@@ -21,6 +24,12 @@ struct CopiesOptions {
 
 // ceil(target / estimate) copies, between 1 and max_copies; max_copies for a zero estimate.
 int copies_for(Micros estimate, const CopiesOptions& options);
+
+// A stage's duration guessed from its units' measured costs (`unit_costs` by UnitId; nullopt where
+// not measured yet): the slowest group's sum. nullopt when any unit is unmeasured; the profiler
+// then times one probe replay instead.
+std::optional<Micros> stage_estimate(std::span<const std::vector<UnitId>> groups,
+                                     std::span<const std::optional<Micros>> unit_costs);
 
 // Per replay i: (stage_us[i] - empty_us[i]) / copies, the launch of an empty graph subtracted;
 // never below 0 (a stage shorter than the launch noise). Median, p10 and p90 over the replays;

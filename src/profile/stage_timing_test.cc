@@ -20,6 +20,18 @@ TEST(StageTiming, CopiesFillTheTargetWithinBounds) {
   EXPECT_EQ(copies_for(Micros(0), o), 32);   // nothing measurable: as many as allowed
 }
 
+TEST(StageTiming, EstimatesAStageFromItsSlowestGroupOnceEveryUnitIsMeasured) {
+  const std::vector<std::optional<Micros>> costs = {Micros(5), Micros(7), Micros(20), std::nullopt};
+  const std::vector<std::vector<UnitId>> stage = {{UnitId(0), UnitId(1)}, {UnitId(2)}};
+  EXPECT_EQ(stage_estimate(stage, costs), Micros(20));
+  const std::vector<std::vector<UnitId>> chain = {{UnitId(0), UnitId(1)}};
+  EXPECT_EQ(stage_estimate(chain, costs), Micros(12));
+  const std::vector<std::vector<UnitId>> unmeasured = {{UnitId(0)}, {UnitId(3)}};
+  EXPECT_FALSE(stage_estimate(unmeasured, costs).has_value());
+  const std::vector<std::vector<UnitId>> out_of_range = {{UnitId(9)}};
+  EXPECT_FALSE(stage_estimate(out_of_range, costs).has_value());
+}
+
 TEST(StageTiming, SubtractsTheEmptyLaunchPerReplayThenDividesByCopies) {
   // A 10 us stage, 4 copies, graph launches costing 6..8 us.
   const std::vector<double> empty = {6, 7, 8, 7, 6};
