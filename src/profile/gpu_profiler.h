@@ -1,10 +1,12 @@
-// profile::GpuProfiler — `--cost cuda:N`: unit and stage latencies measured on a GPU with the CUDA
-// executor and CUDA events, as IOS profiles each candidate stage on the device (ios.txt §4;
-// peers.md §1.6: warmup 2, number 6, repeat 6). A stage is cut out and made runnable by
-// stage_runner.h (group i on stream i); its latency is the device time between the inputs
-// arriving and the last group finishing (exec::cuda_last_run_us), the median of `runs` means
-// of `number` inferences. Results are cached in memory and on disk (profile_cache.h), keyed by
-// the host, the GPU (exec::cuda_device_description) and the stage key, like the CPU profiler.
+// profile::GpuProfiler — `--cost cuda:N`: unit and stage latencies measured on a GPU the way
+// a replayed plan runs them (issue 14). The model is compiled once (cuDNN algorithms and
+// workspaces chosen once per unit, exec/cuda/cuda_stage_timer.h); a stage (group i on stream i)
+// is captured into a CUDA Graph as K back-to-back copies, replayed `runs` times and timed with
+// CUDA events, and each replay's time, less that of an empty graph launched just before it, is
+// divided by K (profile/stage_timing.h picks K from a one-replay probe). The IOS profiler
+// times stages similarly on the device (ios.txt §4). Results are cached in memory and on disk
+// (profile_cache.h), keyed by the host, the GPU (exec::cuda_device_description), the
+// measurement method and the stage key, like the CPU profiler.
 //
 //   profile::GpuProfiler h100(m.units, weights, {.device = 0});
 //   Micros s = h100.stage_latency(groups);
@@ -16,18 +18,25 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "cost/cost_model.h"
 #include "cost/profile_cache.h"
 #include "ir/weights.h"
+#include "profile/stage_timing.h"
+
+namespace braid::exec {
+class CudaStageTimer;
+}
 
 namespace braid::profile {
 
 struct GpuProfilerOptions {
   int device = 0;
-  int warmup = 2;
-  int runs = 6;
-  int number = 6;
+  int warmup = 2;        // untimed replays of each stage graph
+  int runs = 6;          // timed replays, each paired with an empty-graph replay
+  CopiesOptions copies;  // K copies of the stage in one graph
   uint64_t input_seed = 1;
   bool use_cache = true;
   std::filesystem::path cache_dir;  // empty: cost::ProfileCache::default_dir()
@@ -49,12 +58,16 @@ class GpuProfiler final : public cost::CostModel {
 
  private:
   cost::Measurement measure(std::span<const std::vector<UnitId>> groups) const;
+  void check_stage(std::span<const std::vector<UnitId>> groups) const;
 
   std::shared_ptr<const ir::Weights> weights_;
   GpuProfilerOptions options_;
   std::string name_, device_;
   std::unique_ptr<cost::ProfileCache> cache_;
-  mutable std::mutex mutex_;  // one measurement at a time; guards memo_
+  mutable std::mutex mutex_;  // one measurement at a time; guards memo_ and timer_
+  mutable std::unique_ptr<exec::CudaStageTimer> timer_;    // the model compiled once, on first use
+  mutable std::vector<std::vector<bool>> reach_;           // ir::transitive_closure, on first use
+  mutable std::vector<std::optional<Micros>> unit_costs_;  // units measured alone: stage_estimate
   mutable std::map<std::string, cost::Measurement> memo_;
 };
 

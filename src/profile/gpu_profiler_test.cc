@@ -6,6 +6,8 @@
 #include "base/error.h"
 #include "exec/cuda/cuda_executor.h"
 #include "models/loader.h"
+#include "profile/stage_runner.h"
+#include "sched/lower.h"
 
 namespace braid::profile {
 namespace {
@@ -46,6 +48,49 @@ TEST(GpuProfiler, MeasuresStagesOnTheGpu) {
   const int64_t measured = profiler.stats().measurements;
   EXPECT_EQ(profiler.stage_latency(stage), t);
   EXPECT_EQ(profiler.stats().measurements, measured);
+}
+
+// Issue 14's target: unit costs measured by graph replay add up to what the sequential plan
+// takes when replayed whole (within 15%), where the old method measured mostly overhead.
+TEST(GpuProfiler, UnitCostsAddUpToTheReplayedSequentialRun) {
+  if (exec::cuda_device_count() == 0) GTEST_SKIP() << exec::cuda_unavailable_reason();
+  models::LoadedModel m = squeezenet();
+  auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
+  GpuProfiler profiler(m.units, weights, {.use_cache = false});
+  double sum = 0;
+  for (size_t u = 0; u < m.units.num_units(); ++u) sum += profiler.unit_latency(UnitId(u)).count();
+
+  sched::Schedule s;
+  s.algorithm = "sequential";
+  s.stages.push_back({.groups = {{}}});
+  for (size_t u = 0; u < m.units.num_units(); ++u) s.stages[0].groups[0].push_back(UnitId(u));
+  const sched::ExecutionPlan plan = sched::lower(m.units, s);
+  auto model =
+      exec::make_cuda_executor({.device = 0})->prepare({m.graph, weights, &m.units, &plan});
+  auto request = model->new_request();
+  std::vector<float> x(m.graph->value(m.graph->inputs()[0]).type.elements(), 0.5f);
+  model->set_input(*request, 0, x);
+  std::vector<double> runs;
+  for (int i = 0; i < 22; ++i) {
+    model->run(*request);
+    if (i >= 2) runs.push_back(*exec::cuda_last_run_us(*request));
+  }
+  const double measured = percentile(runs, 0.5).count();
+  EXPECT_NEAR(sum, measured, 0.15 * measured) << "sum of unit costs vs replayed sequential run";
+}
+
+TEST(GpuProfiler, RejectsGroupsThatDependOnEachOther) {
+  if (exec::cuda_device_count() == 0) GTEST_SKIP() << exec::cuda_unavailable_reason();
+  models::LoadedModel m = squeezenet();
+  auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
+  GpuProfiler profiler(m.units, weights, {.use_cache = false});
+  const std::vector<std::vector<UnitId>> dependent = {{UnitId(0)}, {UnitId(1)}};
+  try {
+    profiler.stage_latency(dependent);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidSchedule) << e.what();
+  }
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <fmt/core.h>
+
 #include "base/error.h"
 #include "sim/engine.h"
 
@@ -80,17 +82,57 @@ Calibration parse_calibration(const nlohmann::json& j) {
 
 CalibrationFit calibrate(const DeviceSpec& spec, const Calibration& measured) {
   CalibrationFit fit{.host = spec.host};
+  // An empty kernel's own duration in the model: the chain series time it besides the launch.
   const double block = SmModel::kBlockLatencyUs;
-  for (const auto& [kind, series] : measured) {
-    const Line l = fit_line(series);
-    fit.residual[kind] = l.rms;
-    if (kind == "eager_independent_kernels") fit.host.launch_us = std::max(0.0, l.slope);
-    if (kind == "graph_chain") fit.host.graph_launch_us = std::max(0.0, l.slope - block);
-    if (kind == "queued_chain") fit.host.kernel_latency_us = std::max(0.0, l.slope - block);
-    if (kind == "event_records") fit.host.event_record_us = std::max(0.0, l.slope);
-    if (kind == "event_waits") fit.host.event_wait_us = std::max(0.0, l.slope);
+  struct Target {
+    const char* kind;
+    const char* constant;
+    double HostCosts::*field;
+    bool less_block;
+  };
+  constexpr Target kTargets[] = {
+      {"eager_independent_kernels", "launch_us", &HostCosts::launch_us, false},
+      {"graph_chain", "graph_launch_us", &HostCosts::graph_launch_us, true},
+      {"queued_chain", "kernel_latency_us", &HostCosts::kernel_latency_us, true},
+      {"event_records", "event_record_us", &HostCosts::event_record_us, false},
+      {"event_waits", "event_wait_us", &HostCosts::event_wait_us, false}};
+  for (const Target& t : kTargets) {
+    const auto it = measured.find(t.kind);
+    if (it == measured.end()) continue;
+    const Line l = fit_line(it->second);
+    SeriesFit& s = fit.series[t.kind];
+    s = {.slope = l.slope,
+         .intercept = l.intercept,
+         .rms = l.rms,
+         .constant = t.constant,
+         .value = t.less_block ? l.slope - block : l.slope};
+    fit.residual[t.kind] = l.rms;
+    if (s.value > 0) {
+      fit.host.*t.field = s.value;
+      continue;
+    }
+    s.problem = t.less_block ? fmt::format(
+                                   "slope {:.3g} us per kernel is not above the model's {:.3g} us "
+                                   "empty-block latency, so {} would be {:.3g} us",
+                                   l.slope, block, t.constant, s.value)
+                             : fmt::format("slope {:.3g} us per count would make {} {:.3g} us",
+                                           l.slope, t.constant, s.value);
+    s.problem += fmt::format(" (line fit RMS {:.3f} us)", l.rms);
   }
   return fit;
+}
+
+std::string CalibrationFit::refusal() const {
+  std::string why;
+  for (const auto& [kind, s] : series)
+    if (!s.problem.empty()) why += (why.empty() ? "" : "\n") + kind + ": " + s.problem;
+  return why;
+}
+
+void require_usable(const CalibrationFit& fit) {
+  const std::string why = fit.refusal();
+  BRAID_CHECK(why.empty(), ErrorCode::kInvalidArgument,
+              "calibration refused: a constant must be positive\n", why);
 }
 
 Calibration simulate_calibration(const DeviceSpec& spec, const std::vector<double>& counts) {

@@ -40,13 +40,31 @@ using Calibration = std::map<std::string, CalibrationSeries>;
 // Parses "braid.calibration/1" JSON; kInvalidArgument naming the series and field.
 Calibration parse_calibration(const nlohmann::json& json);
 
-struct CalibrationFit {
-  HostCosts host;                          // the fitted constants (the spec's where no series)
-  std::map<std::string, double> residual;  // per series: RMS error of the line, microseconds
+// One series' least-squares line and the constant it gives.
+struct SeriesFit {
+  double slope = 0, intercept = 0;  // microseconds per count, microseconds
+  double rms = 0;                   // RMS residual of the line, microseconds
+  std::string constant;             // the HostCosts field it fits, e.g. "graph_launch_us"
+  double value = 0;                 // the slope, less B for graph_chain and queued_chain
+  std::string problem;              // empty when the constant is usable; else why not
 };
 
-// Fits `spec`'s host constants from `measured`; series absent keep the spec's values.
+struct CalibrationFit {
+  // The fitted constants (the spec's where a series is absent or refused).
+  HostCosts host;
+  std::map<std::string, double> residual;  // per series: RMS error of the line, microseconds
+  std::map<std::string, SeriesFit> series;
+  // One line per refused series ("graph_chain: slope 1.6 us per kernel is below ..."); empty
+  // when every constant is positive.
+  std::string refusal() const;
+};
+
+// Fits `spec`'s host constants from `measured`; series absent keep the spec's values. A fit
+// that gives a zero or negative constant is refused, never clamped: a 0 would silently model a
+// free launch. The refused series say why in `series[kind].problem`.
 CalibrationFit calibrate(const DeviceSpec& spec, const Calibration& measured);
+// Throws braid::Error(kInvalidArgument) with fit.refusal() when any series was refused.
+void require_usable(const CalibrationFit& fit);
 
 // What the engine itself gives for each series on `spec` (for n = counts): the measurement a
 // perfectly modelled GPU would produce. Tests fit these back; users compare against their own.

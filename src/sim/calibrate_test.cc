@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
+#include "sim/kernels.h"
 
 namespace braid::sim {
 namespace {
@@ -25,6 +26,47 @@ TEST(Calibrate, RecoversTheConstantsTheMeasurementsCameFrom) {
   EXPECT_NEAR(fit.host.event_record_us, 2.2, 0.05);
   EXPECT_NEAR(fit.host.event_wait_us, 0.9, 0.05);
   for (const auto& [kind, rms] : fit.residual) EXPECT_LT(rms, 0.5) << kind;
+}
+
+// A clamped 0 would model free graph launches and free kernel latency, silently (issue 14: what
+// `calibrate --measure` printed on an H100). Each degenerate series is refused by name.
+TEST(Calibrate, RefusesAFitThatGivesAZeroOrNegativeConstant) {
+  const DeviceSpec stock = load_device("v100");
+  const double block = SmModel::kBlockLatencyUs;
+  Calibration measured = simulate_calibration(stock, {4, 8, 16, 32, 64});
+  // graph_chain: each kernel adds less than the model's empty-block latency.
+  const double slope = block - 1.4;
+  for (size_t i = 0; i < measured["graph_chain"].counts.size(); ++i)
+    measured["graph_chain"].total_us[i] = 5 + slope * measured["graph_chain"].counts[i];
+  // event_waits: flat, a zero slope.
+  for (double& us : measured["event_waits"].total_us) us = 2.0;
+  const CalibrationFit fit = calibrate(stock, measured);
+  EXPECT_NEAR(fit.series.at("graph_chain").value, -1.4, 1e-9);
+  EXPECT_NE(fit.series.at("graph_chain").problem.find("graph_launch_us"), std::string::npos);
+  EXPECT_NE(fit.series.at("event_waits").problem.find("event_wait_us"), std::string::npos);
+  EXPECT_TRUE(fit.series.at("eager_independent_kernels").problem.empty());
+  // Refused constants keep the spec's values; the usable ones are fitted.
+  EXPECT_EQ(fit.host.graph_launch_us, stock.host.graph_launch_us);
+  EXPECT_EQ(fit.host.event_wait_us, stock.host.event_wait_us);
+  EXPECT_NEAR(fit.host.launch_us, stock.host.launch_us, 0.05);
+  try {
+    require_usable(fit);
+    FAIL() << "expected the fit to be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("graph_chain: slope"), std::string::npos) << what;
+    EXPECT_NE(what.find("event_waits: slope"), std::string::npos) << what;
+    EXPECT_EQ(what.find("queued_chain"), std::string::npos) << what;
+  }
+}
+
+TEST(Calibrate, AGoodFitIsUsable) {
+  const DeviceSpec stock = load_device("v100");
+  const CalibrationFit fit = calibrate(stock, simulate_calibration(stock, {4, 8, 16, 32, 64}));
+  EXPECT_EQ(fit.refusal(), "");
+  EXPECT_NO_THROW(require_usable(fit));
+  EXPECT_EQ(fit.series.size(), 5u);
 }
 
 TEST(Calibrate, AbsentSeriesKeepTheSpecsValues) {

@@ -64,6 +64,14 @@ void add_calibrate_command(CLI::App& app) {
       BRAID_THROW(ErrorCode::kInvalidArgument, measurements, ": not valid JSON (", e.what(), ")");
     }
     const sim::CalibrationFit fit = sim::calibrate(spec, sim::parse_calibration(j));
+    // The per-series report first, refused or not: it is what tells a bad series apart.
+    for (const auto& [kind, s] : fit.series)
+      fmt::print(
+          "  {}: {} {:.3f} us (slope {:.3f} us per count, intercept {:.3f} us, line fit "
+          "RMS {:.3f} us){}\n",
+          kind, s.constant, s.value, s.slope, s.intercept, s.rms,
+          s.problem.empty() ? "" : " REFUSED");
+    sim::require_usable(fit);  // kInvalidArgument (exit 2) naming each refused series and why
     const sim::HostCosts& h = fit.host;
     fmt::print(
         "{}: launch_us {:.3f} (was {:.3f}), graph_launch_us {:.3f} ({:.3f}), "
@@ -72,8 +80,6 @@ void add_calibrate_command(CLI::App& app) {
         spec.name, h.launch_us, spec.host.launch_us, h.graph_launch_us, spec.host.graph_launch_us,
         h.kernel_latency_us, spec.host.kernel_latency_us, h.event_record_us,
         spec.host.event_record_us, h.event_wait_us, spec.host.event_wait_us);
-    for (const auto& [kind, rms] : fit.residual)
-      fmt::print("  {}: line fit RMS {:.3f} us\n", kind, rms);
     if (output.empty()) return;
     std::ifstream original(sim::device_path(device));
     nlohmann::json file = nlohmann::json::parse(original);

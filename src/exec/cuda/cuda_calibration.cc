@@ -4,19 +4,14 @@
 #include <chrono>
 #include <functional>
 
-#include <cuda_runtime.h>
-
 #include "base/error.h"
+#include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/cuda_kernels.h"
+#include "exec/cuda/cuda_request.h"
 
 namespace braid::exec {
 namespace {
-
-void check(cudaError_t e, const char* call) {
-  BRAID_CHECK(e == cudaSuccess, ErrorCode::kInternal, "CUDA: ", call, ": ", cudaGetErrorString(e));
-}
-#define BRAID_CU(call) check((call), #call)
 
 using Clock = std::chrono::steady_clock;
 
@@ -30,12 +25,6 @@ double median_of(int repeats, const std::function<double()>& once) {
   for (int i = 0; i < repeats; ++i) v.push_back(once());
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-double event_us(cudaEvent_t a, cudaEvent_t b) {
-  float ms = 0;
-  BRAID_CU(cudaEventElapsedTime(&ms, a, b));
-  return double(ms) * 1e3;
 }
 
 }  // namespace
@@ -74,22 +63,22 @@ nlohmann::json measure_cuda_calibration(int device, const std::vector<int>& coun
     BRAID_CU(cudaStreamEndCapture(streams[0], &graph));
     BRAID_CU(cudaGraphInstantiate(&exec, graph, 0));
     add("graph_chain", n, median_of(repeats, [&] {
-          BRAID_CU(cudaEventRecord(a, streams[0]));
+          cuda::record_timing_event(a, streams[0]);
           BRAID_CU(cudaGraphLaunch(exec, streams[0]));
-          BRAID_CU(cudaEventRecord(b, streams[0]));
+          cuda::record_timing_event(b, streams[0]);
           BRAID_CU(cudaStreamSynchronize(streams[0]));
-          return event_us(a, b);
+          return cuda::elapsed_us(a, b);
         }));
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     add("queued_chain", n, median_of(repeats, [&] {
           // Long enough for every launch to be queued before the spin ends.
           cuda::spin_kernel((long long)(cycles_per_us * (50.0 + 20.0 * n)), streams[0]);
-          BRAID_CU(cudaEventRecord(a, streams[0]));
+          cuda::record_timing_event(a, streams[0]);
           cuda::empty_kernels(n, streams[0]);
-          BRAID_CU(cudaEventRecord(b, streams[0]));
+          cuda::record_timing_event(b, streams[0]);
           BRAID_CU(cudaStreamSynchronize(streams[0]));
-          return event_us(a, b);
+          return cuda::elapsed_us(a, b);
         }));
     add("event_records", n, median_of(repeats, [&] {
           const auto t = Clock::now();

@@ -1,10 +1,10 @@
 // The CUDA executor, `--device cuda:N` (issue 6): the backend the papers run on. A lane is a
 // CUDA stream, a plan event a cudaEvent, and a compiled plan replays as launches in the plan's
-// issue order (sched::issue_order) or, with `graph`, as one CUDA Graph captured from that same
-// sequence (Opara's graph capturer).
+// issue order (sched::issue_order), by default captured once into a CUDA Graph per block range
+// and replayed (Opara's graph capturer); issue_program.h is the command sequence of one run.
 //
 //   if (exec::cuda_device_count() == 0) ...             // no GPU: tests skip
-//   auto cuda = exec::make_cuda_executor({.device = 0, .graph = true});
+//   auto cuda = exec::make_cuda_executor({.device = 0});   // .graph = false: eager
 //   auto model = cuda->prepare({graph, weights, &units, &plan});   // weights uploaded once
 //   auto request = model->new_request();                // arena, streams, events, pinned I/O
 //   model->set_input(*request, 0, x);  model->run(*request);  model->output(*request, 0);
@@ -28,7 +28,11 @@ namespace braid::exec {
 
 struct CudaExecutorOptions {
   int device = 0;
-  bool graph = false;  // capture a whole run into a CUDA Graph once per request, then replay it
+  // Replay CUDA Graphs (the default): each block range a request runs is captured into a graph
+  // on its first run and replayed after. False: eager, one host thread issuing every launch and
+  // event each run, the slow path (issue 14: 1.7-10x slower on an H100). Runs with a RunObserver
+  // (per-unit times) always go eagerly.
+  bool graph = true;
   // Largest cuDNN workspace a convolution may use (per lane: lanes run convs concurrently).
   int64_t workspace_bytes = 64 << 20;
 };

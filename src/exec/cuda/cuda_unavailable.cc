@@ -2,6 +2,7 @@
 #include "base/error.h"
 #include "exec/cuda/cuda_calibration.h"
 #include "exec/cuda/cuda_executor.h"
+#include "exec/cuda/cuda_stage_timer.h"
 
 namespace braid::exec {
 
@@ -27,6 +28,12 @@ std::string cuda_device_description(int) {
 }
 
 nlohmann::json measure_cuda_calibration(int, const std::vector<int>&, int) {
+  BRAID_THROW(ErrorCode::kNotFound, cuda_unavailable_reason());
+}
+
+std::unique_ptr<CudaStageTimer> make_cuda_stage_timer(const ir::UnitGraph&,
+                                                      std::shared_ptr<const ir::Weights>, int,
+                                                      uint64_t) {
   BRAID_THROW(ErrorCode::kNotFound, cuda_unavailable_reason());
 }
 

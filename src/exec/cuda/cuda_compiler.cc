@@ -1,0 +1,636 @@
+#include "exec/cuda/cuda_compiler.h"
+
+#include <array>
+#include <cmath>
+
+#include "exec/cuda/cuda_kernels.h"
+
+namespace braid::exec::cuda {
+namespace {
+
+Strided row_major(const ir::Shape& shape) {
+  Strided s;
+  s.rank = int(shape.size());
+  BRAID_CHECK(s.rank <= cuda::kMaxRank, ErrorCode::kUnsupported, "cuda: rank ", s.rank,
+              " tensors (at most ", cuda::kMaxRank, ")");
+  int64_t stride = 1;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    s.dims[d] = shape[d];
+    s.strides[d] = stride;
+    stride *= shape[d];
+  }
+  if (s.rank == 0) {  // a scalar: one element
+    s.rank = 1;
+    s.dims[0] = 1;
+    s.strides[0] = 1;
+  }
+  return s;
+}
+
+// `shape` read over `out`'s dims with numpy broadcasting (size-1 and missing dims stride 0).
+Strided broadcast_to(const ir::Shape& shape, const ir::Shape& out) {
+  Strided s = row_major(out);
+  const Strided own = row_major(shape);
+  const int shift = int(out.size()) - int(shape.size());
+  for (int d = 0; d < s.rank; ++d) {
+    const int from = d - shift;
+    s.strides[d] = from < 0 || shape.empty() || shape[from] == 1 ? 0 : own.strides[from];
+  }
+  return s;
+}
+
+cuda::Unary unary_of(ir::OpKind kind, const ir::OpAttrs& attrs) {
+  switch (kind) {
+    case ir::OpKind::Relu:
+      return cuda::Unary::kRelu;
+    case ir::OpKind::Sigmoid:
+      return cuda::Unary::kSigmoid;
+    case ir::OpKind::Tanh:
+      return cuda::Unary::kTanh;
+    case ir::OpKind::Gelu:
+      return std::get<ir::GeluAttrs>(attrs).tanh_approximation ? cuda::Unary::kGeluTanh
+                                                               : cuda::Unary::kGelu;
+    default:
+      return cuda::Unary::kCopy;
+  }
+}
+
+std::optional<cuda::Unary> unary_of(ir::Activation a) {
+  switch (a) {
+    case ir::Activation::kNone:
+      return std::nullopt;
+    case ir::Activation::kRelu:
+      return cuda::Unary::kRelu;
+    case ir::Activation::kSigmoid:
+      return cuda::Unary::kSigmoid;
+    case ir::Activation::kTanh:
+      return cuda::Unary::kTanh;
+    case ir::Activation::kGelu:
+      return cuda::Unary::kGelu;
+  }
+  return std::nullopt;
+}
+
+int64_t normalize(int64_t axis, size_t rank) {
+  return axis < 0 ? axis + int64_t(rank) : axis;
+}
+
+// A constant tensor uploaded once (weights, folded weights, biases).
+DeviceBuffer upload(std::span<const float> data) {
+  DeviceBuffer b(data.size_bytes());
+  if (!data.empty())
+    BRAID_CU(cudaMemcpy(b.get(), data.data(), data.size_bytes(), cudaMemcpyHostToDevice));
+  return b;
+}
+
+}  // namespace
+
+Compiler::Compiler(const ir::Graph& graph, const ir::Weights& weights, const MemoryPlan& memory,
+                   const CudaExecutorOptions& options, cudnnHandle_t cudnn)
+    : g_(graph), weights_(weights), memory_(memory), options_(options), cudnn_(cudnn) {}
+Compiler::~Compiler() {
+  for (auto d : tensor_descs_) cudnnDestroyTensorDescriptor(d);
+  for (auto d : filter_descs_) cudnnDestroyFilterDescriptor(d);
+  for (auto d : conv_descs_) cudnnDestroyConvolutionDescriptor(d);
+  for (auto d : activation_descs_) cudnnDestroyActivationDescriptor(d);
+}
+
+// The ops of one unit, in order (fusing a Conv with its BatchNormalization and ReLU).
+std::vector<Op> Compiler::compile_unit(std::span<const NodeId> ops) {
+  std::vector<Op> out;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const ir::Node& n = g_.node(ops[i]);
+    if (n.kind == ir::OpKind::Conv) {
+      i += compile_conv(ops.subspan(i), out) - 1;
+      continue;
+    }
+    compile_op(n, out);
+  }
+  return out;
+}
+
+// Pointer to `v` at run time: parameters in the weights buffer, the rest in the arena.
+Locator Compiler::locate(ValueId v) {
+  if (g_.value(v).kind == ir::ValueKind::kParameter) {
+    float* p = constant(v);
+    return [p](std::byte*) { return p; };
+  }
+  const int64_t offset = memory_.offset[index(v)];
+  BRAID_ASSERT(offset >= 0, "cuda: value without arena storage");
+  return [offset](std::byte* arena) { return reinterpret_cast<float*>(arena + offset); };
+}
+
+float* Compiler::constant(ValueId v) {
+  if (auto it = uploaded_.find(index(v)); it != uploaded_.end()) return it->second;
+  BRAID_CHECK(weights_.has(v), ErrorCode::kInvalidModel, "cuda: parameter '", g_.value(v).name,
+              "' has no data");
+  return keep(upload(weights_.data(v)), index(v));
+}
+float* Compiler::keep(DeviceBuffer b, std::optional<size_t> key) {
+  float* p = reinterpret_cast<float*>(b.get());
+  constants_.push_back(std::move(b));
+  if (key) uploaded_[*key] = p;
+  return p;
+}
+std::span<const float> Compiler::host(ValueId v, const char* what) const {
+  BRAID_CHECK(g_.value(v).kind == ir::ValueKind::kParameter && weights_.has(v),
+              ErrorCode::kUnsupported, "cuda: ", what, " '", g_.value(v).name,
+              "' must be a parameter with data");
+  return weights_.data(v);
+}
+bool Compiler::single_consumer(ValueId v) const {
+  return g_.value(v).consumers.size() == 1 && !g_.is_output(v);
+}
+
+cudnnTensorDescriptor_t Compiler::tensor4(int64_t n, int64_t c, int64_t h, int64_t w) {
+  cudnnTensorDescriptor_t d;
+  BRAID_CU(cudnnCreateTensorDescriptor(&d));
+  tensor_descs_.push_back(d);
+  BRAID_CU(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(n), int(c),
+                                      int(h), int(w)));
+  return d;
+}
+
+// Conv [BatchNormalization] [Relu|Sigmoid|Tanh|Gelu]: returns how many ops it consumed.
+size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out) {
+  const ir::Node& conv = g_.node(ops[0]);
+  const auto& a = std::get<ir::ConvAttrs>(conv.attrs);
+  const ir::Shape& xs = shape(conv.inputs[0]);
+  const ir::Shape& ws = shape(conv.inputs[1]);
+  BRAID_CHECK(xs.size() == 4, ErrorCode::kUnsupported, "cuda: Conv '", conv.name, "' is not 2-D");
+  size_t used = 1;
+  ValueId y = conv.outputs[0];
+  const int64_t oc = ws[0];
+  std::vector<float> w(host(conv.inputs[1], "Conv weight").begin(),
+                       host(conv.inputs[1], "Conv weight").end());
+  std::vector<float> bias(oc, 0.0f);
+  if (conv.inputs.size() > 2) {
+    auto b = host(conv.inputs[2], "Conv bias");
+    std::copy(b.begin(), b.end(), bias.begin());
+  }
+  // Fold a following BatchNormalization into the weights and bias.
+  if (used < ops.size() && single_consumer(y)) {
+    const ir::Node& bn = g_.node(ops[used]);
+    if (bn.kind == ir::OpKind::BatchNormalization && bn.inputs[0] == y) {
+      const float eps = std::get<ir::BatchNormAttrs>(bn.attrs).epsilon;
+      auto scale = host(bn.inputs[1], "BatchNormalization scale");
+      auto shift = host(bn.inputs[2], "BatchNormalization bias");
+      auto mean = host(bn.inputs[3], "BatchNormalization mean");
+      auto var = host(bn.inputs[4], "BatchNormalization variance");
+      const int64_t per_oc = int64_t(w.size()) / oc;
+      for (int64_t c = 0; c < oc; ++c) {
+        const float k = scale[c] / std::sqrt(var[c] + eps);
+        for (int64_t i = 0; i < per_oc; ++i) w[c * per_oc + i] *= k;
+        bias[c] = (bias[c] - mean[c]) * k + shift[c];
+      }
+      y = bn.outputs[0];
+      ++used;
+    }
+  }
+  std::optional<cuda::Unary> activation = unary_of(a.activation);
+  if (!activation && used < ops.size() && single_consumer(y)) {
+    const ir::Node& act = g_.node(ops[used]);
+    if ((act.kind == ir::OpKind::Relu || act.kind == ir::OpKind::Sigmoid ||
+         act.kind == ir::OpKind::Tanh || act.kind == ir::OpKind::Gelu) &&
+        act.inputs[0] == y) {
+      activation = unary_of(act.kind, act.attrs);
+      y = act.outputs[0];
+      ++used;
+    }
+  }
+  const ir::Shape& ys = shape(y);
+  const bool has_bias = conv.inputs.size() > 2 || used > 1;
+
+  // cuDNN pads symmetrically: asymmetric pads go through an explicit Pad into scratch.
+  const bool symmetric = a.pads[0] == a.pads[2] && a.pads[1] == a.pads[3];
+  ir::Shape padded = xs;
+  if (!symmetric) {
+    padded[2] += a.pads[0] + a.pads[2];
+    padded[3] += a.pads[1] + a.pads[3];
+  }
+  cudnnTensorDescriptor_t x_desc = tensor4(padded[0], padded[1], padded[2], padded[3]);
+  cudnnTensorDescriptor_t y_desc = tensor4(ys[0], ys[1], ys[2], ys[3]);
+  cudnnTensorDescriptor_t b_desc = tensor4(1, oc, 1, 1);
+  cudnnFilterDescriptor_t w_desc;
+  BRAID_CU(cudnnCreateFilterDescriptor(&w_desc));
+  filter_descs_.push_back(w_desc);
+  BRAID_CU(cudnnSetFilter4dDescriptor(w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(ws[0]),
+                                      int(ws[1]), int(ws[2]), int(ws[3])));
+  cudnnConvolutionDescriptor_t c_desc;
+  BRAID_CU(cudnnCreateConvolutionDescriptor(&c_desc));
+  conv_descs_.push_back(c_desc);
+  BRAID_CU(cudnnSetConvolution2dDescriptor(c_desc, symmetric ? int(a.pads[0]) : 0,
+                                           symmetric ? int(a.pads[1]) : 0, int(a.stride[0]),
+                                           int(a.stride[1]), int(a.dilation[0]), int(a.dilation[1]),
+                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  BRAID_CU(cudnnSetConvolutionGroupCount(c_desc, int(a.groups)));
+  // FP32 FMA, no TF32: outputs stay comparable with the CPU executor.
+  BRAID_CU(cudnnSetConvolutionMathType(c_desc, CUDNN_FMA_MATH));
+  int n = 0, c = 0, h = 0, wd = 0;
+  BRAID_CU(cudnnGetConvolution2dForwardOutputDim(c_desc, x_desc, w_desc, &n, &c, &h, &wd));
+  BRAID_CHECK(n == ys[0] && c == ys[1] && h == ys[2] && wd == ys[3], ErrorCode::kInternal,
+              "cuda: cuDNN's output shape of Conv '", conv.name, "' differs from the graph's");
+
+  const bool fuse_relu = activation == cuda::Unary::kRelu;
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int found = 0;
+  BRAID_CU(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x_desc, w_desc, c_desc, y_desc,
+                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
+  std::optional<cudnnConvolutionFwdAlgo_t> algo;
+  size_t workspace = 0;
+  for (int i = 0; i < found && !algo; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+        int64_t(perf[i].memory) <= options_.workspace_bytes) {
+      algo = perf[i].algo;
+      workspace = perf[i].memory;
+    }
+  BRAID_CHECK(algo.has_value(), ErrorCode::kUnsupported, "cuda: no cuDNN algorithm for Conv '",
+              conv.name, "' within ", options_.workspace_bytes, " bytes of workspace");
+  const int64_t pad_bytes = symmetric ? 0 : ir::num_elements(padded) * int64_t(sizeof(float));
+  const int64_t workspace_aligned = (int64_t(workspace) + 255) / 256 * 256;
+  scratch_bytes_ = std::max(scratch_bytes_, workspace_aligned + pad_bytes);
+
+  cudnnActivationDescriptor_t act_desc = nullptr;
+  if (fuse_relu) {
+    BRAID_CU(cudnnCreateActivationDescriptor(&act_desc));
+    activation_descs_.push_back(act_desc);
+    BRAID_CU(
+        cudnnSetActivationDescriptor(act_desc, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+  }
+  float* w_dev = keep(upload(w));
+  float* b_dev = keep(upload(bias));
+  auto x = locate(conv.inputs[0]);
+  auto out_ptr = locate(y);
+  Strided x_layout = row_major(xs), padded_layout = row_major(padded);
+  std::array<int64_t, 4> pads_begin{0, 0, a.pads[0], a.pads[1]};
+  const int64_t channels = ys[1], inner = ys[2] * ys[3];
+  const cudnnConvolutionFwdAlgo_t chosen = *algo;
+  out.push_back([=](const LaneContext& lane, std::byte* arena) {
+    const float* src = x(arena);
+    if (!symmetric) {
+      float* scratch = reinterpret_cast<float*>(lane.workspace + workspace_aligned);
+      cuda::pad(scratch, padded_layout, src, x_layout, pads_begin.data(), 0.0f, lane.stream);
+      src = scratch;
+    }
+    float* dst = out_ptr(arena);
+    const float one = 1.0f, zero = 0.0f;
+    if (fuse_relu) {
+      BRAID_CU(cudnnConvolutionBiasActivationForward(
+          lane.cudnn, &one, x_desc, src, w_desc, w_dev, c_desc, chosen, lane.workspace, workspace,
+          &zero, y_desc, dst, b_desc, b_dev, act_desc, y_desc, dst));
+      return;
+    }
+    BRAID_CU(cudnnConvolutionForward(lane.cudnn, &one, x_desc, src, w_desc, w_dev, c_desc, chosen,
+                                     lane.workspace, workspace, &zero, y_desc, dst));
+    if (has_bias || activation)
+      cuda::channel_affine(dst, dst, nullptr, has_bias ? b_dev : nullptr, ys[0], channels, inner,
+                           activation.value_or(cuda::Unary::kCopy), activation.has_value(),
+                           lane.stream);
+  });
+  return used;
+}
+
+void Compiler::compile_op(const ir::Node& n, std::vector<Op>& out) {
+  switch (n.kind) {
+    case ir::OpKind::Conv:
+      BRAID_ASSERT(false, "convs are compiled by compile_conv");
+      return;
+    case ir::OpKind::Relu:
+    case ir::OpKind::Sigmoid:
+    case ir::OpKind::Tanh:
+    case ir::OpKind::Gelu:
+      return compile_unary(n, out);
+    case ir::OpKind::Add:
+    case ir::OpKind::Mul:
+    case ir::OpKind::Sum:
+      return compile_binary(n, out);
+    case ir::OpKind::MaxPool:
+    case ir::OpKind::AveragePool:
+      return compile_pool(n, out);
+    case ir::OpKind::GlobalAveragePool:
+      return compile_global_average_pool(n, out);
+    case ir::OpKind::Concat:
+      return compile_concat(n, out);
+    case ir::OpKind::Split:
+      return compile_split(n, out);
+    case ir::OpKind::Transpose:
+      return compile_transpose(n, out);
+    case ir::OpKind::Pad:
+      return compile_pad(n, out);
+    case ir::OpKind::Reshape:
+    case ir::OpKind::Flatten:
+    case ir::OpKind::Identity:
+      compile_copy(n.inputs[0], n.outputs[0], out);
+      return;
+    case ir::OpKind::BatchNormalization:
+      return compile_batch_norm(n, out);
+    case ir::OpKind::LayerNormalization:
+      return compile_layer_norm(n, out);
+    case ir::OpKind::Softmax:
+      return compile_softmax(n, out);
+    case ir::OpKind::MatMul:
+      compile_matmul(n, out);
+      return;
+    case ir::OpKind::Gemm:
+      compile_gemm(n, out);
+      return;
+  }
+  BRAID_THROW(ErrorCode::kUnsupported, "cuda: op '", n.name, "' (", ir::to_string(n.kind),
+              ") is not supported");
+}
+
+void Compiler::compile_unary(const ir::Node& n, std::vector<Op>& out) {
+  const ir::Shape& ys = shape(n.outputs[0]);
+  auto y = locate(n.outputs[0]);
+  auto x = locate(n.inputs[0]);
+  const cuda::Unary op = unary_of(n.kind, n.attrs);
+  const int64_t count = ir::num_elements(ys);
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::unary(op, x(arena), y(arena), count, l.stream);
+  });
+}
+
+void Compiler::compile_binary(const ir::Node& n, std::vector<Op>& out) {
+  const ir::Shape& ys = shape(n.outputs[0]);
+  auto y = locate(n.outputs[0]);
+  const cuda::Binary op = n.kind == ir::OpKind::Mul ? cuda::Binary::kMul : cuda::Binary::kAdd;
+  if (n.inputs.size() == 1) {
+    compile_copy(n.inputs[0], n.outputs[0], out);
+    return;
+  }
+  std::vector<Locator> in;
+  std::vector<Strided> layouts;
+  for (ValueId v : n.inputs) {
+    in.push_back(locate(v));
+    layouts.push_back(broadcast_to(shape(v), ys));
+  }
+  const Strided own = row_major(ys);
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::binary(op, in[0](arena), layouts[0], in[1](arena), layouts[1], y(arena), l.stream);
+    for (size_t k = 2; k < in.size(); ++k)
+      cuda::binary(op, y(arena), own, in[k](arena), layouts[k], y(arena), l.stream);
+  });
+}
+
+void Compiler::compile_pool(const ir::Node& n, std::vector<Op>& out) {
+  const ir::Shape& ys = shape(n.outputs[0]);
+  auto y = locate(n.outputs[0]);
+  const auto& a = std::get<ir::PoolAttrs>(n.attrs);
+  const ir::Shape& xs = shape(n.inputs[0]);
+  BRAID_CHECK(xs.size() == 4, ErrorCode::kUnsupported, "cuda: pooling '", n.name, "' is not 2-D");
+  cuda::Pool2d p{.planes = xs[0] * xs[1],
+                 .in_h = xs[2],
+                 .in_w = xs[3],
+                 .out_h = ys[2],
+                 .out_w = ys[3],
+                 .kernel_h = a.kernel[0],
+                 .kernel_w = a.kernel[1],
+                 .stride_h = a.stride[0],
+                 .stride_w = a.stride[1],
+                 .pad_top = a.pads[0],
+                 .pad_left = a.pads[1],
+                 .pad_bottom = a.pads[2],
+                 .pad_right = a.pads[3],
+                 .is_max = n.kind == ir::OpKind::MaxPool,
+                 .count_include_pad = a.count_include_pad};
+  auto x = locate(n.inputs[0]);
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::pool2d(x(arena), y(arena), p, l.stream);
+  });
+}
+
+void Compiler::compile_global_average_pool(const ir::Node& n, std::vector<Op>& out) {
+  auto y = locate(n.outputs[0]);
+  const ir::Shape& xs = shape(n.inputs[0]);
+  const int64_t rows = xs[0] * xs[1], inner = ir::num_elements(xs) / std::max<int64_t>(rows, 1);
+  auto x = locate(n.inputs[0]);
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::mean_rows(x(arena), y(arena), rows, inner, l.stream);
+  });
+}
+
+void Compiler::compile_concat(const ir::Node& n, std::vector<Op>& out) {
+  const ir::Shape& ys = shape(n.outputs[0]);
+  auto y = locate(n.outputs[0]);
+  const ir::Shape& os = ys;
+  const int64_t axis = normalize(std::get<ir::AxisAttrs>(n.attrs).axis, os.size());
+  const Strided out_layout = row_major(os);
+  int64_t at = 0;
+  for (ValueId v : n.inputs) {
+    Strided dst = out_layout, src = row_major(shape(v));
+    for (int d = 0; d < dst.rank; ++d) dst.dims[d] = src.dims[d];
+    const int64_t offset = at * out_layout.strides[axis];
+    auto x = locate(v);
+    out.push_back([=](const LaneContext& l, std::byte* arena) {
+      cuda::strided_copy(y(arena) + offset, dst, x(arena), src, l.stream);
+    });
+    at += shape(v)[axis];
+  }
+}
+
+void Compiler::compile_split(const ir::Node& n, std::vector<Op>& out) {
+  const auto& a = std::get<ir::SplitAttrs>(n.attrs);
+  const ir::Shape& xs = shape(n.inputs[0]);
+  const int64_t axis = normalize(a.axis, xs.size());
+  const Strided in_layout = row_major(xs);
+  auto x = locate(n.inputs[0]);
+  int64_t at = 0;
+  for (ValueId o : n.outputs) {
+    Strided dst = row_major(shape(o)), src = in_layout;
+    for (int d = 0; d < src.rank; ++d) src.dims[d] = dst.dims[d];
+    const int64_t offset = at * in_layout.strides[axis];
+    auto yo = locate(o);
+    out.push_back([=](const LaneContext& l, std::byte* arena) {
+      cuda::strided_copy(yo(arena), dst, x(arena) + offset, src, l.stream);
+    });
+    at += shape(o)[axis];
+  }
+}
+
+void Compiler::compile_transpose(const ir::Node& n, std::vector<Op>& out) {
+  const ir::Shape& ys = shape(n.outputs[0]);
+  auto y = locate(n.outputs[0]);
+  const ir::Shape& xs = shape(n.inputs[0]);
+  std::vector<int64_t> perm = std::get<ir::TransposeAttrs>(n.attrs).perm;
+  if (perm.empty())
+    for (int64_t i = int64_t(xs.size()) - 1; i >= 0; --i) perm.push_back(i);
+  const Strided in_layout = row_major(xs);
+  const Strided dst = row_major(ys);
+  Strided src = dst;
+  for (int d = 0; d < src.rank; ++d) src.strides[d] = in_layout.strides[perm[d]];
+  auto x = locate(n.inputs[0]);
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::strided_copy(y(arena), dst, x(arena), src, l.stream);
+  });
+}
+
+void Compiler::compile_pad(const ir::Node& n, std::vector<Op>& out) {
+  const ir::Shape& ys = shape(n.outputs[0]);
+  auto y = locate(n.outputs[0]);
+  const auto& a = std::get<ir::PadAttrs>(n.attrs);
+  const Strided y_layout = row_major(ys), x_layout = row_major(shape(n.inputs[0]));
+  std::array<int64_t, cuda::kMaxRank> begin{};
+  for (size_t d = 0; d < ys.size(); ++d) begin[d] = a.pads[d];
+  const float value = a.value;
+  auto x = locate(n.inputs[0]);
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::pad(y(arena), y_layout, x(arena), x_layout, begin.data(), value, l.stream);
+  });
+}
+
+void Compiler::compile_batch_norm(const ir::Node& n, std::vector<Op>& out) {
+  const ir::Shape& ys = shape(n.outputs[0]);
+  auto y = locate(n.outputs[0]);
+  const float eps = std::get<ir::BatchNormAttrs>(n.attrs).epsilon;
+  auto scale = host(n.inputs[1], "BatchNormalization scale");
+  auto shift = host(n.inputs[2], "BatchNormalization bias");
+  auto mean = host(n.inputs[3], "BatchNormalization mean");
+  auto var = host(n.inputs[4], "BatchNormalization variance");
+  const int64_t channels = ys[1];
+  std::vector<float> k(channels), b(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    k[c] = scale[c] / std::sqrt(var[c] + eps);
+    b[c] = shift[c] - mean[c] * k[c];
+  }
+  float* k_dev = keep(upload(k));
+  float* b_dev = keep(upload(b));
+  const int64_t inner = ir::num_elements(ys) / (ys[0] * channels), outer = ys[0];
+  auto x = locate(n.inputs[0]);
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::channel_affine(x(arena), y(arena), k_dev, b_dev, outer, channels, inner,
+                         cuda::Unary::kCopy, false, l.stream);
+  });
+}
+
+void Compiler::compile_layer_norm(const ir::Node& n, std::vector<Op>& out) {
+  const ir::Shape& ys = shape(n.outputs[0]);
+  auto y = locate(n.outputs[0]);
+  const auto& a = std::get<ir::LayerNormAttrs>(n.attrs);
+  const int64_t axis = normalize(a.axis, ys.size());
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < ys.size(); ++d) (int64_t(d) < axis ? outer : inner) *= ys[d];
+  auto x = locate(n.inputs[0]);
+  auto scale = locate(n.inputs[1]);
+  std::optional<Locator> bias;
+  if (n.inputs.size() > 2) bias = locate(n.inputs[2]);
+  const float eps = a.epsilon;
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::layer_norm(x(arena), scale(arena), bias ? (*bias)(arena) : nullptr, y(arena), outer,
+                     inner, eps, l.stream);
+  });
+}
+
+void Compiler::compile_softmax(const ir::Node& n, std::vector<Op>& out) {
+  const ir::Shape& ys = shape(n.outputs[0]);
+  auto y = locate(n.outputs[0]);
+  const int64_t axis = normalize(std::get<ir::AxisAttrs>(n.attrs).axis, ys.size());
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < ys.size(); ++d)
+    if (int64_t(d) < axis)
+      outer *= ys[d];
+    else if (int64_t(d) > axis)
+      inner *= ys[d];
+  cudnnTensorDescriptor_t desc = tensor4(outer, ys[axis], inner, 1);
+  auto x = locate(n.inputs[0]);
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    const float one = 1.0f, zero = 0.0f;
+    BRAID_CU(cudnnSoftmaxForward(l.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &one,
+                                 desc, x(arena), &zero, desc, y(arena)));
+  });
+}
+
+void Compiler::compile_copy(ValueId from, ValueId to, std::vector<Op>& out) {
+  auto x = locate(from);
+  auto y = locate(to);
+  const size_t bytes = size_t(g_.value(to).type.bytes());
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    if (x(arena) != y(arena))  // views share storage: nothing to copy
+      BRAID_CU(cudaMemcpyAsync(y(arena), x(arena), bytes, cudaMemcpyDeviceToDevice, l.stream));
+  });
+}
+
+// Row-major C[M,N] = A[M,K] B[K,N] is column-major C^T = B^T A^T: cuBLAS gets B first.
+void Compiler::compile_matmul(const ir::Node& n, std::vector<Op>& out) {
+  const ir::Shape& as = shape(n.inputs[0]);
+  const ir::Shape& bs = shape(n.inputs[1]);
+  const ir::Shape& ys = shape(n.outputs[0]);
+  BRAID_CHECK(as.size() >= 2 && bs.size() >= 2, ErrorCode::kUnsupported, "cuda: MatMul '", n.name,
+              "' with a 1-D operand");
+  const int64_t m = ys[ys.size() - 2], nn = ys.back(), k = as.back();
+  const ir::Shape batch(ys.begin(), ys.end() - 2);
+  const ir::Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
+  const int64_t batches = ir::num_elements(batch);
+  // Per output matrix: the A and B matrices it reads (broadcast batch dims).
+  const Strided a_idx = broadcast_to(a_batch, batch), b_idx = broadcast_to(b_batch, batch);
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (int64_t t = 0; t < batches; ++t) {
+    int64_t rest = t, ao = 0, bo = 0;
+    for (int d = a_idx.rank - 1; d >= 0 && !batch.empty(); --d) {
+      const int64_t at = rest % a_idx.dims[d];
+      rest /= a_idx.dims[d];
+      ao += at * a_idx.strides[d];
+      bo += at * b_idx.strides[d];
+    }
+    pairs.emplace_back(ao * m * k, bo * k * nn);
+  }
+  auto a = locate(n.inputs[0]);
+  auto b = locate(n.inputs[1]);
+  auto y = locate(n.outputs[0]);
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    const float one = 1.0f, zero = 0.0f;
+    const float *pa = a(arena), *pb = b(arena);
+    float* py = y(arena);
+    for (size_t t = 0; t < pairs.size(); ++t)
+      BRAID_CU(cublasSgemm(l.cublas, CUBLAS_OP_N, CUBLAS_OP_N, int(nn), int(m), int(k), &one,
+                           pb + pairs[t].second, int(nn), pa + pairs[t].first, int(k), &zero,
+                           py + int64_t(t) * m * nn, int(nn)));
+  });
+}
+
+void Compiler::compile_gemm(const ir::Node& n, std::vector<Op>& out) {
+  const auto& attrs = std::get<ir::GemmAttrs>(n.attrs);
+  const ir::Shape& as = shape(n.inputs[0]);
+  const ir::Shape& ys = shape(n.outputs[0]);
+  const int64_t m = ys[0], nn = ys[1], k = attrs.trans_a ? as[0] : as[1];
+  auto a = locate(n.inputs[0]);
+  auto b = locate(n.inputs[1]);
+  auto y = locate(n.outputs[0]);
+  std::optional<Locator> c;
+  Strided c_layout, y_layout = row_major(ys);
+  if (n.inputs.size() > 2) {
+    c = locate(n.inputs[2]);
+    c_layout = broadcast_to(shape(n.inputs[2]), ys);
+  }
+  const float alpha = attrs.alpha, beta = c ? attrs.beta : 0.0f;
+  const bool ta = attrs.trans_a, tb = attrs.trans_b;
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    float* py = y(arena);
+    if (c) cuda::strided_copy(py, y_layout, (*c)(arena), c_layout, l.stream);
+    BRAID_CU(cublasSgemm(l.cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                         int(nn), int(m), int(k), &alpha, b(arena), tb ? int(k) : int(nn), a(arena),
+                         ta ? int(m) : int(k), &beta, py, int(nn)));
+  });
+}
+
+CompiledModel::CompiledModel(const ir::Graph& graph, const ir::Weights& weights,
+                             const ir::UnitGraph& units, const sched::ExecutionPlan& plan,
+                             const CudaExecutorOptions& options,
+                             const MemoryPlanOptions& memory_options)
+    : memory(plan_memory(graph, units, plan, memory_options)) {
+  BRAID_CU(cudaSetDevice(options.device));
+  // A handle for choosing algorithms only: the lanes run with their own.
+  cudnnHandle_t cudnn;
+  BRAID_CU(cudnnCreate(&cudnn));
+  try {
+    compiler = std::make_unique<Compiler>(graph, weights, memory, options, cudnn);
+    unit_ops.resize(units.num_units());
+    for (size_t u = 0; u < units.num_units(); ++u)
+      unit_ops[u] = compiler->compile_unit(units.unit(UnitId(u)).ops);
+  } catch (...) {
+    cudnnDestroy(cudnn);
+    throw;
+  }
+  cudnnDestroy(cudnn);
+}
+
+}  // namespace braid::exec::cuda

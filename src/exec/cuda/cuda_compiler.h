@@ -1,0 +1,138 @@
+// The CUDA executor's compiler: turns the ops of each unit into Ops, closures that enqueue the
+// unit's kernels (cuDNN, cuBLAS, cuda_kernels.cu) on a lane's stream over a request's arena. It
+// does everything that can be done once per model: BatchNormalization folded into Conv weights,
+// cuDNN algorithms chosen and descriptors made, constants uploaded. An Op never allocates, so it
+// can run inside a stream capture (CUDA Graphs) as well as eagerly.
+//
+//   Compiler compiler(graph, weights, memory, options, cudnn);
+//   std::vector<Op> ops = compiler.compile_unit(units.unit(u).ops);
+//   for (const Op& op : ops) op(lane, arena);   // lane: stream, cuDNN/cuBLAS handles, workspace
+//
+// One compile_* per op kind, as the CPU executor's build_* (exec/cpu).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "exec/cuda/cuda_check.h"
+#include "exec/cuda/cuda_executor.h"
+#include "exec/memory_plan.h"
+#include "ir/graph.h"
+#include "ir/unit_graph.h"
+#include "ir/weights.h"
+#include "sched/lower.h"
+
+namespace braid::exec::cuda {
+
+// Device memory, freed with its owner.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes) {
+    if (bytes > 0) BRAID_CU(cudaMalloc(&ptr_, bytes));
+  }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    return *this;
+  }
+  ~DeviceBuffer() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+  }
+  std::byte* get() const { return static_cast<std::byte*>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+// What an Op runs with: one lane's stream, library handles bound to it, and its workspace.
+struct LaneContext {
+  cudaStream_t stream = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  cublasHandle_t cublas = nullptr;
+  std::byte* workspace = nullptr;  // cuDNN workspace, then a padded-input scratch
+};
+
+// cuBLAS's own workspace per lane, set explicitly so that graph capture never allocates.
+constexpr int64_t kCublasWorkspace = 4 << 20;
+
+// One op of a unit, compiled: runs on a lane with the request's arena.
+using Op = std::function<void(const LaneContext&, std::byte* arena)>;
+// Where a value lies at run time: parameters in the weights, the rest in the arena.
+using Locator = std::function<float*(std::byte* arena)>;
+
+// Compiles the ops of a graph into Ops: owns the uploaded constants and the cuDNN descriptors.
+class Compiler {
+ public:
+  Compiler(const ir::Graph& graph, const ir::Weights& weights, const MemoryPlan& memory,
+           const CudaExecutorOptions& options, cudnnHandle_t cudnn);
+  ~Compiler();
+  Compiler(const Compiler&) = delete;
+  Compiler& operator=(const Compiler&) = delete;
+
+  // The ops of one unit, in order (fusing a Conv with its BatchNormalization and activation).
+  std::vector<Op> compile_unit(std::span<const NodeId> ops);
+  Locator locate(ValueId v);
+  // The largest per-lane scratch any Op needs (cuDNN workspace + padded input).
+  int64_t scratch_bytes() const { return scratch_bytes_; }
+
+ private:
+  float* constant(ValueId v);
+  float* keep(DeviceBuffer b, std::optional<size_t> key = std::nullopt);
+  const ir::Shape& shape(ValueId v) const { return g_.value(v).type.shape; }
+  std::span<const float> host(ValueId v, const char* what) const;
+  bool single_consumer(ValueId v) const;
+  cudnnTensorDescriptor_t tensor4(int64_t n, int64_t c, int64_t h, int64_t w);
+
+  // Each returns after appending its Ops to `out`; compile_conv returns how many ops it fused.
+  size_t compile_conv(std::span<const NodeId> ops, std::vector<Op>& out);
+  void compile_op(const ir::Node& n, std::vector<Op>& out);
+  void compile_unary(const ir::Node& n, std::vector<Op>& out);
+  void compile_binary(const ir::Node& n, std::vector<Op>& out);
+  void compile_pool(const ir::Node& n, std::vector<Op>& out);
+  void compile_global_average_pool(const ir::Node& n, std::vector<Op>& out);
+  void compile_concat(const ir::Node& n, std::vector<Op>& out);
+  void compile_split(const ir::Node& n, std::vector<Op>& out);
+  void compile_transpose(const ir::Node& n, std::vector<Op>& out);
+  void compile_pad(const ir::Node& n, std::vector<Op>& out);
+  void compile_batch_norm(const ir::Node& n, std::vector<Op>& out);
+  void compile_layer_norm(const ir::Node& n, std::vector<Op>& out);
+  void compile_softmax(const ir::Node& n, std::vector<Op>& out);
+  void compile_matmul(const ir::Node& n, std::vector<Op>& out);
+  void compile_gemm(const ir::Node& n, std::vector<Op>& out);
+  void compile_copy(ValueId from, ValueId to, std::vector<Op>& out);
+
+  const ir::Graph& g_;
+  const ir::Weights& weights_;
+  const MemoryPlan& memory_;
+  CudaExecutorOptions options_;
+  cudnnHandle_t cudnn_;
+  std::vector<DeviceBuffer> constants_;
+  std::unordered_map<size_t, float*> uploaded_;
+  std::vector<cudnnTensorDescriptor_t> tensor_descs_;
+  std::vector<cudnnFilterDescriptor_t> filter_descs_;
+  std::vector<cudnnConvolutionDescriptor_t> conv_descs_;
+  std::vector<cudnnActivationDescriptor_t> activation_descs_;
+  int64_t scratch_bytes_ = 0;
+};
+
+// A model compiled once for a device: its memory plan and every unit's Ops. Shared by the
+// executor's prepared model and the stage timer. Not movable: the compiler refers to `memory`.
+struct CompiledModel {
+  CompiledModel(const ir::Graph& graph, const ir::Weights& weights, const ir::UnitGraph& units,
+                const sched::ExecutionPlan& plan, const CudaExecutorOptions& options,
+                const MemoryPlanOptions& memory_options = {});
+  CompiledModel(const CompiledModel&) = delete;
+  CompiledModel& operator=(const CompiledModel&) = delete;
+
+  MemoryPlan memory;
+  std::unique_ptr<Compiler> compiler;
+  std::vector<std::vector<Op>> unit_ops;  // by UnitId
+};
+
+}  // namespace braid::exec::cuda

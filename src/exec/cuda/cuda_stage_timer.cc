@@ -1,0 +1,175 @@
+#include "exec/cuda/cuda_stage_timer.h"
+
+#include <random>
+
+#include "base/error.h"
+#include "exec/cuda/cuda_compiler.h"
+#include "exec/cuda/cuda_executor.h"
+#include "exec/cuda/cuda_request.h"
+#include "sched/lower.h"
+
+namespace braid::exec {
+namespace {
+
+using cuda::CudaRequest;
+
+// Every unit in id order (a topological order) on one lane: the plan the model is compiled under.
+sched::ExecutionPlan sequential_plan(const ir::UnitGraph& units) {
+  sched::Schedule s;
+  s.algorithm = "stage-timer";
+  sched::Stage all;
+  all.groups.emplace_back();
+  for (size_t u = 0; u < units.num_units(); ++u) all.groups.back().push_back(UnitId(u));
+  s.stages.push_back(std::move(all));
+  return sched::lower(units, s);
+}
+
+// A graph captured on `main`, instantiated; destroyed with its owner.
+class GraphExec {
+ public:
+  GraphExec() = default;
+  ~GraphExec() {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+  }
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+
+  // Captures what `issue` enqueues on `main` (and on streams forked from it).
+  template <typename Issue>
+  void capture(cudaStream_t main, Issue&& issue) {
+    BRAID_CU(cudaStreamBeginCapture(main, cudaStreamCaptureModeThreadLocal));
+    try {
+      issue();
+    } catch (...) {
+      cudaGraph_t partial = nullptr;
+      cudaStreamEndCapture(main, &partial);
+      if (partial != nullptr) cudaGraphDestroy(partial);
+      throw;
+    }
+    cudaGraph_t graph = nullptr;
+    BRAID_CU(cudaStreamEndCapture(main, &graph));
+    const cudaError_t made = cudaGraphInstantiate(&exec_, graph, 0);
+    cudaGraphDestroy(graph);
+    BRAID_CU(made);
+  }
+  // A graph of one empty node (cudaGraphAddEmptyNode: a no-op), what a launch alone costs.
+  void make_empty() {
+    cudaGraph_t graph = nullptr;
+    BRAID_CU(cudaGraphCreate(&graph, 0));
+    cudaGraphNode_t node = nullptr;
+    cudaError_t made = cudaGraphAddEmptyNode(&node, graph, nullptr, 0);
+    if (made == cudaSuccess) made = cudaGraphInstantiate(&exec_, graph, 0);
+    cudaGraphDestroy(graph);
+    BRAID_CU(made);
+  }
+  // One replay on `r.main`, timed by the request's events (recorded outside any capture).
+  double timed_launch(CudaRequest& r) const {
+    cuda::record_timing_event(r.started, r.main);
+    BRAID_CU(cudaGraphLaunch(exec_, r.main));
+    cuda::record_timing_event(r.finished, r.main);
+    BRAID_CU(cudaStreamSynchronize(r.main));
+    return cuda::elapsed_us(r.started, r.finished);
+  }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+class StageTimer final : public CudaStageTimer {
+ public:
+  StageTimer(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights, int device,
+             uint64_t input_seed)
+      : units_(units),
+        weights_(std::move(weights)),
+        plan_(sequential_plan(units)),
+        options_{.device = device},
+        // No reuse: concurrent groups never share storage, and every value stays as filled.
+        compiled_(*units.graph(), *weights_, units, plan_, options_, {.reuse = false}),
+        request_(cuda::RequestLayout{.device = device,
+                                     .arena_bytes = compiled_.memory.arena_bytes,
+                                     .scratch_bytes = compiled_.compiler->scratch_bytes(),
+                                     .num_lanes = 1}) {
+    fill(input_seed);
+    empty_.make_empty();
+  }
+
+  StageTimes time_stage(std::span<const std::vector<UnitId>> groups,
+                        const StageTimingOptions& o) override {
+    BRAID_CHECK(!groups.empty() && o.copies >= 1 && o.replays >= 1 && o.warmup >= 0,
+                ErrorCode::kInvalidArgument,
+                "stage timing: a stage needs groups, copies >= 1, replays >= 1");
+    BRAID_CU(cudaSetDevice(options_.device));
+    request_.add_lanes(groups.size());
+    GraphExec stage;
+    stage.capture(request_.main, [&] {
+      for (int k = 0; k < o.copies; ++k) issue_stage(groups);
+    });
+    for (int i = 0; i < o.warmup; ++i) {
+      empty_.timed_launch(request_);
+      stage.timed_launch(request_);
+    }
+    StageTimes t;
+    for (int i = 0; i < o.replays; ++i) {
+      t.empty_us.push_back(empty_.timed_launch(request_));
+      t.stage_us.push_back(stage.timed_launch(request_));
+    }
+    return t;
+  }
+
+ private:
+  // Fork from main, group i on lane i (its units' compiled ops in order), join back to main.
+  void issue_stage(std::span<const std::vector<UnitId>> groups) {
+    CudaRequest& r = request_;
+    BRAID_CU(cudaEventRecord(r.fork, r.main));
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const cuda::LaneContext& lane = r.lanes[i];
+      BRAID_CU(cudaStreamWaitEvent(lane.stream, r.fork, 0));
+      for (UnitId u : groups[i])
+        for (const cuda::Op& op : compiled_.unit_ops[index(u)]) op(lane, r.arena.get());
+      BRAID_CU(cudaEventRecord(r.joins[i], lane.stream));
+      BRAID_CU(cudaStreamWaitEvent(r.main, r.joins[i], 0));
+    }
+  }
+
+  // Uniform [-1, 1] graph inputs, then one sequential run: every activation holds a real value
+  // (uninitialized memory may hold NaNs or denormals, which time differently).
+  void fill(uint64_t seed) {
+    const ir::Graph& g = *units_.graph();
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> noise(-1.0f, 1.0f);
+    for (ValueId v : g.inputs()) {
+      std::vector<float> x(g.value(v).type.elements());
+      for (float& f : x) f = noise(rng);
+      BRAID_CU(cudaMemcpy(request_.arena.get() + compiled_.memory.offset[index(v)], x.data(),
+                          x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    }
+    const cuda::LaneContext& lane = request_.lanes[0];
+    for (const std::vector<cuda::Op>& ops : compiled_.unit_ops)
+      for (const cuda::Op& op : ops) op(lane, request_.arena.get());
+    BRAID_CU(cudaStreamSynchronize(lane.stream));
+  }
+
+  const ir::UnitGraph& units_;
+  std::shared_ptr<const ir::Weights> weights_;
+  sched::ExecutionPlan plan_;
+  CudaExecutorOptions options_;
+  cuda::CompiledModel compiled_;
+  CudaRequest request_;
+  GraphExec empty_;  // nothing in it: what a graph launch alone costs
+};
+
+}  // namespace
+
+std::unique_ptr<CudaStageTimer> make_cuda_stage_timer(const ir::UnitGraph& units,
+                                                      std::shared_ptr<const ir::Weights> weights,
+                                                      int device, uint64_t input_seed) {
+  const int n = cuda_device_count();
+  if (n == 0) BRAID_THROW(ErrorCode::kNotFound, cuda_unavailable_reason());
+  BRAID_CHECK(device >= 0 && device < n, ErrorCode::kNotFound, "no CUDA device ", device, " (", n,
+              " visible)");
+  BRAID_CHECK(units.graph() != nullptr && weights != nullptr, ErrorCode::kInvalidArgument,
+              "stage timing needs a model with operators and weights");
+  return std::make_unique<StageTimer>(units, std::move(weights), device, input_seed);
+}
+
+}  // namespace braid::exec

@@ -1,0 +1,49 @@
+// Stage timing on a GPU the way a plan runs it (issue 14), for the GPU profiler (`--cost cuda:N`):
+// the whole model is compiled once (cuDNN algorithms, descriptors, workspaces: once per unit),
+// every activation gets its own storage and is filled by one sequential run from random inputs;
+// a stage is then captured into a CUDA Graph from the already compiled ops — `copies` copies of
+// [fork, group i on lane i, join], as stages follow each other inside a replayed plan — and the
+// graph is replayed, each replay timed with CUDA events (outside the capture). Interleaved with
+// it, an empty graph is replayed and timed the same way: its time is the launch cost to subtract
+// (profile/stage_timing.h does the arithmetic). Nothing is allocated while timing.
+//
+//   auto timer = exec::make_cuda_stage_timer(units, weights, /*device=*/0, /*input_seed=*/1);
+//   exec::StageTimes t = timer->time_stage(groups, {.copies = 8, .replays = 6});
+//
+// Without CUDA (or a GPU) make_cuda_stage_timer throws braid::Error(kNotFound) "no CUDA device".
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/ids.h"
+#include "ir/unit_graph.h"
+#include "ir/weights.h"
+
+namespace braid::exec {
+
+struct StageTimingOptions {
+  int copies = 1;   // copies of the stage inside one graph
+  int replays = 6;  // timed replays (each of the stage graph and of the empty graph)
+  int warmup = 2;   // untimed replays first
+};
+
+struct StageTimes {
+  std::vector<double> stage_us;  // device time of each replay of the stage graph
+  std::vector<double> empty_us;  // device time of the empty graph, replayed just before each
+};
+
+class CudaStageTimer {
+ public:
+  virtual ~CudaStageTimer() = default;
+  // Groups must be a valid stage (independent groups; the caller validates). Not thread-safe.
+  virtual StageTimes time_stage(std::span<const std::vector<UnitId>> groups,
+                                const StageTimingOptions& options) = 0;
+};
+
+std::unique_ptr<CudaStageTimer> make_cuda_stage_timer(const ir::UnitGraph& units,
+                                                      std::shared_ptr<const ir::Weights> weights,
+                                                      int device, uint64_t input_seed);
+
+}  // namespace braid::exec
