@@ -83,7 +83,7 @@ Calibration parse_calibration(const nlohmann::json& j) {
 CalibrationFit calibrate(const DeviceSpec& spec, const Calibration& measured) {
   CalibrationFit fit{.host = spec.host};
   // An empty kernel's own duration in the model: the chain series time it besides the launch.
-  const double block = SmModel::kBlockLatencyUs;
+  const double block = spec.kernel_model.block_latency_us;
   struct Target {
     const char* kind;
     const char* constant;

@@ -32,7 +32,7 @@ TEST(Calibrate, RecoversTheConstantsTheMeasurementsCameFrom) {
 // `calibrate --measure` printed on an H100). Each degenerate series is refused by name.
 TEST(Calibrate, RefusesAFitThatGivesAZeroOrNegativeConstant) {
   const DeviceSpec stock = load_device("v100");
-  const double block = SmModel::kBlockLatencyUs;
+  const double block = stock.kernel_model.block_latency_us;
   Calibration measured = simulate_calibration(stock, {4, 8, 16, 32, 64});
   // graph_chain: each kernel adds less than the model's empty-block latency.
   const double slope = block - 1.4;

@@ -225,7 +225,8 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
                                            CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   BRAID_CU(cudnnSetConvolutionGroupCount(c_desc, int(a.groups)));
   // FP32 FMA, no TF32: outputs stay comparable with the CPU executor.
-  BRAID_CU(cudnnSetConvolutionMathType(c_desc, CUDNN_FMA_MATH));
+  BRAID_CU(cudnnSetConvolutionMathType(c_desc,
+                                       options_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   int n = 0, c = 0, h = 0, wd = 0;
   BRAID_CU(cudnnGetConvolution2dForwardOutputDim(c_desc, x_desc, w_desc, &n, &c, &h, &wd));
   BRAID_CHECK(n == ys[0] && c == ys[1] && h == ys[2] && wd == ys[3], ErrorCode::kInternal,

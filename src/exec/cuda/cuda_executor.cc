@@ -33,7 +33,8 @@ class CudaPrepared final : public PreparedModel {
                                .arena_bytes = compiled_.memory.arena_bytes,
                                .scratch_bytes = compiled_.compiler->scratch_bytes(),
                                .num_lanes = plan_.lanes.size(),
-                               .num_events = plan_.num_events};
+                               .num_events = plan_.num_events,
+                               .allow_tf32 = options_.allow_tf32};
     for (ValueId v : graph_->inputs()) layout.pinned_bytes.push_back(graph_->value(v).type.bytes());
     for (ValueId v : graph_->outputs())
       layout.pinned_bytes.push_back(graph_->value(v).type.bytes());

@@ -33,6 +33,10 @@ struct CudaExecutorOptions {
   // event each run, the slow path (issue 14: 1.7-10x slower on an H100). Runs with a RunObserver
   // (per-unit times) always go eagerly.
   bool graph = true;
+  // Let cuDNN convolutions (CUDNN_DEFAULT_MATH) and cuBLAS GEMMs (CUBLAS_TF32_TENSOR_OP_MATH)
+  // use TF32 tensor cores on Ampere and later: faster, with a 10-bit mantissa in the products.
+  // False (the default): FP32 FMA math, so outputs compare with the CPU executor at 1e-3.
+  bool allow_tf32 = false;
   // Largest cuDNN workspace a convolution may use (per lane: lanes run convs concurrently).
   int64_t workspace_bytes = 64 << 20;
 };
