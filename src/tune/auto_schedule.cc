@@ -212,7 +212,8 @@ AutoDecision auto_schedule(const ir::UnitGraph& units, const cost::CostModel& co
     if (same != chosen.end())
       d.candidates[i].skipped = "same schedule as " + d.candidates[*same].algorithm;
     else if (chosen.size() == static_cast<size_t>(options.max_measured))
-      d.candidates[i].skipped = fmt::format("predicted slower than the {} measured", chosen.size());
+      d.candidates[i].skipped = fmt::format(
+          "predicted no faster than the {} measured beside sequential", chosen.size() - 1);
     else
       chosen.push_back(i);
   }

@@ -60,8 +60,8 @@ int default_auto_warmup(const std::string& device);
 
 struct AutoCandidate {
   std::string algorithm;
-  // Why it was not measured: the scheduler's error, "same schedule as X", or "predicted
-  // slower than the N measured". Empty for a measured candidate.
+  // Why it was not measured: the scheduler's error, "same schedule as X", or "predicted no
+  // faster than the N measured beside sequential". Empty for a measured candidate.
   std::string skipped;
   std::optional<double> predicted_ms;  // the cost model's latency of its schedule
   std::optional<Measured> measured;    // on the device (median, p10, p90)
