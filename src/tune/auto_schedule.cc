@@ -57,6 +57,59 @@ std::string placement_key(const sched::Schedule& s) {
   return key;
 }
 
+// Schedules with every candidate into `d.candidates` (predicted latency, or the error of a
+// scheduler that cannot schedule this model); returns the schedules, empty where it failed.
+std::vector<sched::Schedule> schedule_candidates(const ir::UnitGraph& units,
+                                                 const cost::CostModel& cost,
+                                                 const sched::ScheduleOptions& options,
+                                                 AutoDecision& d) {
+  std::vector<sched::Schedule> schedules(kCandidates.size());
+  for (size_t i = 0; i < kCandidates.size(); ++i) {
+    AutoCandidate& c = d.candidates.emplace_back();
+    c.algorithm = kCandidates[i];
+    try {
+      schedules[i] = sched::make_scheduler(c.algorithm, options)->schedule(units, cost);
+      sched::validate_or_throw(units, schedules[i]);
+      c.predicted_ms = sched::predicted_latency(units, schedules[i], cost).count() / 1e3;
+    } catch (const Error& e) {
+      c.skipped = e.what();
+    }
+  }
+  BRAID_ASSERT(
+      d.candidates.front().algorithm == "sequential" && d.candidates.front().skipped.empty(),
+      "sequential schedules every model");
+  return schedules;
+}
+
+// Which candidates run on the device: sequential (index 0), then the others by predicted
+// latency (ties in list order), one per distinct placement, at most `max_measured` in all. The
+// others get the reason in `skipped`.
+std::vector<size_t> choose_to_measure(std::span<const sched::Schedule> schedules, int max_measured,
+                                      AutoDecision& d) {
+  std::vector<size_t> order;
+  for (size_t i = 1; i < schedules.size(); ++i)
+    if (d.candidates[i].skipped.empty()) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return *d.candidates[a].predicted_ms < *d.candidates[b].predicted_ms;
+  });
+  order.insert(order.begin(), 0);
+  std::vector<size_t> chosen;
+  std::vector<std::string> placements;
+  for (size_t i : order) {
+    std::string placement = placement_key(schedules[i]);
+    auto same = std::find(placements.begin(), placements.end(), placement);
+    if (same != placements.end())
+      d.candidates[i].skipped =
+          "same schedule as " + d.candidates[chosen[same - placements.begin()]].algorithm;
+    else if (chosen.size() == static_cast<size_t>(max_measured))
+      d.candidates[i].skipped = fmt::format(
+          "predicted no faster than the {} measured beside sequential", chosen.size() - 1);
+    else
+      chosen.push_back(i), placements.push_back(std::move(placement));
+  }
+  return chosen;
+}
+
 nlohmann::json to_json(const Measured& m) {
   return {{"median", m.median_ms}, {"p10", m.p10_ms}, {"p90", m.p90_ms}};
 }
@@ -178,46 +231,9 @@ AutoDecision auto_schedule(const ir::UnitGraph& units, const cost::CostModel& co
       if (auto d = from_cache(*stored, units, cache->path().string())) return *d;
   }
 
-  // Schedule with every candidate; a scheduler that cannot schedule this model is skipped.
   AutoDecision d;
-  std::vector<sched::Schedule> schedules(kCandidates.size());
-  std::vector<std::string> placements(kCandidates.size());
-  for (size_t i = 0; i < kCandidates.size(); ++i) {
-    AutoCandidate& c = d.candidates.emplace_back();
-    c.algorithm = kCandidates[i];
-    try {
-      schedules[i] = sched::make_scheduler(c.algorithm, options.schedule)->schedule(units, cost);
-      sched::validate_or_throw(units, schedules[i]);
-      c.predicted_ms = sched::predicted_latency(units, schedules[i], cost).count() / 1e3;
-      placements[i] = placement_key(schedules[i]);
-    } catch (const Error& e) {
-      c.skipped = e.what();
-    }
-  }
-  BRAID_ASSERT(
-      d.candidates.front().algorithm == "sequential" && d.candidates.front().skipped.empty(),
-      "sequential schedules every model");
-  // Sequential, then the others by predicted latency (ties in list order), one per placement.
-  std::vector<size_t> order;
-  for (size_t i = 1; i < kCandidates.size(); ++i)
-    if (d.candidates[i].skipped.empty()) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return *d.candidates[a].predicted_ms < *d.candidates[b].predicted_ms;
-  });
-  order.insert(order.begin(), 0);
-  std::vector<size_t> chosen;
-  for (size_t i : order) {
-    auto same = std::find_if(chosen.begin(), chosen.end(),
-                             [&](size_t k) { return placements[k] == placements[i]; });
-    if (same != chosen.end())
-      d.candidates[i].skipped = "same schedule as " + d.candidates[*same].algorithm;
-    else if (chosen.size() == static_cast<size_t>(options.max_measured))
-      d.candidates[i].skipped = fmt::format(
-          "predicted no faster than the {} measured beside sequential", chosen.size() - 1);
-    else
-      chosen.push_back(i);
-  }
-
+  std::vector<sched::Schedule> schedules = schedule_candidates(units, cost, options.schedule, d);
+  const std::vector<size_t> chosen = choose_to_measure(schedules, options.max_measured, d);
   std::vector<sched::Schedule> timed;
   for (size_t i : chosen) timed.push_back(schedules[i]);
   const std::vector<Measured> measured = measure(timed);
