@@ -286,6 +286,10 @@ TEST(Cli, RunDefaultsToAutoAndReusesItsDecision) {
   EXPECT_NE(first.out.find("auto: "), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("over sequential; candidates: "), std::string::npos) << first.out;
   EXPECT_EQ(first.out.find("cached"), std::string::npos) << first.out;
+  auto cached = run_command(env + cli() + " run squeezenet --iters 2");
+  ASSERT_EQ(cached.exit_code, 0) << cached.err;
+  EXPECT_NE(cached.out.find("auto: "), std::string::npos) << cached.out;
+  EXPECT_NE(cached.out.find("cached decision"), std::string::npos) << cached.out;
   auto second = run_command(env + cli() + " run squeezenet --iters 2 --json");
   ASSERT_EQ(second.exit_code, 0) << second.err;
   nlohmann::json j = nlohmann::json::parse(second.out);
