@@ -257,12 +257,18 @@ Measured measure_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::
   return measure_interleaved(units, std::move(weights), std::span(&schedule, 1), options).front();
 }
 
+void require_cuda_device(const std::string& device) {
+  const std::optional<int> gpu = cuda_device(device);
+  if (!gpu) return;
+  BRAID_CHECK(exec::cuda_device_count() > 0, ErrorCode::kNotFound, exec::cuda_unavailable_reason());
+  BRAID_CHECK(*gpu < exec::cuda_device_count(), ErrorCode::kNotFound, "no CUDA device ", *gpu, " (",
+              exec::cuda_device_count(), " visible)");
+}
+
 std::string describe_device(const std::string& device) {
   if (device == "cpu") return cost::fingerprint(cost::this_machine());
   if (auto gpu = cuda_device(device)) {
-    BRAID_CHECK(*gpu < exec::cuda_device_count(), ErrorCode::kNotFound,
-                exec::cuda_device_count() == 0 ? exec::cuda_unavailable_reason()
-                                               : "no CUDA device " + std::to_string(*gpu));
+    require_cuda_device(device);
     return exec::cuda_device_description(*gpu);
   }
   if (auto name = sim_device(device)) {

@@ -56,6 +56,10 @@ int process_rank();
 // The CUDA device a --device names ("cuda:0" -> 0); nullopt for other devices.
 std::optional<int> cuda_device(const std::string& device);
 
+// Throws braid::Error(kNotFound) when `device` names a GPU that is not here: "no CUDA device
+// (...why...)" without any, "no CUDA device N (M visible)" otherwise. Other devices pass.
+void require_cuda_device(const std::string& device);
+
 // Validates, lowers, prepares and runs `schedule`; throws braid::Error on an invalid schedule,
 // an unknown device or a model the executor cannot run.
 Measured measure_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,

@@ -15,7 +15,6 @@
 #include "base/error.h"
 #include "commands.h"
 #include "cost_flags.h"
-#include "exec/cuda/cuda_executor.h"
 #include "measure.h"
 #include "sched/predict.h"
 #include "sched/registry.h"
@@ -136,12 +135,9 @@ void add_bench_command(CLI::App& app) {
                      : cost_flags.name.starts_with("sim:") ? cost_flags.name
                                                            : "cpu";
     const bool simulated = sim_device(measure.device).has_value();
-    if (auto gpu = cuda_device(measure.device)) {
-      // Fail before scheduling when there is no such GPU.
-      BRAID_CHECK(exec::cuda_device_count() > 0, ErrorCode::kNotFound,
-                  exec::cuda_unavailable_reason());
-      BRAID_CHECK(*gpu < exec::cuda_device_count(), ErrorCode::kNotFound, "no CUDA device ", *gpu,
-                  " (", exec::cuda_device_count(), " visible)");
+    if (cuda_device(measure.device)) {
+      tune::require_cuda_device(
+          measure.device);  // fail before scheduling when there is no such GPU
       if (cost_flags.name.empty()) cost_flags.name = measure.device;  // what this GPU measures
     }
     // A CUDA Graph replay is the default wherever there is a GPU, real or simulated.

@@ -11,7 +11,6 @@
 #include "exec/chrome_trace.h"
 #include "exec/cpu/cpu_executor.h"
 #include "exec/cpu/layout.h"
-#include "exec/cuda/cuda_executor.h"
 #include "measure.h"
 #include "sched/lower.h"
 #include "sched/registry.h"
@@ -95,12 +94,8 @@ void add_run_command(CLI::App& app) {
     if (sim && cost_flags.name.empty()) cost_flags.name = device;
     apply_device_set(device, sched_options);
     apply_device_set(cost_flags.name, sched_options);
-    if (auto gpu = cuda_device(device)) {
-      // Fail before scheduling when there is no such GPU.
-      BRAID_CHECK(exec::cuda_device_count() > 0, ErrorCode::kNotFound,
-                  exec::cuda_unavailable_reason());
-      BRAID_CHECK(*gpu < exec::cuda_device_count(), ErrorCode::kNotFound, "no CUDA device ", *gpu,
-                  " (", exec::cuda_device_count(), " visible)");
+    if (cuda_device(device)) {
+      tune::require_cuda_device(device);  // fail before scheduling when there is no such GPU
       // Schedule with what this GPU measures unless a cost model is named.
       if (cost_flags.name.empty()) cost_flags.name = device;
     }
