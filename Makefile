@@ -39,6 +39,8 @@ demo: build bench-deps
 	  --streams 2 --iters 10 --csv $(BUILD)/demo_bench.csv --png $(BUILD)/demo_bench.png
 	@echo "== Inception V3 on a simulated V100 (docs/simulator.md): schedules searched and run on sim:v100 =="
 	./$(BUILD)/braid bench inception_v3 --algos sequential,greedy,ios,lios,opara --cost sim:v100 --streams 8
+	@echo "== ... and the default run: auto measures the best schedulers there and keeps the fastest =="
+	./$(BUILD)/braid run inception_v3 --device sim:v100
 
 # Real PyTorch models exported to ONNX (Debian's CPU-only torch; never at test time).
 models:

@@ -1,6 +1,7 @@
 // End-to-end tests of the braid CLI: the acceptance commands of the foundation issue.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -187,11 +188,17 @@ TEST(Cli, SimulatedGpuRunScheduleAndBench) {
   EXPECT_EQ(slices, r["kernels"].get<size_t>());
   EXPECT_GT(counters, 0u);
 
-  // Graph replay is faster than eager launches on the same schedule.
+  // Graph replay is the default; eager launches (--eager) are slower on the same schedule.
+  EXPECT_TRUE(r["graph_replay"].get<bool>());
+  auto eager = run_command(cli() + " run squeezenet --device sim:v100 --algo lios --eager --json");
+  ASSERT_EQ(eager.exit_code, 0) << eager.err;
+  nlohmann::json e = nlohmann::json::parse(eager.out);
+  EXPECT_FALSE(e["graph_replay"].get<bool>());
+  EXPECT_GT(e["latency_ms"]["median"].get<double>(), r["latency_ms"]["median"].get<double>());
   auto graph = run_command(cli() + " run squeezenet --device sim:v100 --algo lios --graph --json");
-  ASSERT_EQ(graph.exit_code, 0) << graph.err;
-  EXPECT_LT(nlohmann::json::parse(graph.out)["latency_ms"]["median"].get<double>(),
-            r["latency_ms"]["median"].get<double>());
+  ASSERT_EQ(graph.exit_code, 0) << graph.err;  // --graph is still accepted: the default
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(graph.out)["latency_ms"]["median"].get<double>(),
+                   r["latency_ms"]["median"].get<double>());
 
   auto bench = run_command(cli() + " bench squeezenet " + golden("diamond.dag.json") +
                            " --algos sequential,lios --cost sim:v100 --json");
@@ -254,6 +261,65 @@ TEST(Cli, CudaRunWorksOrSaysNoCudaDevice) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+// bench --device cuda:N (issue 14): the scheduler table of a GPU, or a clean refusal.
+TEST(Cli, CudaBenchWorksOrSaysNoCudaDevice) {
+  auto r = run_command(cli() + " bench squeezenet --device cuda:0 --algos sequential,lios --json");
+  if (r.exit_code == 0) {
+    for (const auto& row : nlohmann::json::parse(r.out)) {
+      EXPECT_GT(row["predicted_ms"].get<double>(), 0) << row;
+      EXPECT_GT(row["measured_ms"]["median"].get<double>(), 0) << row;
+    }
+    return;
+  }
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("no CUDA device"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// `braid run` with neither --algo nor --schedule is auto: it measures its candidates, says
+// which won and by how much; a second run reuses the cached decision and says so.
+TEST(Cli, RunDefaultsToAutoAndReusesItsDecision) {
+  const std::string env =
+      "BRAID_CACHE_DIR=" + (testing::scratch_dir() / "auto_cache").string() + " ";
+  auto first = run_command(env + cli() + " run squeezenet --iters 2");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("auto: "), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("over sequential; candidates: "), std::string::npos) << first.out;
+  EXPECT_EQ(first.out.find("cached"), std::string::npos) << first.out;
+  auto cached = run_command(env + cli() + " run squeezenet --iters 2");
+  ASSERT_EQ(cached.exit_code, 0) << cached.err;
+  EXPECT_NE(cached.out.find("auto: "), std::string::npos) << cached.out;
+  EXPECT_NE(cached.out.find("cached decision"), std::string::npos) << cached.out;
+  auto second = run_command(env + cli() + " run squeezenet --iters 2 --json");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  nlohmann::json j = nlohmann::json::parse(second.out);
+  ASSERT_TRUE(j.contains("auto")) << j;
+  EXPECT_TRUE(j["auto"]["cached"].get<bool>()) << j["auto"];
+  // The winner ran, and it is the fastest of the candidates auto measured.
+  const std::string winner = j["auto"]["winner"];
+  double best = 1e300, winner_ms = 0;
+  for (const auto& c : j["auto"]["candidates"]) {
+    if (!c.contains("measured_ms")) {
+      EXPECT_TRUE(c.contains("skipped")) << c;
+      continue;
+    }
+    best = std::min(best, c["measured_ms"]["median"].get<double>());
+    if (c["algorithm"] == winner) winner_ms = c["measured_ms"]["median"].get<double>();
+  }
+  EXPECT_DOUBLE_EQ(winner_ms, best) << j["auto"];
+  EXPECT_GT(j["latency_ms"]["median"].get<double>(), 0);
+}
+
+TEST(Cli, BenchHasAnAutoRow) {
+  auto r = run_command(cli() + " bench squeezenet --image-size 64 --algos sequential,auto " +
+                       "--cost roofline --iters 2 --warmup 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["algorithm"].get<std::string>().rfind("auto (", 0), 0u) << rows[1];
+  EXPECT_TRUE(rows[1]["outputs_match_sequential"].get<bool>()) << rows[1];
+}
+
 TEST(Cli, CalibrateFitsTheSimulatorsOwnMeasurements) {
   const auto measured = (testing::scratch_dir() / "calibration.json").string();
   const auto out = (testing::scratch_dir() / "v100_calibrated.json").string();
@@ -270,6 +336,11 @@ TEST(Cli, UnknownAlgorithmExitsTwo) {
   auto r = run_command(cli() + " schedule squeezenet --algo nope");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("nope"), std::string::npos) << r.err;
+  for (const char* command : {" run squeezenet --algo nope", " bench squeezenet --algos nope"}) {
+    auto run = run_command(cli() + command);
+    EXPECT_EQ(run.exit_code, 2) << command;
+    EXPECT_NE(run.err.find("known: auto, sequential"), std::string::npos) << run.err;
+  }
 }
 
 TEST(Cli, InspectWeightedDag) {

@@ -1,7 +1,9 @@
 // braid bench: every named scheduler on every named model, side by side in one run: search
-// time, predicted latency (the cost model's), measured latency on this CPU, speed-up over
-// sequential and the gap to `optimal` where it is computable. Writes a table, JSON, CSV and
-// (with the venv's matplotlib) a PNG bar chart.
+// time, predicted latency (the cost model's), measured latency on the device (cpu, cuda:N or
+// sim:NAME; the schedules of a model timed interleaved, so drift hits all alike), speed-up over
+// sequential and the gap to `optimal` where it is computable. `auto` is a row like the others
+// (its search time includes measuring its candidates). Writes a table, JSON, CSV and (with the
+// venv's matplotlib) a PNG bar chart.
 #include <fmt/core.h>
 
 #include <chrono>
@@ -17,6 +19,7 @@
 #include "sched/predict.h"
 #include "sched/registry.h"
 #include "sched/validate.h"
+#include "tune/auto_schedule.h"
 
 namespace braid::cli {
 namespace {
@@ -80,10 +83,12 @@ void add_bench_command(CLI::App& app) {
   static std::string algos = "sequential,greedy", json_path, csv_path, png_path;
   static sched::ScheduleOptions options;
   static MeasureOptions measure{.iters = 10, .warmup = 2};
-  static bool json = false, no_measure = false;
+  static bool json = false, no_measure = false, eager = false;
   static std::string device;
   cmd->add_option("MODELS", specs, "Zoo names, .onnx or .dag.json files")->required();
-  cmd->add_option("--algos", algos, "Comma-separated schedulers")->capture_default_str();
+  cmd->add_option("--algos", algos,
+                  "Comma-separated schedulers; auto: the one `braid run` picks by measuring")
+      ->capture_default_str();
   add_cost_flags(*cmd, cost_flags);
   cmd->add_option("--streams", options.max_streams, "Streams per device (0: unbounded)")
       ->check(CLI::NonNegativeNumber)
@@ -105,9 +110,15 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--no-measure", no_measure, "Predict only: do not run the schedules");
   cmd->add_option("--device", device,
-                  "Run the schedules on: cpu, or sim:NAME (default: the --cost sim device, else "
-                  "cpu)");
-  cmd->add_flag("--graph", measure.graph_replay, "Simulated GPUs: replay the plan as a CUDA Graph");
+                  "Run the schedules on: cpu, cuda:N (a GPU; the cost model then defaults to it) "
+                  "or sim:NAME (default: the --cost sim device, else cpu)");
+  auto* graph_opt =
+      cmd->add_flag("--graph", measure.graph_replay,
+                    "Replay the plan as a CUDA Graph (the default on cuda:N and sim:NAME)");
+  cmd->add_flag("--eager", eager,
+                "cuda:N, sim:NAME: launch every kernel from the host instead of replaying a CUDA "
+                "Graph (the slow path)")
+      ->excludes(graph_opt);
   cmd->add_flag("--json", json, "Print the rows as JSON");
   cmd->add_option("--json-file", json_path, "Also write the JSON rows here");
   cmd->add_option("--csv", csv_path, "Also write the rows as CSV");
@@ -116,12 +127,21 @@ void add_bench_command(CLI::App& app) {
   cmd->callback([] {
     const std::vector<std::string> names = split(algos);
     BRAID_CHECK(!names.empty(), ErrorCode::kInvalidArgument, "--algos is empty");
-    for (const std::string& n : names) sched::make_scheduler(n, options);  // unknown names fail now
+    for (const std::string& n : names) tune::check_algorithm_name(n);  // unknown names fail now
+    for (const std::string& n : names)
+      if (n != tune::kAuto) sched::make_scheduler(n, options);  // bad options fail now
     cost_flags.cpu.threads_per_stream = measure.executor.threads_per_stream;
     measure.device = !device.empty()                       ? device
                      : cost_flags.name.starts_with("sim:") ? cost_flags.name
                                                            : "cpu";
     const bool simulated = sim_device(measure.device).has_value();
+    if (cuda_device(measure.device)) {
+      tune::require_cuda_device(
+          measure.device);  // fail before scheduling when there is no such GPU
+      if (cost_flags.name.empty()) cost_flags.name = measure.device;  // what this GPU measures
+    }
+    // A CUDA Graph replay is the default wherever there is a GPU, real or simulated.
+    if ((simulated || cuda_device(measure.device)) && !eager) measure.graph_replay = true;
     apply_device_set(cost_flags.name, options);
     apply_device_set(measure.device, options);
     if (simulated) measure.iters = 1, measure.warmup = 0;  // deterministic
@@ -134,22 +154,35 @@ void add_bench_command(CLI::App& app) {
       auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
       auto cost = make_cost_model(cost_flags, m.units, weights);
       const bool runnable = (m.graph != nullptr || simulated) && !no_measure;
-      const sched::Schedule sequential =
-          sched::make_scheduler("sequential", options)->schedule(m.units, *cost);
+      // Schedules first (index 0: sequential, the reference), then all of them timed together.
+      std::vector<sched::Schedule> schedules{
+          sched::make_scheduler("sequential", options)->schedule(m.units, *cost)};
       const double sequential_predicted =
-          sched::predicted_latency(m.units, sequential, *cost).count() / 1e3;
-      std::optional<Measured> sequential_measured;
-      if (runnable) sequential_measured = measure_schedule(m.units, weights, sequential, measure);
+          sched::predicted_latency(m.units, schedules[0], *cost).count() / 1e3;
       std::optional<double> optimal_ms;
       const size_t first = rows.size();
+      std::vector<size_t> schedule_of;  // per row of this model: its index in `schedules`
       for (const std::string& name : names) {
         Row r{.model = m.units.name(), .algorithm = name};
+        size_t index = 0;
         try {
-          auto scheduler = sched::make_scheduler(name, options);
           sched::SearchStats stats;
           const cost::CostStats before = cost->stats();
           const auto begin = std::chrono::steady_clock::now();
-          sched::Schedule s = scheduler->schedule(m.units, *cost, &stats);
+          sched::Schedule s;
+          if (name == tune::kAuto) {
+            BRAID_CHECK(runnable, ErrorCode::kInvalidArgument,
+                        "auto measures its candidates: it needs a model to run and no "
+                        "--no-measure");
+            tune::AutoOptions auto_options{
+                .schedule = options, .measure = measure, .batch = load.zoo.batch};
+            auto_options.measure.iters = tune::default_auto_rounds(measure.device);
+            auto_options.measure.warmup = tune::default_auto_warmup(measure.device);
+            s = tune::auto_schedule(m.units, weights, *cost, auto_options).schedule;
+            s.algorithm = fmt::format("auto ({})", s.algorithm);
+          } else {
+            s = sched::make_scheduler(name, options)->schedule(m.units, *cost, &stats);
+          }
           r.search_ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
                   .count();
@@ -162,16 +195,27 @@ void add_bench_command(CLI::App& app) {
           r.measurements = after.measurements - before.measurements;
           r.streams = sched::num_streams(s);
           if (name == "optimal") optimal_ms = r.predicted_ms;
-          if (runnable) {
-            r.measured = name == "sequential" ? *sequential_measured
-                                              : measure_schedule(m.units, weights, s, measure);
-            r.measured_speedup = sequential_measured->median_ms / r.measured->median_ms;
-            r.outputs_match = r.measured->outputs_sha256 == sequential_measured->outputs_sha256;
+          if (name == tune::kAuto) r.algorithm = s.algorithm;
+          if (name != "sequential") {
+            index = schedules.size();
+            schedules.push_back(std::move(s));
           }
         } catch (const Error& e) {
           r.error = e.what();
         }
+        schedule_of.push_back(index);
         rows.push_back(std::move(r));
+      }
+      if (runnable) {
+        const std::vector<Measured> measured =
+            measure_interleaved(m.units, weights, schedules, measure);
+        for (size_t i = first; i < rows.size(); ++i) {
+          Row& r = rows[i];
+          if (r.error) continue;
+          r.measured = measured[schedule_of[i - first]];
+          r.measured_speedup = measured[0].median_ms / r.measured->median_ms;
+          r.outputs_match = r.measured->outputs_sha256 == measured[0].outputs_sha256;
+        }
       }
       if (optimal_ms)
         for (size_t i = first; i < rows.size(); ++i)

@@ -6,21 +6,24 @@
 
 #include "base/error.h"
 #include "commands.h"
+#include "cost/profile_cache.h"
 #include "cost_flags.h"
 #include "exec/chrome_trace.h"
 #include "exec/cpu/cpu_executor.h"
 #include "exec/cpu/layout.h"
-#include "exec/cuda/cuda_executor.h"
 #include "measure.h"
 #include "sched/lower.h"
 #include "sched/registry.h"
 #include "sched/validate.h"
+#include "tune/auto_schedule.h"
 
 namespace braid::cli {
 
 void add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "run", "Run a model under a schedule on the CPU or a simulated GPU (sim:NAME) and time it");
+      "run",
+      "Run a model under a schedule on the CPU, a GPU (cuda:N) or a simulated GPU (sim:NAME) and "
+      "time it; without --algo or --schedule, auto picks the schedule by measuring");
   static ModelFlags flags;
   static std::string algo, schedule_path, trace_path, device = "cpu";
   static sched::ScheduleOptions sched_options;
@@ -28,18 +31,33 @@ void add_run_command(CLI::App& app) {
   static CostFlags cost_flags;
   static int iters = 20, warmup = 3;
   static uint64_t input_seed = 1;
-  static bool json = false, graph_replay = false;
+  static bool json = false, graph_flag = false, eager = false, retune = false;
+  static int auto_rounds = 0;
   add_model_flags(*cmd, flags);
   add_cost_flags(*cmd, cost_flags);
-  auto* algo_opt = cmd->add_option("--algo", algo, "Schedule with this algorithm");
+  auto* algo_opt = cmd->add_option(
+      "--algo", algo,
+      "Schedule with this algorithm; auto (the default) schedules with every single-device "
+      "scheduler, runs the best few here and keeps the fastest (docs/schedulers.md)");
   auto* file_opt = cmd->add_option("--schedule", schedule_path, "Run this schedule file");
   algo_opt->excludes(file_opt);
   cmd->add_option("--device", device,
                   "Executor: cpu, cuda:N (a GPU), or sim:NAME (the GPU simulator; NAME from "
                   "devices/, e.g. v100, or a .json file; the cost model then defaults to it)")
       ->capture_default_str();
-  cmd->add_flag("--graph", graph_replay,
-                "Capture the plan once and replay it as a CUDA Graph (cuda:N or sim:NAME)");
+  auto* graph_opt = cmd->add_flag(
+      "--graph", graph_flag,
+      "Capture the plan once and replay it as a CUDA Graph (the default on cuda:N and sim:NAME)");
+  cmd->add_flag("--eager", eager,
+                "cuda:N, sim:NAME: launch every kernel from the host instead of replaying a CUDA "
+                "Graph (the slow path: one host thread issuing launches is the bottleneck)")
+      ->excludes(graph_opt);
+  cmd->add_option("--auto-rounds", auto_rounds,
+                  "auto: interleaved timed rounds of its candidates (0: 200 on cuda:N, 20 on "
+                  "cpu, 1 on sim)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_flag("--retune", retune, "auto: measure again even when a decision is cached");
   cmd->add_option("--streams", sched_options.max_streams, "Streams the scheduler may use")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -68,20 +86,16 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--trace", trace_path, "Write a Chrome trace (JSON) of the timed runs");
   cmd->add_flag("--json", json, "Print latency_ms {median,p10,p90}, peak_bytes, outputs_sha256");
   cmd->callback([] {
-    BRAID_CHECK(!algo.empty() || !schedule_path.empty(), ErrorCode::kInvalidArgument,
-                "give --algo NAME or --schedule FILE");
+    if (algo.empty() && schedule_path.empty()) algo = tune::kAuto;
+    if (!algo.empty()) tune::check_algorithm_name(algo);
     const std::optional<std::string> sim = sim_device(device);
     BRAID_CHECK(sim || device == "cpu" || cuda_device(device), ErrorCode::kNotFound,
                 "unknown device '", device, "' (available: cpu, cuda:N, sim:NAME)");
     if (sim && cost_flags.name.empty()) cost_flags.name = device;
     apply_device_set(device, sched_options);
     apply_device_set(cost_flags.name, sched_options);
-    if (auto gpu = cuda_device(device)) {
-      // Fail before scheduling when there is no such GPU.
-      BRAID_CHECK(exec::cuda_device_count() > 0, ErrorCode::kNotFound,
-                  exec::cuda_unavailable_reason());
-      BRAID_CHECK(*gpu < exec::cuda_device_count(), ErrorCode::kNotFound, "no CUDA device ", *gpu,
-                  " (", exec::cuda_device_count(), " visible)");
+    if (cuda_device(device)) {
+      tune::require_cuda_device(device);  // fail before scheduling when there is no such GPU
       // Schedule with what this GPU measures unless a cost model is named.
       if (cost_flags.name.empty()) cost_flags.name = device;
     }
@@ -90,11 +104,33 @@ void add_run_command(CLI::App& app) {
                 "' is a weighted DAG: it has no operators to run (simulate it with --device "
                 "sim:NAME)");
     auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
+    // A CUDA Graph replay is the default wherever there is a GPU, real or simulated.
+    const bool gpu = sim || cuda_device(device);
+    const bool graph_replay = graph_flag || (gpu && !eager);
     sched::Schedule s;
+    std::optional<tune::AutoDecision> decision;
     if (schedule_path.empty()) {
       cost_flags.cpu.threads_per_stream = exec_options.threads_per_stream;
       auto cost = make_cost_model(cost_flags, m.units, weights);
-      s = sched::make_scheduler(algo, sched_options)->schedule(m.units, *cost);
+      if (algo == tune::kAuto) {
+        BRAID_CHECK(!launched_by_mpi(), ErrorCode::kInvalidArgument,
+                    "auto runs on one device: under mpirun give --algo or --schedule");
+        tune::AutoOptions options{
+            .schedule = sched_options,
+            .measure = {.device = device,
+                        .graph_replay = graph_replay,
+                        .executor = exec_options,
+                        .iters = auto_rounds > 0 ? auto_rounds : tune::default_auto_rounds(device),
+                        .warmup = tune::default_auto_warmup(device),
+                        .input_seed = input_seed},
+            .batch = flags.options.zoo.batch,
+            .cache_dir = cost::ProfileCache::default_dir(),
+            .reuse_cached = !retune};
+        decision = tune::auto_schedule(m.units, weights, *cost, options);
+        s = decision->schedule;
+      } else {
+        s = sched::make_scheduler(algo, sched_options)->schedule(m.units, *cost);
+      }
     } else {
       s = sched::read_schedule_file(schedule_path, m.units);
     }
@@ -123,15 +159,17 @@ void add_run_command(CLI::App& app) {
           {"latency_ms", {{"median", median}, {"p10", p10}, {"p90", p90}}},
           {"peak_bytes", r.peak_bytes},
           {"outputs_sha256", r.outputs_sha256}};
+      if (decision) j["auto"] = tune::to_json(*decision);
+      if (gpu) j["graph_replay"] = graph_replay;
       if (r.simulated) {
         j["simulated"] = true;
-        j["graph_replay"] = graph_replay;
         j["kernels"] = r.kernels;
         j["mean_occupancy"] = r.mean_occupancy;
       }
       std::cout << j.dump(2) << "\n";
       return;
     }
+    if (decision) fmt::print("auto: {}\n", tune::summary(*decision));
     if (r.simulated) {
       fmt::print(
           "{} {} on {}{} ({} streams, {} kernels): simulated {:.3f} ms, mean occupancy "
@@ -141,10 +179,11 @@ void add_run_command(CLI::App& app) {
       return;
     }
     fmt::print(
-        "{} {} on {} ({} streams x {} threads): median {:.3f} ms (p10 {:.3f}, p90 {:.3f}), "
+        "{} {} on {}{} ({} streams x {} threads): median {:.3f} ms (p10 {:.3f}, p90 {:.3f}), "
         "activations {:.1f} MiB\n",
-        m.units.name(), s.algorithm, device, r.lanes, exec_options.threads_per_stream, median, p10,
-        p90, r.peak_bytes / 1048576.0);
+        m.units.name(), s.algorithm, device,
+        gpu ? (graph_replay ? " (graph replay)" : " (eager)") : "", r.lanes,
+        exec_options.threads_per_stream, median, p10, p90, r.peak_bytes / 1048576.0);
   });
 }
 

@@ -78,6 +78,9 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("-o,--output", output, "Write the schedule to this file");
   cmd->add_flag("--json", json, "Print a JSON summary with the schedule");
   cmd->callback([] {
+    BRAID_CHECK(algo != "auto", ErrorCode::kInvalidArgument,
+                "auto chooses by running schedules on a device: use `braid run MODEL` (its "
+                "--json has the decision) or `braid bench MODEL --algos ...,auto`");
     flags.options.with_weights = cost_needs_weights(cost_flags, flags.spec);
     models::LoadedModel m = models::load_model(flags.spec, flags.options);
     auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));

@@ -1,65 +1,18 @@
-// Running a schedule on an executor and timing it: what `braid run` and `braid bench` share.
-// Inputs are uniform [-1, 1] from a seed, so two schedules of one model see the same inputs
-// and their outputs_sha256 must agree.
-//  - device "cpu": the CPU executor, wall-clock time of `iters` runs after `warmup`.
-//  - device "cuda:N": the CUDA executor (cuda_executor.h), timed like the CPU; `graph_replay`
-//    captures a CUDA Graph once and replays it. "no CUDA device" where there is none.
-//  - under mpirun -np M: the MPI executor, one rank per device of the schedule; every rank
-//    returns a result, rank 0's has the outputs.
-//  - device "sim:NAME" (a devices/ name or a .json path): the GPU simulator; one simulated run
-//    gives the latency (it is deterministic), the CPU executor the values (weighted DAGs,
-//    which have no values, are simulated only).
+// The CLI's names for the measuring, which lives in the library (tune/measure.h).
 #pragma once
 
-#include <memory>
-#include <optional>
-#include <string>
-
-#include "exec/chrome_trace.h"
-#include "exec/cpu/cpu_executor.h"
-#include "ir/weights.h"
-#include "sched/schedule.h"
+#include "tune/measure.h"
 
 namespace braid::cli {
 
-struct MeasureOptions {
-  std::string device = "cpu";
-  bool graph_replay = false;  // sim: the plan captured once and replayed as a CUDA Graph
-  std::string sim_trace;      // sim: write the kernel-level Chrome trace here
-  exec::CpuExecutorOptions executor;
-  int iters = 20;
-  int warmup = 3;
-  uint64_t input_seed = 1;
-  exec::ChromeTrace* trace = nullptr;  // receives the timed runs when set
-};
-
-struct Measured {
-  double median_ms = 0, p10_ms = 0, p90_ms = 0;
-  Bytes peak_bytes = 0;
-  size_t lanes = 0;
-  std::string outputs_sha256;  // empty when there are no values (a weighted DAG on sim)
-  bool simulated = false;
-  size_t kernels = 0;         // sim: kernels launched
-  double mean_occupancy = 0;  // sim: time-weighted achieved occupancy of device 0
-};
-
-// The simulated device a --device names ("sim:v100" -> "v100"); nullopt for other devices.
-std::optional<std::string> sim_device(const std::string& device);
-// Whether this process is one of several ranks started by mpirun (initializes MPI then): the
-// schedule's devices then run one per rank (exec/mpi/mpi_executor.h) and rank 0 reports.
-bool launched_by_mpi();
-// This process's MPI rank (0 without MPI).
-int process_rank();
-// The CUDA device a --device names ("cuda:0" -> 0); nullopt for other devices.
-std::optional<int> cuda_device(const std::string& device);
-
-// Validates, lowers, prepares and runs `schedule`; throws braid::Error on an invalid schedule,
-// an unknown device or a model the executor cannot run.
-Measured measure_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
-                          const sched::Schedule& schedule, const MeasureOptions& options);
-
-// Lane names for a Chrome trace of `schedule`'s lowered plan ("device 0 stream 1").
-std::vector<std::string> trace_lane_names(const ir::UnitGraph& units,
-                                          const sched::Schedule& schedule);
+using tune::cuda_device;
+using tune::launched_by_mpi;
+using tune::measure_interleaved;
+using tune::measure_schedule;
+using tune::Measured;
+using tune::MeasureOptions;
+using tune::process_rank;
+using tune::sim_device;
+using tune::trace_lane_names;
 
 }  // namespace braid::cli

@@ -1,13 +1,16 @@
-#include "measure.h"
+#include "tune/measure.h"
 
 #include <fmt/core.h>
 #include <openssl/evp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "base/error.h"
+#include "cost/machine.h"
 #include "exec/cuda/cuda_executor.h"
 #include "exec/sim/sim_executor.h"
 #ifdef BRAID_WITH_MPI
@@ -15,8 +18,9 @@
 #endif
 #include "sched/lower.h"
 #include "sched/validate.h"
+#include "sim/device_spec.h"
 
-namespace braid::cli {
+namespace braid::tune {
 namespace {
 
 std::string sha256_hex(const std::vector<std::span<const float>>& outputs) {
@@ -152,56 +156,130 @@ std::vector<std::string> trace_lane_names(const ir::UnitGraph& units,
   return names;
 }
 
-Measured measure_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
-                          const sched::Schedule& schedule, const MeasureOptions& options) {
-  sched::validate_or_throw(units, schedule);
-  if (auto name = sim_device(options.device))
-    return simulate_schedule(units, std::move(weights), schedule, *name, options);
+namespace {
+
+// The executor a real (not simulated) device runs on; throws for an unknown device or a
+// schedule it cannot run.
+std::unique_ptr<exec::Executor> make_executor(const ir::UnitGraph& units,
+                                              std::span<const sched::Schedule> schedules,
+                                              const MeasureOptions& options) {
   const std::optional<int> gpu = cuda_device(options.device);
   BRAID_CHECK(options.device == "cpu" || gpu, ErrorCode::kNotFound, "unknown device '",
               options.device,
               "' (available: cpu, cuda:N, sim:NAME with NAME one of devices/ or a .json file)");
   BRAID_CHECK(!options.graph_replay || gpu, ErrorCode::kInvalidArgument,
               "--graph (CUDA Graph replay) needs a GPU device (cuda:N, or sim:NAME)");
-  const ir::Graph* graph = units.graph();
-  BRAID_CHECK(graph != nullptr, ErrorCode::kInvalidArgument, "'", units.name(),
+  BRAID_CHECK(units.graph() != nullptr, ErrorCode::kInvalidArgument, "'", units.name(),
               "' is a weighted DAG: it has no operators to run");
   const bool mpi = launched_by_mpi();
-  BRAID_CHECK(schedule.num_devices == 1 || mpi, ErrorCode::kInvalidArgument, "the schedule uses ",
-              schedule.num_devices,
-              " devices; one executor runs one (use mpirun -np N, or --device sim:NAME)");
+  for (const sched::Schedule& schedule : schedules)
+    BRAID_CHECK(schedule.num_devices == 1 || mpi, ErrorCode::kInvalidArgument, "the schedule uses ",
+                schedule.num_devices,
+                " devices; one executor runs one (use mpirun -np N, or --device sim:NAME)");
   BRAID_CHECK(!mpi || !gpu, ErrorCode::kUnsupported,
               "under mpirun each rank runs the CPU executor (cuda:N ranks are not supported yet)");
-  const sched::ExecutionPlan plan = sched::lower(units, schedule);
-  auto executor = gpu   ? exec::make_cuda_executor({.device = *gpu, .graph = options.graph_replay})
-                  : mpi ? make_mpi_executor(options.executor)
-                        : exec::make_cpu_executor(options.executor);
-  auto model = executor->prepare({units.graph_ptr(), std::move(weights), &units, &plan});
-  auto request = model->new_request();
-  std::mt19937_64 rng(options.input_seed);
-  for (size_t i = 0; i < graph->inputs().size(); ++i)
-    model->set_input(*request, i, random_input(*graph, i, rng));
-  for (int i = 0; i < options.warmup; ++i) model->run(*request);
+  if (gpu) return exec::make_cuda_executor({.device = *gpu, .graph = options.graph_replay});
+  if (mpi) return make_mpi_executor(options.executor);
+  return exec::make_cpu_executor(options.executor);
+}
+
+// One schedule prepared on an executor, with its request and inputs set: run() times one
+// inference.
+struct Prepared {
+  sched::ExecutionPlan plan;
+  std::unique_ptr<exec::PreparedModel> model;
+  std::unique_ptr<exec::Request> request;
   std::vector<double> ms;
-  for (int i = 0; i < options.iters; ++i) {
+
+  double run(bool mpi, exec::ChromeTrace* trace) {
     if (mpi) barrier();  // ranks start each timed inference together
-    auto begin = std::chrono::steady_clock::now();
-    model->run(*request, options.trace);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
-                     .count());
-    if (options.trace != nullptr) options.trace->next_run();
+    const auto begin = std::chrono::steady_clock::now();
+    model->run(*request, trace);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+        .count();
   }
+};
+
+Measured summarize(const ir::Graph& graph, const Prepared& p) {
   std::vector<std::span<const float>> outputs;
-  for (size_t i = 0; i < graph->outputs().size(); ++i)
-    outputs.push_back(model->output(*request, i));
+  for (size_t i = 0; i < graph.outputs().size(); ++i)
+    outputs.push_back(p.model->output(*p.request, i));
   Measured m;
-  m.median_ms = percentile(ms, 0.5);
-  m.p10_ms = percentile(ms, 0.1);
-  m.p90_ms = percentile(ms, 0.9);
-  m.peak_bytes = model->activation_bytes();
-  m.lanes = plan.lanes.size();
+  m.median_ms = percentile(p.ms, 0.5);
+  m.p10_ms = percentile(p.ms, 0.1);
+  m.p90_ms = percentile(p.ms, 0.9);
+  m.peak_bytes = p.model->activation_bytes();
+  m.lanes = p.plan.lanes.size();
   m.outputs_sha256 = sha256_hex(outputs);
   return m;
 }
 
-}  // namespace braid::cli
+}  // namespace
+
+std::vector<Measured> measure_interleaved(const ir::UnitGraph& units,
+                                          std::shared_ptr<const ir::Weights> weights,
+                                          std::span<const sched::Schedule> schedules,
+                                          const MeasureOptions& options) {
+  for (const sched::Schedule& schedule : schedules) sched::validate_or_throw(units, schedule);
+  std::vector<Measured> results;
+  if (auto name = sim_device(options.device)) {
+    for (const sched::Schedule& schedule : schedules)
+      results.push_back(simulate_schedule(units, weights, schedule, *name, options));
+    return results;
+  }
+  auto executor = make_executor(units, schedules, options);
+  const bool mpi = launched_by_mpi();
+  const ir::Graph& graph = *units.graph();
+  // Sized once: a prepared model keeps a pointer to its plan.
+  std::vector<Prepared> prepared(schedules.size());
+  for (size_t k = 0; k < schedules.size(); ++k) {
+    Prepared& p = prepared[k];
+    p.plan = sched::lower(units, schedules[k]);
+    p.model = executor->prepare({units.graph_ptr(), weights, &units, &p.plan});
+    p.request = p.model->new_request();
+    std::mt19937_64 rng(options.input_seed);
+    for (size_t i = 0; i < graph.inputs().size(); ++i)
+      p.model->set_input(*p.request, i, random_input(graph, i, rng));
+    for (int i = 0; i < options.warmup; ++i) p.model->run(*p.request);
+  }
+  for (int round = 0; round < options.iters; ++round) {
+    for (Prepared& p : prepared) {
+      p.ms.push_back(p.run(mpi, options.trace));
+      if (options.trace != nullptr) options.trace->next_run();
+    }
+  }
+  for (const Prepared& p : prepared) results.push_back(summarize(graph, p));
+  return results;
+}
+
+Measured measure_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
+                          const sched::Schedule& schedule, const MeasureOptions& options) {
+  return measure_interleaved(units, std::move(weights), std::span(&schedule, 1), options).front();
+}
+
+void require_cuda_device(const std::string& device) {
+  const std::optional<int> gpu = cuda_device(device);
+  if (!gpu) return;
+  BRAID_CHECK(exec::cuda_device_count() > 0, ErrorCode::kNotFound, exec::cuda_unavailable_reason());
+  BRAID_CHECK(*gpu < exec::cuda_device_count(), ErrorCode::kNotFound, "no CUDA device ", *gpu, " (",
+              exec::cuda_device_count(), " visible)");
+}
+
+std::string describe_device(const std::string& device) {
+  if (device == "cpu") return cost::fingerprint(cost::this_machine());
+  if (auto gpu = cuda_device(device)) {
+    require_cuda_device(device);
+    return exec::cuda_device_description(*gpu);
+  }
+  if (auto name = sim_device(device)) {
+    // The file's digest: a refit device (braid calibrate) decides afresh.
+    std::ifstream in(sim::device_path(*name));
+    std::stringstream text;
+    text << in.rdbuf();
+    return fmt::format("sim:{} | {}", *name, cost::sha256_hex(text.str()).substr(0, 16));
+  }
+  BRAID_THROW(ErrorCode::kNotFound, "unknown device '", device,
+              "' (available: cpu, cuda:N, sim:NAME)");
+}
+
+}  // namespace braid::tune
