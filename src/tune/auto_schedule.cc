@@ -29,7 +29,8 @@ std::string settings(const cost::CostModel& cost, const AutoOptions& o) {
       "cost {} | streams {} | ios r{} s{} search {} tolerance {} | device {}{} | threads {} "
       "layout {} spin {} concat_in_place {} | candidates {} | measured {}",
       cost.name(), s.max_streams, s.max_group_size, s.max_groups, static_cast<int>(s.ios_search),
-      s.ios_tolerance, o.measure.device, o.measure.graph_replay ? " graph" : "",
+      s.ios_tolerance, o.measure.device,
+      std::string(o.measure.graph_replay ? " graph" : "") + (o.measure.allow_tf32 ? " tf32" : ""),
       e.threads_per_stream, exec::cpu::layout_name(e.layout), e.spin_us, e.concat_in_place,
       candidates, o.max_measured);
 }

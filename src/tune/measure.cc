@@ -167,6 +167,8 @@ std::unique_ptr<exec::Executor> make_executor(const ir::UnitGraph& units,
   BRAID_CHECK(options.device == "cpu" || gpu, ErrorCode::kNotFound, "unknown device '",
               options.device,
               "' (available: cpu, cuda:N, sim:NAME with NAME one of devices/ or a .json file)");
+  BRAID_CHECK(!options.allow_tf32 || gpu, ErrorCode::kInvalidArgument,
+              "--tf32 needs a CUDA device (cuda:N)");
   BRAID_CHECK(!options.graph_replay || gpu, ErrorCode::kInvalidArgument,
               "--graph (CUDA Graph replay) needs a GPU device (cuda:N, or sim:NAME)");
   BRAID_CHECK(units.graph() != nullptr, ErrorCode::kInvalidArgument, "'", units.name(),
@@ -178,7 +180,9 @@ std::unique_ptr<exec::Executor> make_executor(const ir::UnitGraph& units,
                 " devices; one executor runs one (use mpirun -np N, or --device sim:NAME)");
   BRAID_CHECK(!mpi || !gpu, ErrorCode::kUnsupported,
               "under mpirun each rank runs the CPU executor (cuda:N ranks are not supported yet)");
-  if (gpu) return exec::make_cuda_executor({.device = *gpu, .graph = options.graph_replay});
+  if (gpu)
+    return exec::make_cuda_executor(
+        {.device = *gpu, .graph = options.graph_replay, .allow_tf32 = options.allow_tf32});
   if (mpi) return make_mpi_executor(options.executor);
   return exec::make_cpu_executor(options.executor);
 }

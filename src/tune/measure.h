@@ -28,6 +28,7 @@ namespace braid::tune {
 struct MeasureOptions {
   std::string device = "cpu";
   bool graph_replay = false;  // cuda, sim: the plan captured once and replayed as a CUDA Graph
+  bool allow_tf32 = false;    // cuda: TF32 tensor cores for convolutions and GEMMs
   std::string sim_trace;      // sim: write the kernel-level Chrome trace here
   exec::CpuExecutorOptions executor;
   int iters = 20;  // timed runs of each schedule (rounds, when several are timed together)

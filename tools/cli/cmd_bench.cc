@@ -119,6 +119,8 @@ void add_bench_command(CLI::App& app) {
                 "cuda:N, sim:NAME: launch every kernel from the host instead of replaying a CUDA "
                 "Graph (the slow path)")
       ->excludes(graph_opt);
+  cmd->add_flag("--tf32", measure.allow_tf32,
+                "cuda:N: let cuDNN and cuBLAS use TF32 tensor cores (default: FP32 FMA math)");
   cmd->add_flag("--json", json, "Print the rows as JSON");
   cmd->add_option("--json-file", json_path, "Also write the JSON rows here");
   cmd->add_option("--csv", csv_path, "Also write the rows as CSV");

@@ -31,7 +31,7 @@ void add_run_command(CLI::App& app) {
   static CostFlags cost_flags;
   static int iters = 20, warmup = 3;
   static uint64_t input_seed = 1;
-  static bool json = false, graph_flag = false, eager = false, retune = false;
+  static bool json = false, graph_flag = false, eager = false, retune = false, tf32 = false;
   static int auto_rounds = 0;
   add_model_flags(*cmd, flags);
   add_cost_flags(*cmd, cost_flags);
@@ -52,6 +52,8 @@ void add_run_command(CLI::App& app) {
                 "cuda:N, sim:NAME: launch every kernel from the host instead of replaying a CUDA "
                 "Graph (the slow path: one host thread issuing launches is the bottleneck)")
       ->excludes(graph_opt);
+  cmd->add_flag("--tf32", tf32,
+                "cuda:N: let cuDNN and cuBLAS use TF32 tensor cores (default: FP32 FMA math)");
   cmd->add_option("--auto-rounds", auto_rounds,
                   "auto: interleaved timed rounds of its candidates (0: 200 on cuda:N, 20 on "
                   "cpu, 1 on sim)")
@@ -119,6 +121,7 @@ void add_run_command(CLI::App& app) {
             .schedule = sched_options,
             .measure = {.device = device,
                         .graph_replay = graph_replay,
+                        .allow_tf32 = tf32,
                         .executor = exec_options,
                         .iters = auto_rounds > 0 ? auto_rounds : tune::default_auto_rounds(device),
                         .warmup = tune::default_auto_warmup(device),
@@ -138,6 +141,7 @@ void add_run_command(CLI::App& app) {
                             trace_lane_names(m.units, s));
     MeasureOptions measure{.device = device,
                            .graph_replay = graph_replay,
+                           .allow_tf32 = tf32,
                            .sim_trace = sim ? trace_path : "",
                            .executor = exec_options,
                            .iters = iters,

@@ -24,7 +24,7 @@ struct RequestLayout {
   int64_t scratch_bytes = 0;  // per lane: Compiler::scratch_bytes()
   size_t num_lanes = 0;
   uint32_t num_events = 0;
-  bool allow_tf32 = false;  // cuBLAS handles in TF32 tensor-op math (CudaExecutorOptions)
+  bool allow_tf32 = false;          // cuBLAS handles in TF32 tensor-op math (CudaExecutorOptions)
   std::vector<Bytes> pinned_bytes;  // graph inputs, then graph outputs
 };
 
