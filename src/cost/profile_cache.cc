@@ -1,15 +1,12 @@
 #include "cost/profile_cache.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
 #include "base/error.h"
+#include "cost/json_file.h"
 
 namespace braid::cost {
 namespace {
@@ -43,24 +40,6 @@ std::optional<Measurement> measurement_from_json(const nlohmann::json& j) {
   if (!(m.median.count() > 0) || !std::isfinite(m.median.count())) return std::nullopt;
   return m;
 }
-
-// Holds an flock for the lifetime of the object; a no-op when the lock file cannot be opened
-// (a read-only cache still works, it just cannot be written).
-class FileLock {
- public:
-  explicit FileLock(const std::filesystem::path& path)
-      : fd_(::open(path.c_str(), O_CREAT | O_RDWR, 0644)) {
-    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
-  }
-  ~FileLock() {
-    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_;
-};
 
 constexpr std::chrono::seconds kAutoFlushInterval{5};
 
@@ -183,17 +162,7 @@ void ProfileCache::flush() {
   nlohmann::json j = {{"format", kProfileCacheFormat},
                       {"machine", to_json(machine_)},
                       {"entries", std::move(entries)}};
-  const std::filesystem::path temp = path_.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    out << j.dump(1) << '\n';
-    out.close();
-    BRAID_CHECK(out.good(), ErrorCode::kInternal, "cannot write ", temp.string());
-  }
-  std::filesystem::rename(temp, path_, ec);
-  if (ec) std::filesystem::remove(temp);
-  BRAID_CHECK(!ec, ErrorCode::kInternal, "cannot rename ", temp.string(), " to ", path_.string(),
-              ": ", ec.message());
+  write_json_atomically(path_, j);
   unsaved_.clear();
   last_flush_ = std::chrono::steady_clock::now();
 }

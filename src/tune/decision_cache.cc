@@ -1,13 +1,10 @@
 #include "tune/decision_cache.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <fstream>
 
 #include "base/error.h"
+#include "cost/json_file.h"
 #include "cost/machine.h"
 #include "cost/stage_key.h"
 
@@ -99,26 +96,15 @@ void DecisionCache::insert(const DecisionKey& key, const nlohmann::json& decisio
   std::filesystem::create_directories(dir_, ec);
   if (ec) return warn("cannot create the cache directory " + dir_.string() + ": " + ec.message());
   // Under an flock, merged with what other processes saved since we read the file.
-  const std::string lock_path = path_.string() + ".lock";
-  const int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR, 0644);
-  if (lock >= 0) ::flock(lock, LOCK_EX);
+  cost::FileLock lock(path_.string() + ".lock");
   nlohmann::json merged = read_file(false);
   merged[digest(key)] = entry;
   for (const auto& [d, value] : merged.items())
     if (!decisions_.contains(d)) decisions_[d] = value;
-  const nlohmann::json file = {{"format", kDecisionCacheFormat}, {"decisions", merged}};
-  const std::filesystem::path temp = path_.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    out << file.dump(1) << '\n';
-    out.close();
-    if (!out.good()) ec = std::make_error_code(std::errc::io_error);
-  }
-  if (!ec) std::filesystem::rename(temp, path_, ec);
-  if (lock >= 0) ::close(lock);  // releases the flock
-  if (ec) {
-    std::filesystem::remove(temp, ec);
-    warn("could not save the decision cache " + path_.string());
+  try {
+    cost::write_json_atomically(path_, {{"format", kDecisionCacheFormat}, {"decisions", merged}});
+  } catch (const Error& e) {  // a cache that cannot be saved costs a re-measure, not the run
+    warn("could not save the decision cache " + path_.string() + ": " + e.what());
   }
 }
 
