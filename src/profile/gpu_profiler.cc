@@ -24,10 +24,7 @@ GpuProfiler::GpuProfiler(const ir::UnitGraph& units, std::shared_ptr<const ir::W
   weights_->check_complete(*units.graph());
   BRAID_CHECK(options_.runs >= 1 && options_.copies.max_copies >= 1 && options_.warmup >= 0,
               ErrorCode::kInvalidArgument, "profiler options: runs and max copies must be >= 1");
-  const int n = exec::cuda_device_count();
-  BRAID_CHECK(n > 0, ErrorCode::kNotFound, exec::cuda_unavailable_reason());
-  BRAID_CHECK(options_.device >= 0 && options_.device < n, ErrorCode::kNotFound, "no CUDA device ",
-              options_.device, " (", n, " visible)");
+  exec::check_cuda_device(options_.device);
   device_ = exec::cuda_device_description(options_.device);
   if (options_.use_cache) {
     cost::Machine machine = cost::this_machine();

@@ -263,10 +263,7 @@ Measured measure_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::
 
 void require_cuda_device(const std::string& device) {
   const std::optional<int> gpu = cuda_device(device);
-  if (!gpu) return;
-  BRAID_CHECK(exec::cuda_device_count() > 0, ErrorCode::kNotFound, exec::cuda_unavailable_reason());
-  BRAID_CHECK(*gpu < exec::cuda_device_count(), ErrorCode::kNotFound, "no CUDA device ", *gpu, " (",
-              exec::cuda_device_count(), " visible)");
+  if (gpu) exec::check_cuda_device(*gpu);
 }
 
 std::string describe_device(const std::string& device) {

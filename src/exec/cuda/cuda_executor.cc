@@ -264,10 +264,7 @@ std::string cuda_device_description(int device) {
 }
 
 std::unique_ptr<Executor> make_cuda_executor(const CudaExecutorOptions& options) {
-  const int n = cuda_device_count();
-  if (n == 0) BRAID_THROW(ErrorCode::kNotFound, cuda_unavailable_reason());
-  BRAID_CHECK(options.device >= 0 && options.device < n, ErrorCode::kNotFound, "no CUDA device ",
-              options.device, " (", n, " visible)");
+  check_cuda_device(options.device);
   return std::make_unique<CudaExecutor>(options);
 }
 

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 
+#include "base/error.h"
 #include "exec/executor.h"
 
 namespace braid::exec {
@@ -45,6 +46,14 @@ struct CudaExecutorOptions {
 int cuda_device_count();
 // "no CUDA device (...why...)" when cuda_device_count() is 0; empty otherwise.
 std::string cuda_unavailable_reason();
+// Throws braid::Error(kNotFound): cuda_unavailable_reason() without a GPU, "no CUDA device N
+// (M visible)" when `device` is not one of them. Every entry point that takes a device asks it.
+inline void check_cuda_device(int device) {
+  const int n = cuda_device_count();
+  if (n == 0) BRAID_THROW(ErrorCode::kNotFound, cuda_unavailable_reason());
+  BRAID_CHECK(device >= 0 && device < n, ErrorCode::kNotFound, "no CUDA device ", device, " (", n,
+              " visible)");
+}
 
 // Throws braid::Error(kNotFound) "no CUDA device" when options.device does not exist.
 std::unique_ptr<Executor> make_cuda_executor(const CudaExecutorOptions& options = {});

@@ -163,10 +163,7 @@ class StageTimer final : public CudaStageTimer {
 std::unique_ptr<CudaStageTimer> make_cuda_stage_timer(const ir::UnitGraph& units,
                                                       std::shared_ptr<const ir::Weights> weights,
                                                       int device, uint64_t input_seed) {
-  const int n = cuda_device_count();
-  if (n == 0) BRAID_THROW(ErrorCode::kNotFound, cuda_unavailable_reason());
-  BRAID_CHECK(device >= 0 && device < n, ErrorCode::kNotFound, "no CUDA device ", device, " (", n,
-              " visible)");
+  check_cuda_device(device);
   BRAID_CHECK(units.graph() != nullptr && weights != nullptr, ErrorCode::kInvalidArgument,
               "stage timing needs a model with operators and weights");
   return std::make_unique<StageTimer>(units, std::move(weights), device, input_seed);
