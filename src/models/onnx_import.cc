@@ -1,13 +1,13 @@
+// ONNX import, the graph walk: reads the model's inputs, initializers and nodes in topological
+// order and builds braid's graph through ir::GraphBuilder. What each op type becomes is in the
+// op table (onnx_ops.cc); constants are read by onnx_tensor.cc, attributes by
+// onnx_attributes.cc, and the shapes are cross-checked by onnx_shape_check.cc.
 #include "models/onnx_import.h"
 
-#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
-#include <bit>
 #include <climits>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -17,121 +17,24 @@
 
 #include "base/error.h"
 #include "ir/unit_graph.h"
+#include "models/onnx_attributes.h"
+#include "models/onnx_ops.h"
+#include "models/onnx_shape_check.h"
+#include "models/onnx_tensor.h"
 
 namespace braid::models {
 namespace {
 
 using ir::OpKind;
+using onnx_detail::Constant;
+using onnx_detail::kMaxElements;
+using onnx_detail::NodeAttributes;
+using onnx_detail::onnx_type_name;
+using onnx_detail::OnnxOp;
+using onnx_detail::OnnxOpRole;
+using onnx_detail::Tensor;
 constexpr auto kBad = ErrorCode::kInvalidModel;
 constexpr auto kUnsupported = ErrorCode::kUnsupported;
-// Larger constants cannot come from a model under protobuf's 2 GiB limit; the bound keeps
-// element counts far from int64 overflow.
-constexpr int64_t kMaxElements = int64_t{1} << 40;
-// Bound on sizes given by attributes and int64 constants (windows, pads, shapes), so that
-// braid's shape arithmetic on them cannot overflow.
-constexpr int64_t kMaxSize = int64_t{1} << 32;
-// Float initializers up to this size keep their data in the copy given to ONNX shape inference.
-constexpr int64_t kSmallConstant = 64;
-
-static_assert(std::endian::native == std::endian::little, "ONNX raw_data is little-endian");
-
-std::string onnx_type_name(int t) {
-  return onnx::TensorProto_DataType_IsValid(t)
-             ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t))
-             : "#" + std::to_string(t);
-}
-
-// A constant read from an initializer or a Constant node.
-struct Tensor {
-  ir::DType dtype = ir::DType::kFloat32;
-  ir::Shape shape;
-  std::vector<float> floats;
-  std::vector<int64_t> ints;
-};
-
-template <typename T, typename Field>
-std::vector<T> read_payload(const onnx::TensorProto& t, const Field& typed, int64_t n,
-                            const std::string& what) {
-  std::vector<T> out;
-  if (t.has_raw_data()) {
-    BRAID_CHECK(t.raw_data().size() == static_cast<size_t>(n) * sizeof(T), kBad, what,
-                ": raw_data has ", t.raw_data().size(), " bytes, its shape needs ",
-                n * static_cast<int64_t>(sizeof(T)));
-    out.resize(n);
-    std::memcpy(out.data(), t.raw_data().data(), t.raw_data().size());
-  } else {
-    BRAID_CHECK(typed.size() == n, kBad, what, ": has ", typed.size(), " values, its shape needs ",
-                n);
-    out.assign(typed.begin(), typed.end());
-  }
-  return out;
-}
-
-Tensor read_tensor(const onnx::TensorProto& t, const std::string& what) {
-  BRAID_CHECK(t.data_location() != onnx::TensorProto::EXTERNAL, kUnsupported, what,
-              " keeps its data in an external file; braid reads only data embedded in the model");
-  BRAID_CHECK(!t.has_segment(), kUnsupported, what, " is a segmented tensor");
-  Tensor out;
-  int64_t n = 1;
-  for (int64_t d : t.dims()) {
-    BRAID_CHECK(d >= 0, kBad, what, " has a negative dim ", d);
-    BRAID_CHECK(d == 0 || n <= kMaxElements / d, kUnsupported, what, " is too large");
-    out.shape.push_back(d);
-    n *= d;
-  }
-  switch (t.data_type()) {
-    case onnx::TensorProto::FLOAT:
-      out.floats = read_payload<float>(t, t.float_data(), n, what);
-      break;
-    case onnx::TensorProto::INT64:
-      out.dtype = ir::DType::kInt64;
-      out.ints = read_payload<int64_t>(t, t.int64_data(), n, what);
-      break;
-    default:
-      BRAID_THROW(kUnsupported, what, " has element type ", onnx_type_name(t.data_type()),
-                  "; braid reads float32 and int64 constants only");
-  }
-  return out;
-}
-
-std::string shape_string(const onnx::TensorShapeProto& s) {
-  std::string out = "[";
-  for (int i = 0; i < s.dim_size(); ++i) {
-    if (i > 0) out += ",";
-    const auto& d = s.dim(i);
-    out += d.has_dim_value()   ? std::to_string(d.dim_value())
-           : d.has_dim_param() ? d.dim_param()
-                               : "?";
-  }
-  return out + "]";
-}
-
-// Attributes each op understands; anything else could change the semantics, so it is rejected.
-const std::unordered_map<std::string_view, std::vector<std::string_view>>& known_attributes() {
-  static const std::unordered_map<std::string_view, std::vector<std::string_view>> k = {
-      {"Conv", {"kernel_shape", "strides", "dilations", "pads", "group", "auto_pad"}},
-      {"MaxPool",
-       {"kernel_shape", "strides", "pads", "auto_pad", "ceil_mode", "dilations", "storage_order"}},
-      {"AveragePool",
-       {"kernel_shape", "strides", "pads", "auto_pad", "ceil_mode", "dilations",
-        "count_include_pad"}},
-      {"Concat", {"axis"}},
-      {"Gemm", {"alpha", "beta", "transA", "transB", "broadcast"}},
-      {"BatchNormalization",
-       {"epsilon", "momentum", "training_mode", "spatial", "is_test", "consumed_inputs"}},
-      {"Softmax", {"axis"}},
-      {"LayerNormalization", {"axis", "epsilon", "stash_type"}},
-      {"Reshape", {"shape", "allowzero"}},
-      {"Flatten", {"axis"}},
-      {"Transpose", {"perm"}},
-      {"Split", {"axis", "split", "num_outputs"}},
-      {"Pad", {"mode", "pads", "value"}},
-      {"Gelu", {"approximate"}},
-      {"Dropout", {"ratio", "seed", "is_test"}},
-      {"Constant", {"value", "value_float", "value_floats", "value_int", "value_ints"}},
-  };
-  return k;
-}
 
 bool is_default_domain(const std::string& d) {
   return d.empty() || d == "ai.onnx";
@@ -150,13 +53,17 @@ std::optional<ir::Activation> activation_of(const onnx::NodeProto& n) {
   return std::nullopt;
 }
 
-// SAME_UPPER / SAME_LOWER: output = ceil(in / stride), the odd pad at the end (upper) or begin.
-void same_pads(int64_t in, int64_t k, int64_t s, int64_t d, bool upper, int64_t* begin,
-               int64_t* end) {
-  int64_t out = (in + s - 1) / s;
-  int64_t total = std::max<int64_t>(0, (out - 1) * s + (k - 1) * d + 1 - in);
-  *begin = upper ? total / 2 : total - total / 2;
-  *end = total - *begin;
+// True when every element of a bool/float/int tensor constant is zero (false).
+bool is_all_zero(const onnx::TensorProto& t) {
+  for (char c : t.raw_data())
+    if (c != 0) return false;
+  for (int32_t v : t.int32_data())
+    if (v != 0) return false;
+  for (float v : t.float_data())
+    if (v != 0.0f) return false;
+  for (int64_t v : t.int64_data())
+    if (v != 0) return false;
+  return true;
 }
 
 class Importer {
@@ -172,9 +79,9 @@ class Importer {
     for (int i = 0; i < g_.initializer_size(); ++i) {
       const onnx::TensorProto& t = g_.initializer(i);
       BRAID_CHECK(!t.name().empty(), kBad, "initializer #", i, " has no name");
-      BRAID_CHECK(consts_.count(t.name()) == 0, kBad, "initializer '", t.name(),
+      BRAID_CHECK(!consts_.contains(t.name()), kBad, "initializer '", t.name(),
                   "' is defined twice");
-      consts_[t.name()] = {&t, nullptr, t.name(), "initializer '" + t.name() + "'"};
+      consts_.set(t.name(), {&t, nullptr, t.name(), "initializer '" + t.name() + "'"});
     }
     BRAID_CHECK(g_.sparse_initializer_size() == 0, kUnsupported,
                 "sparse initializers are not supported");
@@ -184,24 +91,16 @@ class Importer {
     for (int i : order) import_node(i);
     add_graph_outputs();
     std::shared_ptr<const ir::Graph> graph = build_with_hints();
-    check_shapes(*graph, shapes_of(g_), "the model declares");
-    // Only now, with every node validated by braid: libonnx's shape inference is not hardened
-    // against malformed nodes (the fuzzer crashed it in convPoolShapeInference).
-    onnx::ModelProto inferred = infer_onnx_shapes(*graph);
-    check_shapes(*graph, shapes_of(inferred.graph()), "ONNX shape inference gives");
+    onnx_detail::check_shapes(*graph, onnx_detail::declared_shapes(g_), "the model declares");
+    onnx::ModelProto inferred = onnx_detail::infer_onnx_shapes(m_, *graph);
+    onnx_detail::check_shapes(*graph, onnx_detail::declared_shapes(inferred.graph()),
+                              "ONNX shape inference gives");
     ImportedModel out{graph, ir::Weights(graph->num_values())};
     for (auto& [id, data] : weights_) out.weights.set(id, std::move(data));
     return out;
   }
 
  private:
-  struct Constant {
-    const onnx::TensorProto* proto = nullptr;  // initializer or Constant's `value`
-    std::shared_ptr<const Tensor> tensor;      // Constant's value_float(s) / value_int(s)
-    std::string canonical;                     // the constant an alias (Identity, Dropout) names
-    std::string what;                          // for messages
-  };
-
   // "node 'conv1'", or "node #3 (Conv)" for an unnamed node.
   std::string describe(int i) const {
     const onnx::NodeProto& n = g_.node(i);
@@ -228,15 +127,14 @@ class Importer {
       if (!is_default_domain(n.domain()))
         BRAID_THROW(kUnsupported, describe(i), ": unsupported op type '", n.op_type(),
                     "' (domain '", n.domain(), "')");
-      const bool known = ir::op_kind_from_onnx(n.op_type()).has_value() ||
-                         n.op_type() == "Constant" || n.op_type() == "Dropout";
-      BRAID_CHECK(known, kUnsupported, describe(i), ": unsupported op type '", n.op_type(), "'");
+      BRAID_CHECK(onnx_detail::find_onnx_op(n.op_type()) != nullptr, kUnsupported, describe(i),
+                  ": unsupported op type '", n.op_type(), "'");
     }
   }
 
   void add_graph_inputs() {
     for (const onnx::ValueInfoProto& in : g_.input()) {
-      if (consts_.count(in.name())) continue;  // IR < 4 lists initializers as inputs too
+      if (consts_.contains(in.name())) continue;  // IR < 4 lists initializers as inputs too
       const std::string what = "graph input '" + in.name() + "'";
       BRAID_CHECK(!in.name().empty(), kBad, "a graph input has no name");
       BRAID_CHECK(in.type().has_tensor_type(), kUnsupported, what, " is not a tensor");
@@ -279,7 +177,7 @@ class Importer {
     for (int i = 0; i < num; ++i)
       for (const std::string& out : g_.node(i).output()) {
         if (out.empty()) continue;
-        BRAID_CHECK(values_.count(out) == 0 && consts_.count(out) == 0, kBad, describe(i),
+        BRAID_CHECK(values_.count(out) == 0 && !consts_.contains(out), kBad, describe(i),
                     ": writes '", out, "', which is also a graph input or initializer");
         auto [it, inserted] = producer_.emplace(out, i);
         BRAID_CHECK(inserted, kBad, "value '", out, "' is written by both ", describe(it->second),
@@ -297,13 +195,13 @@ class Importer {
           ++indegree[i];
           continue;
         }
-        BRAID_CHECK(values_.count(in) || consts_.count(in), kBad, describe(i), ": input '", in,
+        BRAID_CHECK(values_.count(in) || consts_.contains(in), kBad, describe(i), ": input '", in,
                     "' is not defined (no graph input, initializer or node output has that name)");
       }
     for (const auto& out : g_.output()) {
       ++uses_[out.name()];
       BRAID_CHECK(
-          producer_.count(out.name()) || values_.count(out.name()) || consts_.count(out.name()),
+          producer_.count(out.name()) || values_.count(out.name()) || consts_.contains(out.name()),
           kBad, "graph output '", out.name(), "' is not defined by any node");
     }
     std::priority_queue<int, std::vector<int>, std::greater<>> ready;
@@ -339,57 +237,6 @@ class Importer {
     BRAID_THROW(kBad, "the graph has a cycle through ", describe(at), " (", path, ")");
   }
 
-  // ONNX's own shape inference on a clean copy: no weights beyond small constants, graph inputs
-  // with braid's shapes (batch filled in), no declared shapes (compared separately), no
-  // metadata or functions. Its result only cross-checks braid's shapes; failures are ignored.
-  onnx::ModelProto infer_onnx_shapes(const ir::Graph& graph) {
-    onnx::ModelProto copy;
-    copy.set_ir_version(m_.ir_version());
-    copy.mutable_opset_import()->CopyFrom(m_.opset_import());
-    onnx::GraphProto* g = copy.mutable_graph();
-    g->mutable_node()->CopyFrom(g_.node());
-    for (ValueId v : graph.inputs()) {
-      const ir::Value& in = graph.value(v);
-      auto* t = g->add_input();
-      t->set_name(in.name);
-      auto* tt = t->mutable_type()->mutable_tensor_type();
-      tt->set_elem_type(in.type.dtype == ir::DType::kInt64 ? onnx::TensorProto::INT64
-                                                           : onnx::TensorProto::FLOAT);
-      for (int64_t d : in.type.shape) tt->mutable_shape()->add_dim()->set_dim_value(d);
-    }
-    for (const auto& out : g_.output()) g->add_output()->set_name(out.name());
-    for (const onnx::TensorProto& t : g_.initializer()) {
-      const bool is_float = t.data_type() == onnx::TensorProto::FLOAT;
-      if (!is_float && t.data_type() != onnx::TensorProto::INT64) continue;
-      int64_t n = 1;
-      for (int64_t d : t.dims()) n = d >= 0 && (d == 0 || n <= kMaxElements / d) ? n * d : -1;
-      if (n < 0) continue;
-      onnx::TensorProto* c = g->add_initializer();
-      if (!is_float || n <= kSmallConstant) {
-        c->CopyFrom(t);
-      } else {
-        c->set_name(t.name());
-        c->set_data_type(t.data_type());
-        c->mutable_dims()->CopyFrom(t.dims());
-      }
-    }
-    try {
-      onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
-      onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), opts);
-    } catch (const std::exception&) {
-      // Non-strict: what was inferred before the failure remains.
-    }
-    return copy;
-  }
-
-  static std::unordered_map<std::string, const onnx::ValueInfoProto*> shapes_of(
-      const onnx::GraphProto& g) {
-    std::unordered_map<std::string, const onnx::ValueInfoProto*> known;
-    for (const auto& vi : g.value_info()) known[vi.name()] = &vi;
-    for (const auto& vi : g.output()) known[vi.name()] = &vi;
-    return known;
-  }
-
   // Conv + activation pairs that braid exported from one Conv with a fused activation.
   void plan_fused_activations() {
     std::unordered_set<std::string> names;
@@ -415,95 +262,21 @@ class Importer {
     }
   }
 
-  // ---- attributes ----
-  const onnx::AttributeProto* attr(int i, std::string_view name,
-                                   onnx::AttributeProto::AttributeType type) const {
-    for (const auto& a : g_.node(i).attribute())
-      if (a.name() == name) {
-        BRAID_CHECK(a.type() == type, kBad, describe(i), ": attribute '", name,
-                    "' must be of type ", onnx::AttributeProto::AttributeType_Name(type));
-        return &a;
-      }
-    return nullptr;
-  }
-  int64_t attr_int(int i, std::string_view name, int64_t fallback) const {
-    const auto* a = attr(i, name, onnx::AttributeProto::INT);
-    return a ? a->i() : fallback;
-  }
-  float attr_float(int i, std::string_view name, float fallback) const {
-    const auto* a = attr(i, name, onnx::AttributeProto::FLOAT);
-    return a ? a->f() : fallback;
-  }
-  std::string attr_string(int i, std::string_view name, std::string fallback) const {
-    const auto* a = attr(i, name, onnx::AttributeProto::STRING);
-    return a ? a->s() : fallback;
-  }
-  std::optional<std::vector<int64_t>> attr_ints(int i, std::string_view name) const {
-    const auto* a = attr(i, name, onnx::AttributeProto::INTS);
-    if (!a) return std::nullopt;
-    return std::vector<int64_t>(a->ints().begin(), a->ints().end());
-  }
-  // An INTS attribute of exactly `size` entries, all positive.
-  template <size_t N>
-  std::array<int64_t, N> attr_array(int i, std::string_view name, std::array<int64_t, N> fallback,
-                                    bool positive) const {
-    auto v = attr_ints(i, name);
-    if (!v) return fallback;
-    BRAID_CHECK(v->size() == N, N <= 2 ? kUnsupported : kBad, describe(i), ": attribute '", name,
-                "' has ", v->size(), " entries; braid supports 2-D windows only (", N, " entries)");
-    std::array<int64_t, N> out;
-    for (size_t k = 0; k < N; ++k) {
-      BRAID_CHECK((positive ? (*v)[k] > 0 : (*v)[k] >= 0) && (*v)[k] <= kMaxSize, kBad, describe(i),
-                  ": attribute '", name, "' has a bad entry ", (*v)[k]);
-      out[k] = (*v)[k];
-    }
-    return out;
-  }
-
-  // Sizes from an attribute or constant (split sizes, pads, reshape dims) stay in a sane range.
-  const std::vector<int64_t>& bounded(int i, std::string_view role,
-                                      const std::vector<int64_t>& v) const {
-    for (int64_t x : v)
-      BRAID_CHECK(x >= -kMaxSize && x <= kMaxSize, kBad, describe(i), ": ", role, " value ", x,
-                  " is out of range");
-    return v;
-  }
-
-  void check_attributes(int i) const {
-    const onnx::NodeProto& n = g_.node(i);
-    const auto& table = known_attributes();
-    auto it = table.find(n.op_type());
-    for (const auto& a : n.attribute()) {
-      bool ok = it != table.end() &&
-                std::find(it->second.begin(), it->second.end(), a.name()) != it->second.end();
-      BRAID_CHECK(ok, kUnsupported, describe(i), ": attribute '", a.name(), "' of ", n.op_type(),
-                  " is not supported");
-    }
-  }
-
   // ---- inputs ----
-  const Constant* constant(const std::string& name) const {
-    if (values_.count(name)) return nullptr;
-    auto it = consts_.find(name);
-    return it == consts_.end() ? nullptr : &it->second;
-  }
-  static Tensor read_constant(const Constant& c) {
-    return c.proto ? read_tensor(*c.proto, c.what) : *c.tensor;
-  }
-
   // A float constant used as an operand becomes a parameter, once per underlying constant.
   ValueId value(int i, const std::string& name) {
     if (auto it = values_.find(name); it != values_.end()) return it->second;
     const Constant* c = constant(name);
     BRAID_ASSERT(c != nullptr, "inputs were checked in topological_order");
     if (auto it = values_.find(c->canonical); it != values_.end()) return it->second;
-    Tensor t = read_constant(*c);
+    Tensor t = onnx_detail::read_constant(*c);
     BRAID_CHECK(t.dtype == ir::DType::kFloat32, kUnsupported, describe(i), ": input '", name,
                 "' is an int64 constant; braid takes int64 constants only as Reshape shapes, "
                 "Split sizes and Pad pads");
     ValueId id =
         b_.add_parameter(c->canonical, {ir::DType::kFloat32, t.shape}, ir::ParamInit::external());
     values_[c->canonical] = id;
+    consts_.materialize(c->canonical);
     weights_.emplace_back(id, std::move(t.floats));
     return id;
   }
@@ -525,221 +298,6 @@ class Importer {
     return out;
   }
 
-  // Input k as a constant of the given type (Reshape shape, Split sizes, Pad pads / value).
-  std::optional<Tensor> const_input(int i, int k, std::string_view role, ir::DType dtype) const {
-    const onnx::NodeProto& n = g_.node(i);
-    if (k >= n.input_size() || n.input(k).empty()) return std::nullopt;
-    const Constant* c = constant(n.input(k));
-    BRAID_CHECK(c != nullptr, kUnsupported, describe(i), ": ", role, " input '", n.input(k),
-                "' must be a constant (initializer or Constant node)");
-    Tensor t = read_constant(*c);
-    BRAID_CHECK(t.dtype == dtype && t.shape.size() <= 1, kBad, describe(i), ": ", role, " input '",
-                n.input(k), "' must be a ", ir::to_string(dtype), " scalar or 1-D tensor");
-    return t;
-  }
-
-  const ir::TensorType& type_of(ValueId v) const { return b_.type(v); }
-
-  // ---- ops ----
-  ir::ConvAttrs conv_attrs(int i, const std::vector<ValueId>& in) const {
-    BRAID_CHECK(in.size() >= 2, kBad, describe(i), " (Conv): needs input and weights");
-    const ir::Shape& x = type_of(in[0]).shape;
-    const ir::Shape& w = type_of(in[1]).shape;
-    BRAID_CHECK(x.size() == 4 && w.size() == 4, kUnsupported, describe(i),
-                ": only 2-D Conv is supported (input ", ir::to_string(x), ", weights ",
-                ir::to_string(w), ")");
-    ir::ConvAttrs a;
-    a.kernel = attr_array<2>(i, "kernel_shape", {w[2], w[3]}, true);
-    a.stride = attr_array<2>(i, "strides", {1, 1}, true);
-    a.dilation = attr_array<2>(i, "dilations", {1, 1}, true);
-    a.pads = attr_array<4>(i, "pads", {0, 0, 0, 0}, false);
-    a.groups = attr_int(i, "group", 1);
-    apply_auto_pad(i, x, a.kernel, a.stride, a.dilation, &a.pads);
-    return a;
-  }
-
-  void apply_auto_pad(int i, const ir::Shape& x, const std::array<int64_t, 2>& kernel,
-                      const std::array<int64_t, 2>& stride, const std::array<int64_t, 2>& dilation,
-                      std::array<int64_t, 4>* pads) const {
-    const std::string mode = attr_string(i, "auto_pad", "NOTSET");
-    if (mode == "NOTSET") return;
-    BRAID_CHECK(!attr_ints(i, "pads"), kBad, describe(i), ": both pads and auto_pad=", mode,
-                " are set");
-    if (mode == "VALID") {
-      *pads = {0, 0, 0, 0};
-      return;
-    }
-    BRAID_CHECK(mode == "SAME_UPPER" || mode == "SAME_LOWER", kUnsupported, describe(i),
-                ": auto_pad '", mode, "' is not supported");
-    for (int k = 0; k < 2; ++k)
-      same_pads(x[2 + k], kernel[k], stride[k], dilation[k], mode == "SAME_UPPER", &(*pads)[k],
-                &(*pads)[2 + k]);
-  }
-
-  ir::PoolAttrs pool_attrs(int i, const std::vector<ValueId>& in, bool average) const {
-    const ir::Shape& x = type_of(in[0]).shape;
-    BRAID_CHECK(x.size() == 4, kUnsupported, describe(i), ": only 2-D pooling is supported (input ",
-                ir::to_string(x), ")");
-    BRAID_CHECK(attr_ints(i, "kernel_shape"), kBad, describe(i), ": kernel_shape is required");
-    ir::PoolAttrs a;
-    a.kernel = attr_array<2>(i, "kernel_shape", {1, 1}, true);
-    a.stride = attr_array<2>(i, "strides", {1, 1}, true);
-    a.pads = attr_array<4>(i, "pads", {0, 0, 0, 0}, false);
-    const auto dilation = attr_array<2>(i, "dilations", {1, 1}, true);
-    BRAID_CHECK(dilation == (std::array<int64_t, 2>{1, 1}), kUnsupported, describe(i),
-                ": pooling dilations other than 1 are not supported");
-    BRAID_CHECK(attr_int(i, "storage_order", 0) == 0, kUnsupported, describe(i),
-                ": storage_order=1 is not supported");
-    a.ceil_mode = attr_int(i, "ceil_mode", 0) != 0;
-    if (average) a.count_include_pad = attr_int(i, "count_include_pad", 0) != 0;
-    apply_auto_pad(i, x, a.kernel, a.stride, dilation, &a.pads);
-    return a;
-  }
-
-  int64_t checked_axis(int i, int64_t axis, int64_t rank) const {
-    BRAID_CHECK(axis >= -rank && axis < rank, kBad, describe(i), ": axis ", axis,
-                " out of range for rank ", rank);
-    return axis < 0 ? axis + rank : axis;
-  }
-
-  ir::SplitAttrs split_attrs(int i, const ir::TensorType& x) const {
-    const onnx::NodeProto& n = g_.node(i);
-    ir::SplitAttrs a;
-    a.axis = attr_int(i, "axis", 0);
-    const int64_t axis = checked_axis(i, a.axis, x.rank());
-    if (opset_ >= 13) {
-      if (auto t = const_input(i, 1, "split", ir::DType::kInt64))
-        a.sizes = bounded(i, "split", t->ints);
-    } else if (auto s = attr_ints(i, "split")) {
-      a.sizes = bounded(i, "split", *s);
-    }
-    if (!a.sizes.empty()) return a;
-    const int64_t parts = n.output_size(), dim = x.shape[axis];
-    if (auto num = attr_int(i, "num_outputs", 0); num != 0)
-      BRAID_CHECK(num == parts, kBad, describe(i), ": num_outputs=", num, " but ", parts,
-                  " outputs");
-    BRAID_CHECK(parts >= 1, kBad, describe(i), ": Split has no outputs");
-    // Opset 18: ceil(dim / parts) each, the last one smaller; before that, parts must divide dim.
-    const int64_t chunk = opset_ >= 18 ? (dim + parts - 1) / parts : dim / parts;
-    BRAID_CHECK(opset_ >= 18 || dim % parts == 0, kBad, describe(i), ": cannot split ", dim,
-                " into ", parts, " equal parts");
-    a.sizes.assign(parts, chunk);
-    a.sizes.back() = dim - chunk * (parts - 1);
-    return a;
-  }
-
-  ir::PadAttrs pad_attrs(int i, const ir::TensorType& x) const {
-    const std::string mode = attr_string(i, "mode", "constant");
-    BRAID_CHECK(mode == "constant", kUnsupported, describe(i), ": Pad mode '", mode,
-                "' is not supported (only constant)");
-    ir::PadAttrs a;
-    if (opset_ < 11) {
-      a.pads = bounded(i, "pads", attr_ints(i, "pads").value_or(std::vector<int64_t>{}));
-      a.value = attr_float(i, "value", 0.0f);
-      return a;
-    }
-    auto pads = const_input(i, 1, "pads", ir::DType::kInt64);
-    BRAID_CHECK(pads.has_value(), kBad, describe(i), ": Pad needs a pads input");
-    if (auto v = const_input(i, 2, "constant_value", ir::DType::kFloat32)) {
-      BRAID_CHECK(v->floats.size() == 1, kBad, describe(i), ": constant_value must hold one value");
-      a.value = v->floats[0];
-    }
-    a.pads = bounded(i, "pads", pads->ints);
-    if (auto axes = const_input(i, 3, "axes", ir::DType::kInt64)) {  // opset 18
-      const int64_t r = x.rank(), na = static_cast<int64_t>(axes->ints.size());
-      BRAID_CHECK(static_cast<int64_t>(pads->ints.size()) == 2 * na, kBad, describe(i), ": ",
-                  pads->ints.size(), " pads for ", na, " axes");
-      a.pads.assign(2 * r, 0);
-      for (int64_t j = 0; j < na; ++j) {
-        const int64_t ax = checked_axis(i, axes->ints[j], r);
-        a.pads[ax] = pads->ints[j];
-        a.pads[r + ax] = pads->ints[na + j];
-      }
-    }
-    return a;
-  }
-
-  ir::OpAttrs attrs_for(int i, OpKind kind, const std::vector<ValueId>& in) const {
-    switch (kind) {
-      case OpKind::Conv:
-        return conv_attrs(i, in);
-      case OpKind::MaxPool:
-      case OpKind::AveragePool:
-        return pool_attrs(i, in, kind == OpKind::AveragePool);
-      case OpKind::Concat:
-        BRAID_CHECK(opset_ < 4 || attr(i, "axis", onnx::AttributeProto::INT), kBad, describe(i),
-                    ": Concat needs an axis");
-        return ir::AxisAttrs{attr_int(i, "axis", 1)};
-      case OpKind::Flatten:
-        return ir::AxisAttrs{attr_int(i, "axis", 1)};
-      case OpKind::Softmax: {
-        const int64_t rank = type_of(in[0]).rank();
-        if (opset_ >= 13) return ir::AxisAttrs{attr_int(i, "axis", -1)};
-        // Before opset 13 Softmax normalizes over the flattened dims [axis, rank); that is the
-        // per-axis softmax of opset 13 only when axis is the last dim.
-        const int64_t axis = checked_axis(i, attr_int(i, "axis", 1), rank);
-        BRAID_CHECK(axis == rank - 1, kUnsupported, describe(i), ": Softmax axis ", axis,
-                    " at opset ", opset_, " normalizes over the flattened dims [", axis, ", ", rank,
-                    "); braid supports only the last axis there");
-        return ir::AxisAttrs{axis};
-      }
-      case OpKind::Gemm:
-        return ir::GemmAttrs{attr_float(i, "alpha", 1.0f), attr_float(i, "beta", 1.0f),
-                             attr_int(i, "transA", 0) != 0, attr_int(i, "transB", 0) != 0};
-      case OpKind::BatchNormalization:
-        BRAID_CHECK(attr_int(i, "training_mode", 0) == 0, kUnsupported, describe(i),
-                    ": BatchNormalization in training mode is not supported");
-        BRAID_CHECK(attr_int(i, "spatial", 1) == 1, kUnsupported, describe(i),
-                    ": BatchNormalization with spatial=0 is not supported");
-        return ir::BatchNormAttrs{attr_float(i, "epsilon", 1e-5f)};
-      case OpKind::LayerNormalization:
-        return ir::LayerNormAttrs{attr_int(i, "axis", -1), attr_float(i, "epsilon", 1e-5f)};
-      case OpKind::Reshape: {
-        std::vector<int64_t> shape;
-        if (opset_ < 5) {
-          shape = attr_ints(i, "shape").value_or(std::vector<int64_t>{});
-        } else {
-          auto t = const_input(i, 1, "shape", ir::DType::kInt64);
-          BRAID_CHECK(t.has_value(), kBad, describe(i), ": Reshape needs a shape input");
-          shape = t->ints;
-        }
-        const bool has_zero = std::find(shape.begin(), shape.end(), 0) != shape.end();
-        BRAID_CHECK(attr_int(i, "allowzero", 0) == 0 || !has_zero, kUnsupported, describe(i),
-                    ": Reshape with allowzero=1 and a 0 in the shape is not supported");
-        int64_t product = 1;
-        for (int64_t d : bounded(i, "shape", shape)) {
-          BRAID_CHECK(product <= kMaxElements / std::max<int64_t>(d, 1), kBad, describe(i),
-                      ": Reshape to a shape too large");
-          product *= std::max<int64_t>(d, 1);
-        }
-        return ir::ReshapeAttrs{shape};
-      }
-      case OpKind::Transpose:
-        return ir::TransposeAttrs{attr_ints(i, "perm").value_or(std::vector<int64_t>{})};
-      case OpKind::Split:
-        return split_attrs(i, type_of(in[0]));
-      case OpKind::Pad:
-        return pad_attrs(i, type_of(in[0]));
-      case OpKind::Gelu: {
-        const std::string approximate = attr_string(i, "approximate", "none");
-        BRAID_CHECK(approximate == "none" || approximate == "tanh", kBad, describe(i),
-                    ": Gelu approximate='", approximate, "'");
-        return ir::GeluAttrs{approximate == "tanh"};
-      }
-      case OpKind::Relu:
-      case OpKind::Sigmoid:
-      case OpKind::Tanh:
-      case OpKind::GlobalAveragePool:
-      case OpKind::Add:
-      case OpKind::Mul:
-      case OpKind::Sum:
-      case OpKind::MatMul:
-      case OpKind::Identity:
-        return std::monostate{};
-    }
-    BRAID_ASSERT(false, "unhandled op kind");
-  }
-
   // Outputs past the ones braid computes (BatchNorm's training statistics, MaxPool's indices,
   // Dropout's mask) must be unused.
   void check_extra_outputs(int i, int used) const {
@@ -753,16 +311,17 @@ class Importer {
       BRAID_CHECK(!n.output(k).empty(), kBad, describe(i), ": output #", k, " has no name");
   }
 
+  const Constant* constant(const std::string& name) const { return consts_.find(name); }
+
   void alias(const std::string& to, const std::string& from) {
     if (auto it = values_.find(from); it != values_.end()) {
       values_[to] = it->second;
     } else {
-      Constant c = consts_.at(from);
-      consts_[to] = std::move(c);
+      consts_.set(to, consts_.at(from));
     }
   }
 
-  void import_constant(int i) {
+  void import_constant(int i, const NodeAttributes& attrs) {
     using A = onnx::AttributeProto;
     const onnx::NodeProto& n = g_.node(i);
     check_extra_outputs(i, 1);
@@ -770,31 +329,31 @@ class Importer {
                 ": Constant needs exactly one value attribute");
     Constant c{nullptr, nullptr, n.output(0), "Constant " + describe(i)};
     auto t = std::make_shared<Tensor>();
-    if (const A* a = attr(i, "value", A::TENSOR)) {
+    if (const A* a = attrs.find("value", A::TENSOR)) {
       c.proto = &a->t();
-    } else if (const A* a = attr(i, "value_float", A::FLOAT)) {
+    } else if (const A* a = attrs.find("value_float", A::FLOAT)) {
       t->floats = {a->f()};
-    } else if (const A* a = attr(i, "value_floats", A::FLOATS)) {
+    } else if (const A* a = attrs.find("value_floats", A::FLOATS)) {
       t->floats.assign(a->floats().begin(), a->floats().end());
       t->shape = {a->floats_size()};
-    } else if (const A* a = attr(i, "value_int", A::INT)) {
+    } else if (const A* a = attrs.find("value_int", A::INT)) {
       t->dtype = ir::DType::kInt64;
       t->ints = {a->i()};
-    } else if (const A* a = attr(i, "value_ints", A::INTS)) {
+    } else if (const A* a = attrs.find("value_ints", A::INTS)) {
       t->dtype = ir::DType::kInt64;
       t->ints.assign(a->ints().begin(), a->ints().end());
       t->shape = {a->ints_size()};
     }
     if (!c.proto) c.tensor = std::move(t);
-    consts_[n.output(0)] = std::move(c);
+    consts_.set(n.output(0), std::move(c));
   }
 
   // braid runs inference: a Dropout is an alias of its input only when it provably does not
   // drop (is_test=1 before opset 7; no training_mode, a constant false one, or ratio 0 after).
-  void check_inference_dropout(int i) const {
+  void check_inference_dropout(int i, const NodeAttributes& attrs) const {
     const onnx::NodeProto& n = g_.node(i);
     if (opset_ < 7) {
-      BRAID_CHECK(attr_int(i, "is_test", 0) != 0, kUnsupported, describe(i),
+      BRAID_CHECK(attrs.get_int("is_test", 0) != 0, kUnsupported, describe(i),
                   ": Dropout in training mode (is_test=0); braid runs inference only");
       return;
     }
@@ -802,33 +361,23 @@ class Importer {
     const Constant* training = constant(n.input(2));
     if (training && training->proto && is_all_zero(*training->proto)) return;
     if (n.input_size() >= 2 && !n.input(1).empty())
-      if (const Constant* ratio = constant(n.input(1)); ratio && ratio->proto &&
-                                                        is_all_zero(*ratio->proto))
+      if (const Constant* ratio = constant(n.input(1));
+          ratio && ratio->proto && is_all_zero(*ratio->proto))
         return;
-    BRAID_THROW(kUnsupported, describe(i),
-                ": Dropout with training_mode that is not a constant false; braid runs inference only");
-  }
-
-  // True when every element of a bool/float/int tensor constant is zero (false).
-  static bool is_all_zero(const onnx::TensorProto& t) {
-    for (char c : t.raw_data())
-      if (c != 0) return false;
-    for (int32_t v : t.int32_data())
-      if (v != 0) return false;
-    for (float v : t.float_data())
-      if (v != 0.0f) return false;
-    for (int64_t v : t.int64_data())
-      if (v != 0) return false;
-    return true;
+    BRAID_THROW(
+        kUnsupported, describe(i),
+        ": Dropout with training_mode that is not a constant false; braid runs inference only");
   }
 
   void import_node(int i) {
     const onnx::NodeProto& n = g_.node(i);
-    check_attributes(i);
+    const OnnxOp& op = *onnx_detail::find_onnx_op(n.op_type());  // check_op_types found it
+    const NodeAttributes attrs(n, describe(i));
+    attrs.check_known(op.attributes);
     if (fused_nodes_.count(i)) return;  // its Conv already wrote its output
-    if (n.op_type() == "Constant") return import_constant(i);
-    const bool dropout = n.op_type() == "Dropout";
-    if (dropout) check_inference_dropout(i);
+    if (op.role == OnnxOpRole::kConstant) return import_constant(i, attrs);
+    const bool dropout = op.role == OnnxOpRole::kAlias;
+    if (dropout) check_inference_dropout(i, attrs);
     if (dropout || (n.op_type() == "Identity" && n.input_size() == 1 && constant(n.input(0)))) {
       // Inference-time Dropout and Identity of a constant only rename their input.
       BRAID_CHECK(n.input_size() >= 1 && !n.input(0).empty(), kBad, describe(i), ": has no input");
@@ -836,19 +385,20 @@ class Importer {
       return alias(n.output(0), n.input(0));
     }
     const OpKind kind = *ir::op_kind_from_onnx(n.op_type());
-    const int num_operands =
-        kind == OpKind::Reshape || kind == OpKind::Split || kind == OpKind::Pad ? 1 : INT_MAX;
-    std::vector<ValueId> in = operands(i, num_operands);
-    ir::OpAttrs attrs = attrs_for(i, kind, in);
-    const int num_outputs = kind == OpKind::Split ? n.output_size() : 1;
+    std::vector<ValueId> in = operands(i, op.max_operands);
+    std::vector<ir::TensorType> in_types;
+    for (ValueId v : in) in_types.push_back(b_.type(v));
+    const onnx_detail::OpContext context{n, attrs, opset_, in_types, consts_};
+    ir::OpAttrs op_attrs = op.import ? op.import(context) : ir::OpAttrs{};
+    const int num_outputs = op.output_per_onnx_output ? n.output_size() : 1;
     check_extra_outputs(i, num_outputs);
     std::vector<std::string> out_names(n.output().begin(), n.output().begin() + num_outputs);
     if (auto f = fused_activation_.find(i); f != fused_activation_.end()) {
-      std::get<ir::ConvAttrs>(attrs).activation = *activation_of(g_.node(f->second));
+      std::get<ir::ConvAttrs>(op_attrs).activation = *activation_of(g_.node(f->second));
       out_names[0] = g_.node(f->second).output(0);
     }
     const std::string name = n.name().empty() ? out_names[0] : n.name();
-    NodeId id = b_.add_node(kind, std::move(attrs), std::move(in), name, num_outputs, out_names);
+    NodeId id = b_.add_node(kind, std::move(op_attrs), std::move(in), name, num_outputs, out_names);
     for (int k = 0; k < num_outputs; ++k) values_[out_names[k]] = b_.output(id, k);
     node_ids_[b_.node(id).name] = id;
   }
@@ -898,50 +448,17 @@ class Importer {
     return std::make_shared<const ir::Graph>(std::move(b_).build());
   }
 
-  // braid's shapes are authoritative; a static ONNX shape that disagrees means the file is
-  // inconsistent (or braid misread an attribute), so it is reported rather than guessed around.
-  // One known divergence: with ceil_mode, ONNX's shape inference keeps a last pooling window
-  // that starts in the end padding, which ONNX Runtime and PyTorch drop (onnx/onnx#5711). Such a
-  // pool's output, and whatever ONNX derived from it, is not compared.
-  static void check_shapes(
-      const ir::Graph& graph,
-      const std::unordered_map<std::string, const onnx::ValueInfoProto*>& known,
-      std::string_view source) {
-    std::vector<bool> diverged(graph.num_values(), false);
-    for (const ir::Node& node : graph.nodes()) {
-      const auto* pool = std::get_if<ir::PoolAttrs>(&node.attrs);
-      bool excused = pool && pool->ceil_mode;
-      for (ValueId v : node.inputs) excused = excused || diverged[index(v)];
-      for (ValueId v : node.outputs) {
-        const ir::Value& val = graph.value(v);
-        auto it = known.find(val.name);
-        if (it == known.end() || !it->second->type().has_tensor_type() ||
-            !it->second->type().tensor_type().has_shape())
-          continue;
-        const auto& s = it->second->type().tensor_type().shape();
-        bool same = s.dim_size() == val.type.rank();
-        for (int k = 0; same && k < s.dim_size(); ++k)
-          same = !s.dim(k).has_dim_value() || s.dim(k).dim_value() <= 0 ||
-                 s.dim(k).dim_value() == val.type.shape[k];
-        if (same) continue;
-        BRAID_CHECK(excused, kBad, "node '", node.name, "': shape mismatch: output '", val.name,
-                    "' is ", ir::to_string(val.type.shape), " but ", source, " ", shape_string(s));
-        diverged[index(v)] = true;
-      }
-    }
-  }
-
   onnx::ModelProto& m_;
   const onnx::GraphProto& g_;
   OnnxImportOptions options_;
   ir::GraphBuilder b_;
   int64_t opset_ = 0;
-  std::unordered_map<std::string, ValueId> values_;   // ONNX name -> braid value
-  std::unordered_map<std::string, Constant> consts_;  // ONNX name -> constant not (yet) a value
-  std::unordered_map<std::string, int> producer_;     // ONNX name -> node index
-  std::unordered_map<std::string, int> uses_;         // input references plus graph outputs
-  std::unordered_map<int, int> fused_activation_;     // Conv node -> its activation node
-  std::unordered_set<int> fused_nodes_;               // activation nodes folded into a Conv
+  std::unordered_map<std::string, ValueId> values_;  // ONNX name -> braid value
+  onnx_detail::Constants consts_;                    // ONNX name -> constant not (yet) a value
+  std::unordered_map<std::string, int> producer_;    // ONNX name -> node index
+  std::unordered_map<std::string, int> uses_;        // input references plus graph outputs
+  std::unordered_map<int, int> fused_activation_;    // Conv node -> its activation node
+  std::unordered_set<int> fused_nodes_;              // activation nodes folded into a Conv
   std::unordered_map<std::string, NodeId> node_ids_;
   std::vector<std::pair<ValueId, std::vector<float>>> weights_;
 };

@@ -1,0 +1,67 @@
+// ONNX import, per-op translation: the table of ONNX op types braid imports (onnx_ops.cc), each
+// with the opsets it covers, the attributes it understands and the function that turns a node's
+// attributes and constant inputs into braid's typed ir::OpAttrs.
+//
+//   const OnnxOp* op = find_onnx_op("Conv");
+//   NodeAttributes attrs(node, "node 'conv1'");
+//   attrs.check_known(op->attributes);
+//   ir::OpAttrs a = op->import(OpContext{node, attrs, opset, input_types, constants});
+//
+// Internal to the importer; `supported_onnx_ops()` (onnx_import.h) is the public view.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <climits>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ir/op.h"
+#include "ir/tensor_type.h"
+#include "models/onnx_attributes.h"
+#include "models/onnx_tensor.h"
+
+namespace braid::models::onnx_detail {
+
+// What a per-op import function sees of the node it translates.
+struct OpContext {
+  const onnx::NodeProto& node;
+  const NodeAttributes& attrs;             // attrs.who() names the node in messages
+  int64_t opset;                           // of the model's default domain
+  std::span<const ir::TensorType> inputs;  // types of the tensor operands
+  const Constants& constants;
+
+  const std::string& who() const { return attrs.who(); }
+  // Input k as a constant of `dtype`, scalar or 1-D (Reshape shape, Split sizes, Pad pads);
+  // nullopt when the input is omitted, kUnsupported when it is not a constant.
+  std::optional<Tensor> const_input(int k, std::string_view role, ir::DType dtype) const;
+  // `axis` normalized into [0, rank), kInvalidModel when out of range.
+  int64_t checked_axis(int64_t axis, int64_t rank) const;
+};
+
+// How braid handles an op type.
+enum class OnnxOpRole {
+  kKernel,    // becomes a node of braid's graph (op_kind_from_onnx(op_type))
+  kAlias,     // renames its input (inference-time Dropout)
+  kConstant,  // becomes a constant (Constant)
+};
+
+struct OnnxOp {
+  std::string_view op_type;
+  int since_opset = 1;  // the first opset of the default domain whose form braid imports
+  OnnxOpRole role = OnnxOpRole::kKernel;
+  std::vector<std::string_view> attributes;  // the ones braid understands; others are rejected
+  // Inputs that are tensors of the graph; the rest are constants `import` reads itself.
+  int max_operands = INT_MAX;
+  bool output_per_onnx_output = false;  // Split: one braid output per ONNX output, else one
+  // Typed attributes for the node; nullptr for ops without any (ir::OpAttrs{} = monostate).
+  ir::OpAttrs (*import)(const OpContext&) = nullptr;
+};
+
+// Every ONNX op type braid imports, in the order `braid ops` lists them.
+std::span<const OnnxOp> onnx_ops();
+const OnnxOp* find_onnx_op(std::string_view op_type);
+
+}  // namespace braid::models::onnx_detail
