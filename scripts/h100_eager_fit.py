@@ -3,7 +3,7 @@
 
 devices/measured/h100.json holds 30 eager rows: braid's CUDA executor (commit 795279a) issuing
 the frozen schedules of devices/measured/h100/schedules/ one host call at a time. The simulator
-predicts 7 of them within +-15%. This script asks whether any model with few global parameters
+predicts 8 of them within +-15%. This script asks whether any model with few global parameters
 (none per model or per row) does better, checked by leave-one-model-out cross-validation (fit on
 five models, predict the sixth):
 
