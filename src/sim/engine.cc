@@ -317,17 +317,15 @@ class Engine {
           const int dst = q.device;
           q.busy = true;
           if (op.src_device == Op::kHost) {
-            // Eager timing starts after the input copies and ends before the output copies.
+            // Eager or replayed, `braid run` times run() on the host clock, which issues the
+            // input copies first and the output copies last (tune/measure.cc): both count.
             const DeviceSpec& spec = *devices_[dst].spec;
-            double us = 0;
-            if (options_.graph_replay) {
-              const Link* pcie = nullptr;
-              for (const Link& l : spec.links)
-                if (l.kind.starts_with("pcie")) pcie = &l;
-              BRAID_CHECK(pcie != nullptr, ErrorCode::kInvalidArgument, "sim: device ", spec.name,
-                          " has no PCIe link for a host copy");
-              us = pcie->latency_us + op.bytes / (pcie->gbps_per_direction * 1e3);
-            }
+            const Link* pcie = nullptr;
+            for (const Link& l : spec.links)
+              if (l.kind.starts_with("pcie")) pcie = &l;
+            BRAID_CHECK(pcie != nullptr, ErrorCode::kInvalidArgument, "sim: device ", spec.name,
+                        " has no PCIe link for a host copy");
+            const double us = pcie->latency_us + op.bytes / (pcie->gbps_per_direction * 1e3);
             timed_.push({now_ + us, qi, true});
             return;
           }
