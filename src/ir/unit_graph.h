@@ -36,8 +36,8 @@ struct UnitResources {
 
 struct Unit {
   std::string name;
-  std::vector<NodeId> ops;         // topological order; empty for a weighted-DAG unit
-  std::optional<Micros> latency;   // given by a weighted DAG
+  std::vector<NodeId> ops;        // topological order; empty for a weighted-DAG unit
+  std::optional<Micros> latency;  // given by a weighted DAG
   // The fraction of a device the unit keeps busy alone (HIOS's simulator draws it from
   // [0.6, 1]); what its stage model charges when units share a device. Weighted DAGs only.
   std::optional<double> utilization;
@@ -50,9 +50,9 @@ struct Unit {
 struct UnitEdge {
   UnitId from{};
   UnitId to{};
-  uint32_t references = 1;            // input references behind this (from, to) pair
-  Bytes bytes = 0;                    // distinct tensors carried
-  std::optional<Micros> transfer;     // given by a weighted DAG (HIOS transfer time)
+  uint32_t references = 1;         // input references behind this (from, to) pair
+  Bytes bytes = 0;                 // distinct tensors carried
+  std::optional<Micros> transfer;  // given by a weighted DAG (HIOS transfer time)
 };
 
 class UnitGraph {
@@ -62,6 +62,9 @@ class UnitGraph {
   static UnitGraph from_dag(std::string name, std::vector<Unit> units, std::vector<UnitEdge> edges);
 
   const std::string& name() const { return name_; }
+  // The model's name as users know it (loader: the file name, --name), which exporters rarely
+  // put in the graph.
+  void set_name(std::string name) { name_ = std::move(name); }
   size_t num_units() const { return units_.size(); }
   const Unit& unit(UnitId u) const { return units_[index(u)]; }
   std::span<const Unit> units() const { return units_; }
