@@ -36,8 +36,8 @@ struct UnitResources {
 
 struct Unit {
   std::string name;
-  std::vector<NodeId> ops;        // topological order; empty for a weighted-DAG unit
-  std::optional<Micros> latency;  // given by a weighted DAG
+  std::vector<NodeId> ops;         // topological order; empty for a weighted-DAG unit
+  std::optional<Micros> latency;   // given by a weighted DAG
   // The fraction of a device the unit keeps busy alone (HIOS's simulator draws it from
   // [0.6, 1]); what its stage model charges when units share a device. Weighted DAGs only.
   std::optional<double> utilization;
@@ -50,9 +50,9 @@ struct Unit {
 struct UnitEdge {
   UnitId from{};
   UnitId to{};
-  uint32_t references = 1;         // input references behind this (from, to) pair
-  Bytes bytes = 0;                 // distinct tensors carried
-  std::optional<Micros> transfer;  // given by a weighted DAG (HIOS transfer time)
+  uint32_t references = 1;            // input references behind this (from, to) pair
+  Bytes bytes = 0;                    // distinct tensors carried
+  std::optional<Micros> transfer;     // given by a weighted DAG (HIOS transfer time)
 };
 
 class UnitGraph {

@@ -10,12 +10,9 @@ namespace braid::models {
 
 std::string_view to_string(ModelSource s) {
   switch (s) {
-    case ModelSource::kZoo:
-      return "zoo";
-    case ModelSource::kOnnx:
-      return "onnx";
-    case ModelSource::kDag:
-      return "dag";
+    case ModelSource::kZoo: return "zoo";
+    case ModelSource::kOnnx: return "onnx";
+    case ModelSource::kDag: return "dag";
   }
   return "?";
 }

@@ -476,6 +476,10 @@ struct RangeCase {
   const char* expected;  // part of the sentence on stderr
 };
 
+void PrintTo(const RangeCase& c, std::ostream* os) {
+  *os << "braid " << c.args;
+}
+
 class CliRangeErrors : public ::testing::TestWithParam<RangeCase> {};
 
 // Each is refused at once with exit 2 and a sentence naming the flag and its limit (they once
@@ -512,6 +516,28 @@ INSTANTIATE_TEST_SUITE_P(
         RangeCase{"inspect bert --seq-len 8192 --batch 64", "the limit"}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
 
+// A 100000x100000 ONNX input: refused when the model loads, naming the tensor and the flag.
+TEST(Cli, HugeOnnxTensorIsRefusedNotAllocated) {
+  const auto python = testing::venv_python();
+  if (python.empty()) GTEST_SKIP() << "no .venv with onnx (make deps)";
+  const std::string onnx = scratch("huge.onnx");
+  auto r = run_command(
+      python.string() + " -c \"import onnx; from onnx import helper as h, TensorProto as T; " +
+      "v = lambda n: h.make_tensor_value_info(n, T.FLOAT, [100000, 100000]); " +
+      "g = h.make_graph([h.make_node('Relu', ['x'], ['y'])], 'g', [v('x')], [v('y')]); " +
+      "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), '" + onnx + "')\"");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const std::string& args :
+       {"inspect " + onnx, "run " + onnx + " --algo sequential --cost roofline"}) {
+    r = run_command(cli() + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find("tensor 'x' [100000,100000] has more than 2147483648 elements"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("--max-tensor-elements"), std::string::npos) << r.err;
+  }
+}
+
 // Exported ONNX files have a static batch of 1: --batch 2 cannot apply and says so.
 TEST(Cli, BatchOnAStaticBatchOnnxIsAnError) {
   const std::string onnx = scratch("static_batch.onnx");
@@ -532,6 +558,19 @@ TEST(Cli, ModelNameComesFromTheFileNameOrName) {
   auto r = run_command(cli() + " schedule " + onnx + " --algo sequential --cost roofline --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["model"], "my_net");
+}
+
+// On a terminal (a pty from util-linux `script`) long work shows progress; --quiet hides it.
+TEST(Cli, ProgressOnATerminalUnlessQuiet) {
+  if (run_command("command -v script").exit_code != 0) GTEST_SKIP() << "no `script` for a pty";
+  const std::string profile = cli() + " profile squeezenet --image-size 32 --runs 1 --number 1 " +
+                              "--warmup 0 --no-cache --json";
+  auto r = run_command("script -qec '" + profile + "' /dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("profiling squeezenet (units): 49/50"), std::string::npos) << r.out;
+  r = run_command("script -qec '" + profile + " --quiet' /dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("profiling squeezenet"), std::string::npos) << r.out;
 }
 
 TEST(Cli, VersionNamesTheRelease) {
@@ -564,7 +603,7 @@ mode, onnx, x = sys.argv[1:4]
 if mode == 'input':
     np.save(x, np.random.default_rng(7).uniform(-1, 1, (1, 3, 64, 64)).astype(np.float32))
     sys.exit(0)
-out_dir, atol, rtol = sys.argv[4], 1e-5, 1e-4
+out_dir, atol, rtol = sys.argv[4], 1e-3, 1e-4  # outputs reach ~450: atol is 2e-6 of that
 options = ort.SessionOptions()
 options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
 s = ort.InferenceSession(onnx, options, providers=['CPUExecutionProvider'])
@@ -573,8 +612,8 @@ for info, want in zip(s.get_outputs(), expected):
     got = np.load(f'{out_dir}/{info.name}.npy')
     assert got.dtype == np.float32 and got.shape == want.shape, (got.dtype, got.shape, want.shape)
     bad = np.abs(got - want) > atol + rtol * np.abs(want)
-    print(f'{info.name} {list(got.shape)} max_abs_error {np.abs(got - want).max():.3g} '
-          f'violations {int(bad.sum())}')
+    print(f'{info.name} {list(got.shape)} max |ort| {np.abs(want).max():.4g} max_abs_error '
+          f'{np.abs(got - want).max():.3g} violations {int(bad.sum())}')
     assert not bad.any()
 )";
   auto r = run_command(python.string() + " " + script + " input " + onnx + " " + x);
@@ -605,17 +644,19 @@ TEST(Cli, RunInputErrorsNameTheInput) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string run = cli() + " run squeezenet --image-size 64 --algo sequential " +
                           "--cost roofline --iters 1 --warmup 0 ";
-  for (const auto& [args, expected] :
-       {std::pair{"--input input=" + wrong_shape, "--input input: expected float32 [1,3,64,64], " +
-                                                      wrong_shape + " holds float32 [1,3,32,32]"},
-        std::pair{"--input input=" + f64,
-                  "holds float64 [1,3,64,64] (numpy: a.astype(np.float32))"},
-        std::pair{"--input image=" + f64,
-                  "the model has no input 'image' (its inputs: input "
-                  "float32 [1,3,64,64])"},
-        std::pair{"--input " + f64, "expected NAME=FILE.npy"},
-        std::pair{std::string("--input input=/nonexistent.npy"), "cannot read '/nonexistent.npy'"},
-        std::pair{"--input input=" + golden("diamond.dag.json"), "not a .npy file"}}) {
+  for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
+           std::pair{"--input input=" + wrong_shape,
+                     "--input input: expected float32 [1,3,64,64], " + wrong_shape +
+                         " holds float32 [1,3,32,32]"},
+           std::pair{"--input input=" + f64,
+                     "holds float64 [1,3,64,64] (numpy: a.astype(np.float32))"},
+           std::pair{"--input image=" + f64,
+                     "the model has no input 'image' (its inputs: input "
+                     "float32 [1,3,64,64])"},
+           std::pair{"--input " + f64, "expected NAME=FILE.npy"},
+           std::pair{std::string("--input input=/nonexistent.npy"),
+                     "cannot read '/nonexistent.npy'"},
+           std::pair{"--input input=" + golden("diamond.dag.json"), "not a .npy file"}}) {
     r = run_command(run + args);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_NE(r.err.find(expected), std::string::npos) << args << ": " << r.err;
