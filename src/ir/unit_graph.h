@@ -62,6 +62,9 @@ class UnitGraph {
   static UnitGraph from_dag(std::string name, std::vector<Unit> units, std::vector<UnitEdge> edges);
 
   const std::string& name() const { return name_; }
+  // The model's name as users know it (loader: the file name, --name), which exporters rarely
+  // put in the graph.
+  void set_name(std::string name) { name_ = std::move(name); }
   size_t num_units() const { return units_.size(); }
   const Unit& unit(UnitId u) const { return units_[index(u)]; }
   std::span<const Unit> units() const { return units_; }

@@ -21,6 +21,51 @@ namespace {
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
+// Overflow-safe: a shape whose product passes `limit` is over it.
+bool over(const ir::Shape& shape, int64_t limit) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d != 0 && n > limit / d) return true;
+    n *= d;
+  }
+  return n > limit;
+}
+
+void check_limits(const ir::Graph& graph, const LoadOptions& options, std::string_view spec) {
+  int64_t total = 0;
+  for (const ir::Value& v : graph.values()) {
+    if (v.kind == ir::ValueKind::kParameter) continue;
+    BRAID_CHECK(
+        !over(v.type.shape, options.max_tensor_elements), ErrorCode::kInvalidArgument, "'", spec,
+        "': tensor '", v.name, "' ", ir::to_string(v.type.shape), " has more than ",
+        options.max_tensor_elements,
+        " elements, the limit (a smaller --batch, --image-size or --seq-len, or raise it with "
+        "--max-tensor-elements)");
+    const int64_t bytes = v.type.bytes();
+    BRAID_CHECK(
+        bytes <= options.max_activation_bytes - total, ErrorCode::kInvalidArgument, "'", spec,
+        "': its activations need more than ", options.max_activation_bytes >> 20,
+        " MiB together, the limit (a smaller --batch, --image-size or --seq-len, or raise it with "
+        "--max-activation-bytes)");
+    total += bytes;
+  }
+}
+
+// --batch on an ONNX file fills symbolic batch dims; a file whose inputs all have a static dim 0
+// of another size cannot take it, and ignoring the flag would be silent.
+void check_batch_applied(const ir::Graph& graph, int64_t batch, std::string_view spec) {
+  if (batch == 1) return;  // the default: nothing asked
+  std::string shapes;
+  for (ValueId id : graph.inputs()) {
+    const ir::Value& v = graph.value(id);
+    if (!v.type.shape.empty() && v.type.shape[0] == batch) return;
+    shapes += (shapes.empty() ? "" : ", ") + v.name + " " + ir::to_string(v.type.shape);
+  }
+  BRAID_THROW(ErrorCode::kInvalidArgument, "--batch ", batch, " cannot apply to '", spec,
+              "': its inputs have a static batch dimension (", shapes,
+              "); export it with a dynamic batch axis, or leave out --batch");
+}
+
 }  // namespace
 
 LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
@@ -29,6 +74,7 @@ LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
   if (ends_with(spec, ".dag.json") || ends_with(spec, ".json")) {
     m.source = ModelSource::kDag;
     m.units = load_dag_json_file(std::string(spec));
+    if (!options.name.empty()) m.units.set_name(options.name);
     return m;
   }
   if (ends_with(spec, ".onnx")) {
@@ -36,14 +82,21 @@ LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
     ImportedModel imported = import_onnx_file(std::string(spec), {.batch = options.zoo.batch});
     m.graph = std::move(imported.graph);
     m.weights = std::move(imported.weights);
+    check_batch_applied(*m.graph, options.zoo.batch, spec);
   } else {
     BRAID_CHECK(spec.find('/') == std::string_view::npos, ErrorCode::kNotFound, "'", spec,
                 "' is not a zoo model and has no .onnx or .dag.json extension");
     m.source = ModelSource::kZoo;
     m.graph = std::make_shared<const ir::Graph>(build_zoo_model(spec, options.zoo));
-    if (options.with_weights) m.weights = ir::Weights::generate(*m.graph, options.seed);
   }
+  check_limits(*m.graph, options, spec);
+  if (m.source == ModelSource::kZoo && options.with_weights)
+    m.weights = ir::Weights::generate(*m.graph, options.seed);
   m.units = ir::fuse(m.graph);
+  if (!options.name.empty())
+    m.units.set_name(options.name);
+  else if (m.source == ModelSource::kOnnx)
+    m.units.set_name(std::filesystem::path(spec).stem().string());
   return m;
 }
 

@@ -22,21 +22,31 @@ enum class ModelSource : uint8_t { kZoo, kOnnx, kDag };
 std::string_view to_string(ModelSource);
 
 struct LoadOptions {
-  ZooOptions zoo;         // batch applies to ONNX files too
-  uint64_t seed = 42;     // zoo weights
+  ZooOptions zoo;      // batch applies to ONNX files too (an error where no input takes it)
+  uint64_t seed = 42;  // zoo weights
   bool with_weights = true;
+  // The model's name (reports, schedules, bench rows). Empty: the zoo name, an .onnx file's
+  // name without its extension (exporters all write "torch_jit" or "main_graph" as the graph
+  // name), a .dag.json's own "name".
+  std::string name;
+  // Limits that turn an absurd size (--batch 2147483647) into an error instead of a failed
+  // allocation: elements of any one tensor, and bytes of all activations together (what running
+  // without buffer reuse would need, an upper bound of the peak).
+  int64_t max_tensor_elements = int64_t{1} << 31;
+  int64_t max_activation_bytes = int64_t{64} << 30;
 };
 
 struct LoadedModel {
   ModelSource source = ModelSource::kZoo;
-  std::string spec;                          // what the user named
-  std::shared_ptr<const ir::Graph> graph;    // null for a weighted DAG
+  std::string spec;                        // what the user named
+  std::shared_ptr<const ir::Graph> graph;  // null for a weighted DAG
   ir::Weights weights;
   ir::UnitGraph units;
 };
 
 // Throws braid::Error: kNotFound for an unknown zoo name or missing file, kInvalidModel /
-// kUnsupported for bad files.
+// kUnsupported for bad files, kInvalidArgument for a model over the limits or a batch size that
+// an ONNX file's static shapes cannot take.
 LoadedModel load_model(std::string_view spec, const LoadOptions& options = {});
 
 }  // namespace braid::models

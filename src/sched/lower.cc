@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "ir/analysis.h"
+#include "sched/validate.h"
 
 namespace braid::sched {
 namespace {
@@ -88,6 +89,9 @@ void lower_stages(const Schedule& s, ExecutionPlan& plan, LaneBuilder& lanes, ui
 }  // namespace
 
 ExecutionPlan lower(const ir::UnitGraph& graph, const Schedule& s) {
+  // A schedule from a file or a scheduler may be anything: refuse it with the validator's
+  // message, never build a plan that deadlocks (the assertions below are internal invariants).
+  validate_or_throw(graph, s);
   ExecutionPlan plan;
   const size_t n = graph.num_units();
   plan.launch_order = s.launch_order.empty() ? scheduled_units(s) : s.launch_order;
@@ -187,7 +191,7 @@ ExecutionPlan lower(const ir::UnitGraph& graph, const Schedule& s) {
   for (size_t i = 0; i < order.size(); ++i)
     for (size_t v : succ[order[i]])
       if (--indegree[v] == 0) order.push_back(v);
-  BRAID_ASSERT(order.size() == n, "lowered plan deadlocks: validate the schedule first");
+  BRAID_ASSERT(order.size() == n, "lowered plan of a valid schedule deadlocks");
   plan.happens_before.assign(n, std::vector<bool>(n, false));
   for (size_t i = n; i-- > 0;) {
     size_t u = order[i];

@@ -2,8 +2,7 @@
 // analogue of what a CUDA executor captures into a graph). Names at planning time, integers at
 // run time: an ExecutionPlan holds only ids, so executors replay it with no lookups.
 //
-//   validate_or_throw(units, schedule);
-//   ExecutionPlan plan = lower(units, schedule);
+//   ExecutionPlan plan = lower(units, schedule);   // validates first (validate.h)
 //   for (const PlanLane& lane : plan.lanes) for (const Step& s : lane.steps) ...
 //
 // Each lane is one in-order stream: Launch runs a unit, Record marks an event done, Wait blocks
@@ -73,9 +72,10 @@ struct IssueSegment {
 std::vector<IssueSegment> issue_order(const ExecutionPlan& plan, size_t first_block = 0,
                                       size_t last_block = SIZE_MAX);
 
-// Requires a schedule that passes validate.h (asserts otherwise). Stage barriers become events
-// (each lane of stage k records, each lane of stage k+1 waits), skipped between two stages
-// that use the same single stream; syncs become one event per producer unit.
+// Validates first: throws braid::Error(kInvalidSchedule) with the validator's first error for a
+// schedule that fails validate.h (a duplicate unit, a backwards edge, a sync cycle). Stage barriers
+// become events (each lane of stage k records, each lane of stage k+1 waits), skipped between two
+// stages that use the same single stream; syncs become one event per producer unit.
 ExecutionPlan lower(const ir::UnitGraph& graph, const Schedule& schedule);
 
 // One line per lane: "lane 0 (dev 0, stream 0): wait e2, conv1, record e3, ..."

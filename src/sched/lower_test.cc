@@ -1,11 +1,13 @@
-// sched::issue_order: every step of the chosen blocks issued once, each lane's order kept,
-// lanes interleaved by the plan's launch order, waits before and records after their launch.
+// sched::lower refuses invalid schedules with the validator's message; sched::issue_order: every
+// step of the chosen blocks issued once, each lane's order kept, lanes interleaved by the plan's
+// launch order, waits before and records after their launch.
 #include "sched/lower.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
+#include "base/error.h"
 #include "cost/roofline.h"
 #include "models/loader.h"
 #include "sched/registry.h"
@@ -68,6 +70,45 @@ TEST(IssueOrder, OneBlockIssuesOnlyItsSteps) {
   size_t steps = 0;
   for (const PlanLane& lane : plan.lanes) steps += lane.steps.size();
   EXPECT_EQ(total, steps);
+}
+
+// What `braid run --schedule` once aborted on (an assertion in lower): each is now
+// braid::Error(kInvalidSchedule) naming the problem, as `braid validate` says it.
+TEST(Lower, RefusesInvalidSchedulesWithTheValidatorsMessage) {
+  models::LoadOptions load;
+  load.with_weights = false;
+  const models::LoadedModel m = models::load_model("squeezenet", load);
+  cost::RooflineCostModel roofline(m.units);
+  const Schedule sequential = make_scheduler("sequential", {})->schedule(m.units, roofline);
+  const std::vector<UnitId>& units = sequential.lanes.at(0).units;
+  ASSERT_GT(units.size(), 4u);
+
+  Schedule duplicate = sequential;
+  duplicate.lanes[0].units.push_back(units[0]);
+
+  Schedule reversed = sequential;
+  reversed.lanes.clear();
+  for (auto u = units.rbegin(); u != units.rend(); ++u)
+    reversed.stages.push_back({.device = 0, .kind = StageKind::kConcurrent, .groups = {{*u}}});
+
+  Schedule cycle = sequential;  // two streams whose waits form a cycle: a deadlock
+  cycle.lanes = {{.device = 0, .stream = 0, .units = {units.begin(), units.begin() + 2}},
+                 {.device = 0, .stream = 1, .units = {units.begin() + 2, units.end()}}};
+  cycle.syncs = {{units[1], units[2]}, {units[3], units[0]}};
+
+  for (const auto& [name, s, expected] :
+       {std::tuple{"duplicate", duplicate, "is scheduled 2 times"},
+        std::tuple{"reversed", reversed, "goes backwards"},
+        std::tuple{"cycle", cycle, "form a cycle"}}) {
+    SCOPED_TRACE(name);
+    try {
+      lower(m.units, s);
+      ADD_FAILURE() << "lowered an invalid schedule";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidSchedule);
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

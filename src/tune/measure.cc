@@ -51,6 +51,20 @@ std::vector<float> random_input(const ir::Graph& graph, size_t i, std::mt19937_6
   return x;
 }
 
+// The given inputs, the others random (drawn for every input, so that giving one input leaves
+// the random values of the others as they were).
+void set_inputs(const ir::Graph& graph, const exec::PreparedModel& model, exec::Request& request,
+                const MeasureOptions& options) {
+  std::mt19937_64 rng(options.input_seed);
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    std::vector<float> x = random_input(graph, i, rng);
+    const bool given = i < options.inputs.size() && !options.inputs[i].empty();
+    if (given)
+      BRAID_ASSERT(options.inputs[i].size() == x.size(), "input ", i, " has the wrong size");
+    model.set_input(request, i, given ? options.inputs[i] : x);
+  }
+}
+
 double mean_occupancy(const sim::Result& r) {
   double area = 0, last_t = 0, last_v = 0;
   for (const sim::OccupancySample& o : r.occupancy) {
@@ -75,10 +89,7 @@ Measured simulate_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir:
   auto executor = exec::make_sim_executor(std::move(sim_options));
   auto model = executor->prepare({units.graph_ptr(), std::move(weights), &units, &plan});
   auto request = model->new_request();
-  std::mt19937_64 rng(options.input_seed);
-  if (const ir::Graph* graph = units.graph())
-    for (size_t i = 0; i < graph->inputs().size(); ++i)
-      model->set_input(*request, i, random_input(*graph, i, rng));
+  if (const ir::Graph* graph = units.graph()) set_inputs(*graph, *model, *request, options);
   model->run(*request, options.trace);
   const sim::Result& r = *exec::last_simulation(*request);
   if (!options.sim_trace.empty())
@@ -97,6 +108,8 @@ Measured simulate_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir:
     for (size_t i = 0; i < graph->outputs().size(); ++i)
       outputs.push_back(model->output(*request, i));
     m.outputs_sha256 = sha256_hex(outputs);
+    if (options.keep_outputs)
+      for (auto out : outputs) m.outputs.emplace_back(out.begin(), out.end());
   }
   return m;
 }
@@ -204,7 +217,7 @@ struct Prepared {
   }
 };
 
-Measured summarize(const ir::Graph& graph, const Prepared& p) {
+Measured summarize(const ir::Graph& graph, const Prepared& p, bool keep_outputs) {
   std::vector<std::span<const float>> outputs;
   for (size_t i = 0; i < graph.outputs().size(); ++i)
     outputs.push_back(p.model->output(*p.request, i));
@@ -215,6 +228,8 @@ Measured summarize(const ir::Graph& graph, const Prepared& p) {
   m.peak_bytes = p.model->activation_bytes();
   m.lanes = p.plan.lanes.size();
   m.outputs_sha256 = sha256_hex(outputs);
+  if (keep_outputs)
+    for (auto out : outputs) m.outputs.emplace_back(out.begin(), out.end());
   return m;
 }
 
@@ -241,9 +256,7 @@ std::vector<Measured> measure_interleaved(const ir::UnitGraph& units,
     p.plan = sched::lower(units, schedules[k]);
     p.model = executor->prepare({units.graph_ptr(), weights, &units, &p.plan});
     p.request = p.model->new_request();
-    std::mt19937_64 rng(options.input_seed);
-    for (size_t i = 0; i < graph.inputs().size(); ++i)
-      p.model->set_input(*p.request, i, random_input(graph, i, rng));
+    set_inputs(graph, *p.model, *p.request, options);
     for (int i = 0; i < options.warmup; ++i) p.model->run(*p.request);
   }
   for (int round = 0; round < options.iters; ++round) {
@@ -252,7 +265,7 @@ std::vector<Measured> measure_interleaved(const ir::UnitGraph& units,
       if (options.trace != nullptr) options.trace->next_run();
     }
   }
-  for (const Prepared& p : prepared) results.push_back(summarize(graph, p));
+  for (const Prepared& p : prepared) results.push_back(summarize(graph, p, options.keep_outputs));
   return results;
 }
 

@@ -1,6 +1,6 @@
 // Running schedules on an executor and timing them: what `braid run`, `braid bench` and `auto`
-// (auto_schedule.h) share. Inputs are uniform [-1, 1] from a seed, so two schedules of one model
-// see the same inputs and their outputs_sha256 must agree.
+// (auto_schedule.h) share. Inputs are given (MeasureOptions::inputs) or uniform [-1, 1] from a
+// seed, so two schedules of one model see the same inputs and their outputs_sha256 must agree.
 //  - device "cpu": the CPU executor, wall-clock time of `iters` runs after `warmup`.
 //  - device "cuda:N": the CUDA executor (cuda_executor.h), timed like the CPU; `graph_replay`
 //    captures a CUDA Graph once and replays it (the CLI's default; --eager turns it off).
@@ -34,6 +34,10 @@ struct MeasureOptions {
   int iters = 20;  // timed runs of each schedule (rounds, when several are timed together)
   int warmup = 3;  // untimed runs of each schedule first
   uint64_t input_seed = 1;
+  // Per graph input, its data (tensor_files.h read_inputs); empty or an empty entry: random
+  // uniform [-1, 1] from input_seed.
+  std::vector<std::vector<float>> inputs;
+  bool keep_outputs = false;           // fill Measured::outputs
   exec::ChromeTrace* trace = nullptr;  // receives the timed runs when set (of one schedule)
 };
 
@@ -42,6 +46,7 @@ struct Measured {
   Bytes peak_bytes = 0;
   size_t lanes = 0;
   std::string outputs_sha256;  // empty when there are no values (a weighted DAG on sim)
+  std::vector<std::vector<float>> outputs;  // per graph output, with MeasureOptions::keep_outputs
   bool simulated = false;
   size_t kernels = 0;         // sim: kernels launched
   double mean_occupancy = 0;  // sim: time-weighted achieved occupancy of device 0

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "test_env.h"
@@ -402,6 +404,264 @@ INSTANTIATE_TEST_SUITE_P(
       std::string n = info.param.file;
       return n.substr(0, n.find('.'));
     });
+
+// ---- issue 15: real inputs and outputs, names, version, validate-before-lower, range errors ----
+
+std::string scratch(const std::string& name) {
+  return (testing::scratch_dir() / name).string();
+}
+
+// squeezenet's sequential schedule, edited three ways into what `validate` rejects; `run` (CPU
+// and simulated GPU) must reject them too, with the validator's words, never an assertion.
+TEST(Cli, RunValidatesTheScheduleBeforeLowering) {
+  const std::string sequential = scratch("seq.json");
+  auto r = run_command(cli() + " schedule squeezenet --image-size 64 --algo sequential " +
+                       "--cost roofline -o " + sequential);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json s = nlohmann::json::parse(std::ifstream(sequential));
+  const nlohmann::json units = s["streams"][0]["units"];
+  ASSERT_GT(units.size(), 4u);
+
+  nlohmann::json duplicate = s;
+  duplicate["streams"][0]["units"].push_back(units[0]);
+  nlohmann::json reversed = s;
+  reversed.erase("streams");
+  reversed["stages"] = nlohmann::json::array();
+  for (auto u = units.rbegin(); u != units.rend(); ++u)
+    reversed["stages"].push_back({{"device", 0}, {"kind", "concurrent"}, {"groups", {{*u}}}});
+  nlohmann::json cycle = s;
+  cycle["streams"] = {
+      {{"device", 0}, {"stream", 0}, {"units", {units[0], units[1]}}},
+      {{"device", 0},
+       {"stream", 1},
+       {"units", nlohmann::json(std::vector<nlohmann::json>(units.begin() + 2, units.end()))}}};
+  cycle["syncs"] = {{{"from", units[1]}, {"to", units[2]}}, {{"from", units[3]}, {"to", units[0]}}};
+
+  for (const auto& [name, schedule, expected] :
+       {std::tuple{"duplicate", duplicate, "is scheduled 2 times"},
+        std::tuple{"reversed", reversed, "goes backwards"},
+        std::tuple{"cycle", cycle, "form a cycle"}}) {
+    const std::string path = scratch(std::string(name) + ".json");
+    std::ofstream(path) << schedule.dump();
+    auto v = run_command(cli() + " validate squeezenet --image-size 64 " + path);
+    EXPECT_EQ(v.exit_code, 2) << name;
+    EXPECT_NE(v.err.find(expected), std::string::npos) << name << ": " << v.err;
+    for (const char* device : {"cpu", "sim:v100"}) {
+      auto run = run_command(cli() + " run squeezenet --image-size 64 --iters 1 --warmup 0 " +
+                             "--device " + device + " --schedule " + path);
+      EXPECT_EQ(run.exit_code, 2) << name << " on " << device << ": " << run.err;
+      EXPECT_NE(run.err.find(expected), std::string::npos) << name << ": " << run.err;
+      EXPECT_EQ(run.err.find("assertion"), std::string::npos) << run.err;
+    }
+  }
+}
+
+// validate --json answers in JSON on stdout whatever the failure, a malformed file included.
+TEST(Cli, ValidateJsonAlwaysPrintsJson) {
+  const std::string malformed = scratch("malformed.json");
+  std::ofstream(malformed) << "{\"format\": \"braid.schedule/1\", ";
+  for (const std::string& model : {golden("diamond.dag.json"), std::string("no_such_model")}) {
+    auto r = run_command(cli() + " validate " + model + " " + malformed + " --json");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    nlohmann::json j;
+    ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << "stdout: " << r.out;
+    EXPECT_EQ(j["valid"], false);
+    ASSERT_EQ(j["errors"].size(), 1u);
+    EXPECT_FALSE(j["errors"][0].get<std::string>().empty());
+  }
+}
+
+struct RangeCase {
+  const char* args;
+  const char* expected;  // part of the sentence on stderr
+};
+
+void PrintTo(const RangeCase& c, std::ostream* os) {
+  *os << "braid " << c.args;
+}
+
+class CliRangeErrors : public ::testing::TestWithParam<RangeCase> {};
+
+// Each is refused at once with exit 2 and a sentence naming the flag and its limit (they once
+// printed a 300-digit range, a negative GFLOP count, std::bad_alloc or ran for minutes).
+TEST_P(CliRangeErrors, ExitTwoWithASentenceNamingTheLimit) {
+  const auto begin = std::chrono::steady_clock::now();
+  auto r = run_command(cli() + " " + GetParam().args);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(GetParam().expected), std::string::npos) << r.err;
+  EXPECT_LT(r.err.size(), 400u) << r.err;
+  EXPECT_EQ(r.err.find("bad_alloc"), std::string::npos) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(20));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Flags, CliRangeErrors,
+    ::testing::Values(
+        RangeCase{"inspect squeezenet --batch 0",
+                  "--batch: 0 is out of range: the batch size must be from 1 to 65536"},
+        RangeCase{"inspect squeezenet --batch 99999999999999999999",
+                  "99999999999999999999 is out of range: the batch size must be from 1 to 65536"},
+        RangeCase{"run squeezenet --batch 2147483647", "the batch size must be from 1 to 65536"},
+        RangeCase{"inspect squeezenet --batch x", "'x' is not a whole number"},
+        RangeCase{"run squeezenet --image-size 100000", "the image size must be from 0 to 16384"},
+        RangeCase{"inspect bert --layers 100000", "bert's layer count must be from 1 to 128"},
+        RangeCase{"run squeezenet --iters 0", "--iters: 0 is out of range"},
+        RangeCase{"bench squeezenet --batch 0", "the batch size must be from 1 to 65536"},
+        // Within the flags' ranges but beyond the tensor limit: refused before any allocation.
+        RangeCase{
+            "run inception_v3 --batch 65536",
+            "elements, the limit (a smaller --batch, --image-size or --seq-len, or raise it with "
+            "--max-tensor-elements)"},
+        RangeCase{"run squeezenet --image-size 16384", "--max-tensor-elements"},
+        RangeCase{"inspect bert --seq-len 8192 --batch 64", "the limit"}),
+    [](const auto& info) { return "case" + std::to_string(info.index); });
+
+// A 100000x100000 ONNX input: refused when the model loads, naming the tensor and the flag.
+TEST(Cli, HugeOnnxTensorIsRefusedNotAllocated) {
+  const auto python = testing::venv_python();
+  if (python.empty()) GTEST_SKIP() << "no .venv with onnx (make deps)";
+  const std::string onnx = scratch("huge.onnx");
+  auto r = run_command(
+      python.string() + " -c \"import onnx; from onnx import helper as h, TensorProto as T; " +
+      "v = lambda n: h.make_tensor_value_info(n, T.FLOAT, [100000, 100000]); " +
+      "g = h.make_graph([h.make_node('Relu', ['x'], ['y'])], 'g', [v('x')], [v('y')]); " +
+      "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), '" + onnx + "')\"");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const std::string& args :
+       {"inspect " + onnx, "run " + onnx + " --algo sequential --cost roofline"}) {
+    r = run_command(cli() + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find("tensor 'x' [100000,100000] has more than 2147483648 elements"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("--max-tensor-elements"), std::string::npos) << r.err;
+  }
+}
+
+// Exported ONNX files have a static batch of 1: --batch 2 cannot apply and says so.
+TEST(Cli, BatchOnAStaticBatchOnnxIsAnError) {
+  const std::string onnx = scratch("static_batch.onnx");
+  ASSERT_EQ(run_command(cli() + " export squeezenet --image-size 64 -o " + onnx).exit_code, 0);
+  auto r = run_command(cli() + " inspect " + onnx + " --batch 2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--batch 2 cannot apply"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("static batch dimension (input [1,3,64,64])"), std::string::npos) << r.err;
+}
+
+// A model is named after its file (exporters all call the graph "torch_jit"), or --name.
+TEST(Cli, ModelNameComesFromTheFileNameOrName) {
+  const std::string onnx = scratch("my_net.onnx");
+  ASSERT_EQ(run_command(cli() + " export squeezenet --image-size 64 -o " + onnx).exit_code, 0);
+  EXPECT_EQ(inspect_json(onnx)["name"], "my_net");
+  EXPECT_EQ(inspect_json(onnx + " --name other")["name"], "other");
+  EXPECT_EQ(inspect_json("squeezenet")["name"], "squeezenet");
+  auto r = run_command(cli() + " schedule " + onnx + " --algo sequential --cost roofline --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["model"], "my_net");
+}
+
+// On a terminal (a pty from util-linux `script`) long work shows progress; --quiet hides it.
+TEST(Cli, ProgressOnATerminalUnlessQuiet) {
+  if (run_command("command -v script").exit_code != 0) GTEST_SKIP() << "no `script` for a pty";
+  const std::string profile = cli() + " profile squeezenet --image-size 32 --runs 1 --number 1 " +
+                              "--warmup 0 --no-cache --json";
+  auto r = run_command("script -qec '" + profile + "' /dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("profiling squeezenet (units): 49/50"), std::string::npos) << r.out;
+  r = run_command("script -qec '" + profile + " --quiet' /dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("profiling squeezenet"), std::string::npos) << r.out;
+}
+
+TEST(Cli, VersionNamesTheRelease) {
+  auto r = run_command(cli() + " --version");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("braid 0.")) << r.out;
+}
+
+// Progress goes to stderr only on a terminal: under a pipe (here) stderr stays empty.
+TEST(Cli, NoProgressWhenStderrIsNotATerminal) {
+  auto r = run_command(cli() + " schedule squeezenet --algo ios --cost roofline --image-size 64");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  // --quiet is accepted after the command too.
+  EXPECT_EQ(run_command(cli() + " inspect squeezenet --quiet").exit_code, 0);
+}
+
+// The acceptance test of --input/--output-dir: numpy makes an input, ONNX Runtime runs the
+// exported model on it, `braid run --input ... --output-dir ...` under sequential and ios
+// writes .npy outputs, and numpy compares them element-wise: |braid - ort| <= atol + rtol*|ort|.
+TEST(Cli, RunWithNpyInputsAgreesWithOnnxRuntime) {
+  const auto python = testing::venv_python();
+  if (python.empty()) GTEST_SKIP() << "no .venv with numpy and onnxruntime (make deps)";
+  const std::string onnx = scratch("squeeze64.onnx"), x = scratch("x.npy");
+  ASSERT_EQ(run_command(cli() + " export squeezenet --image-size 64 -o " + onnx).exit_code, 0);
+  const std::string script = scratch("ort.py");
+  std::ofstream(script) << R"(
+import sys, numpy as np, onnxruntime as ort
+mode, onnx, x = sys.argv[1:4]
+if mode == 'input':
+    np.save(x, np.random.default_rng(7).uniform(-1, 1, (1, 3, 64, 64)).astype(np.float32))
+    sys.exit(0)
+out_dir, atol, rtol = sys.argv[4], 1e-3, 1e-4  # outputs reach ~450: atol is 2e-6 of that
+options = ort.SessionOptions()
+options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+s = ort.InferenceSession(onnx, options, providers=['CPUExecutionProvider'])
+expected = s.run(None, {s.get_inputs()[0].name: np.load(x)})
+for info, want in zip(s.get_outputs(), expected):
+    got = np.load(f'{out_dir}/{info.name}.npy')
+    assert got.dtype == np.float32 and got.shape == want.shape, (got.dtype, got.shape, want.shape)
+    bad = np.abs(got - want) > atol + rtol * np.abs(want)
+    print(f'{info.name} {list(got.shape)} max |ort| {np.abs(want).max():.4g} max_abs_error '
+          f'{np.abs(got - want).max():.3g} violations {int(bad.sum())}')
+    assert not bad.any()
+)";
+  auto r = run_command(python.string() + " " + script + " input " + onnx + " " + x);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* algo : {"sequential", "ios"}) {
+    const std::string out = scratch(std::string("out_") + algo);
+    r = run_command(cli() + " run " + onnx + " --algo " + algo + " --cost roofline --iters 1 " +
+                    "--warmup 0 --input input=" + x + " --output-dir " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("output avgpool [1,1000,1,1] -> " + out + "/avgpool.npy"),
+              std::string::npos)
+        << r.out;
+    auto cmp =
+        run_command(python.string() + " " + script + " compare " + onnx + " " + x + " " + out);
+    EXPECT_EQ(cmp.exit_code, 0) << algo << ": " << cmp.out << cmp.err;
+    std::cout << algo << ": " << cmp.out;
+  }
+}
+
+// --input errors name the input, what it expects and what the file holds; exit 2.
+TEST(Cli, RunInputErrorsNameTheInput) {
+  const auto python = testing::venv_python();
+  if (python.empty()) GTEST_SKIP() << "no .venv with numpy (make deps)";
+  const std::string f64 = scratch("f64.npy"), wrong_shape = scratch("wrong_shape.npy");
+  auto r = run_command(python.string() + " -c \"import numpy as np; " + "np.save('" + f64 +
+                       "', np.zeros((1, 3, 64, 64))); " + "np.save('" + wrong_shape +
+                       "', np.zeros((1, 3, 32, 32), np.float32))\"");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string run = cli() + " run squeezenet --image-size 64 --algo sequential " +
+                          "--cost roofline --iters 1 --warmup 0 ";
+  for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
+           std::pair{"--input input=" + wrong_shape,
+                     "--input input: expected float32 [1,3,64,64], " + wrong_shape +
+                         " holds float32 [1,3,32,32]"},
+           std::pair{"--input input=" + f64,
+                     "holds float64 [1,3,64,64] (numpy: a.astype(np.float32))"},
+           std::pair{"--input image=" + f64,
+                     "the model has no input 'image' (its inputs: input "
+                     "float32 [1,3,64,64])"},
+           std::pair{"--input " + f64, "expected NAME=FILE.npy"},
+           std::pair{std::string("--input input=/nonexistent.npy"),
+                     "cannot read '/nonexistent.npy'"},
+           std::pair{"--input input=" + golden("diamond.dag.json"), "not a .npy file"}}) {
+    r = run_command(run + args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << args << ": " << r.err;
+  }
+}
 
 }  // namespace
 }  // namespace braid

@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "cost_flags.h"
 #include "measure.h"
+#include "progress.h"
 #include "sched/predict.h"
 #include "sched/registry.h"
 #include "sched/validate.h"
@@ -91,22 +92,24 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   add_cost_flags(*cmd, cost_flags);
   cmd->add_option("--streams", options.max_streams, "Streams per device (0: unbounded)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_int())
       ->capture_default_str();
   add_ios_search_flags(*cmd, options);
   add_multi_device_flags(*cmd, options);
   cmd->add_option("--threads-per-stream", measure.executor.threads_per_stream,
                   "OpenMP threads per stream (executor and cpu cost model)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_int())
       ->capture_default_str();
-  cmd->add_option("--batch", load.zoo.batch, "Batch size")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", load.zoo.batch, "Batch size")
+      ->check(whole_number_in("the batch size", 1, kMaxBatch));
   cmd->add_option("--image-size", load.zoo.image_size, "Input image size (0: each model's default)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number_in("the image size", 0, kMaxImageSize, " (0: each model's default)"));
+  add_limit_flags(*cmd, load);
   cmd->add_option("--iters", measure.iters, "Timed runs per schedule")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_int())
       ->capture_default_str();
   cmd->add_option("--warmup", measure.warmup, "Untimed runs first")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_int())
       ->capture_default_str();
   cmd->add_flag("--no-measure", no_measure, "Predict only: do not run the schedules");
   cmd->add_option("--device", device,
@@ -166,6 +169,7 @@ void add_bench_command(CLI::App& app) {
       std::vector<size_t> schedule_of;  // per row of this model: its index in `schedules`
       for (const std::string& name : names) {
         Row r{.model = m.units.name(), .algorithm = name};
+        Progress progress(fmt::format("scheduling {} with {}", r.model, name));
         size_t index = 0;
         try {
           sched::SearchStats stats;
@@ -209,6 +213,8 @@ void add_bench_command(CLI::App& app) {
         rows.push_back(std::move(r));
       }
       if (runnable) {
+        Progress progress(
+            fmt::format("running {}'s {} schedules", m.units.name(), schedules.size()));
         const std::vector<Measured> measured =
             measure_interleaved(m.units, weights, schedules, measure);
         for (size_t i = first; i < rows.size(); ++i) {

@@ -12,7 +12,8 @@ void add_models_command(CLI::App& app) {
   static int64_t batch = 1;
   cmd->add_flag("--stats", stats,
                 "Build every zoo model and print its units, edges, blocks, width, GFLOPs");
-  cmd->add_option("--batch", batch, "Batch size for --stats")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", batch, "Batch size for --stats")
+      ->check(whole_number_in("the batch size", 1, kMaxBatch));
   cmd->callback([] {
     if (!stats) {
       for (const models::ZooEntry& e : models::zoo())

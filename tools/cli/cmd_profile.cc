@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "commands.h"
 #include "profile/cpu_profiler.h"
+#include "progress.h"
 
 namespace braid::cli {
 namespace {
@@ -33,16 +34,16 @@ void add_profile_command(CLI::App& app) {
   static std::string cache_dir;
   add_model_flags(*cmd, flags);
   cmd->add_option("--threads-per-stream", options.threads_per_stream, "OpenMP threads per stream")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_int())
       ->capture_default_str();
   cmd->add_option("--warmup", options.warmup, "Untimed inferences first")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_int())
       ->capture_default_str();
   cmd->add_option("--runs", options.runs, "Timed runs; the median of their means is reported")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_int())
       ->capture_default_str();
   cmd->add_option("--number", options.number, "Inferences per timed run")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_int())
       ->capture_default_str();
   cmd->add_option("--cache-dir", cache_dir,
                   "Profile cache directory (default: $BRAID_CACHE_DIR, "
@@ -69,7 +70,8 @@ void add_profile_command(CLI::App& app) {
     nlohmann::json units = nlohmann::json::array();
     double total_ms = 0;
     int64_t measured = 0, cached = 0, repeated = 0, suspect = 0;
-    for (size_t i = 0; i < m.units.num_units(); ++i) {
+    Progress progress("profiling " + m.units.name() + " (units)", m.units.num_units());
+    for (size_t i = 0; i < m.units.num_units(); ++i, progress.step()) {
       const UnitId u = make_id<UnitId>(i);
       const cost::CostStats before = profiler.stats();
       const cost::Measurement r = profiler.profile_unit(u);

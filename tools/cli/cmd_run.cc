@@ -12,10 +12,12 @@
 #include "exec/cpu/cpu_executor.h"
 #include "exec/cpu/layout.h"
 #include "measure.h"
+#include "progress.h"
 #include "sched/lower.h"
 #include "sched/registry.h"
 #include "sched/validate.h"
 #include "tune/auto_schedule.h"
+#include "tune/tensor_files.h"
 
 namespace braid::cli {
 
@@ -25,7 +27,8 @@ void add_run_command(CLI::App& app) {
       "Run a model under a schedule on the CPU, a GPU (cuda:N) or a simulated GPU (sim:NAME) and "
       "time it; without --algo or --schedule, auto picks the schedule by measuring");
   static ModelFlags flags;
-  static std::string algo, schedule_path, trace_path, device = "cpu";
+  static std::string algo, schedule_path, trace_path, device = "cpu", output_dir;
+  static std::vector<std::string> input_specs;
   static sched::ScheduleOptions sched_options;
   static exec::CpuExecutorOptions exec_options;
   static CostFlags cost_flags;
@@ -57,20 +60,20 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--auto-rounds", auto_rounds,
                   "auto: interleaved timed rounds of its candidates (0: 200 on cuda:N, 20 on "
                   "cpu, 1 on sim)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_int())
       ->capture_default_str();
   cmd->add_flag("--retune", retune, "auto: measure again even when a decision is cached");
   cmd->add_option("--streams", sched_options.max_streams, "Streams the scheduler may use")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_int())
       ->capture_default_str();
   add_multi_device_flags(*cmd, sched_options);
   cmd->add_option("--threads-per-stream", exec_options.threads_per_stream,
                   "OpenMP threads per stream")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_int())
       ->capture_default_str();
   cmd->add_option("--spin-us", exec_options.spin_us,
                   "Microseconds a stream spins on an event before it sleeps (0: never spins)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_int())
       ->capture_default_str();
   cmd->add_option_function<std::string>(
       "--layout",
@@ -78,13 +81,17 @@ void add_run_command(CLI::App& app) {
       "Activation layout between kernels: nhwc (default), nchw16c, nchw8c, plain");
   cmd->add_flag("!--concat-copy", exec_options.concat_in_place,
                 "Concats copy their inputs (default: producers write into the concat's output)");
-  cmd->add_option("--iters", iters, "Timed runs")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  cmd->add_option("--iters", iters, "Timed runs")->check(positive_int())->capture_default_str();
   cmd->add_option("--warmup", warmup, "Untimed runs first")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_int())
       ->capture_default_str();
+  cmd->add_option("--input", input_specs,
+                  "NAME=FILE.npy: the model input NAME from a NumPy file (repeatable; dtype and "
+                  "shape must be the input's); inputs not given are random from --input-seed");
   cmd->add_option("--input-seed", input_seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_option("--output-dir", output_dir,
+                  "Write each output as DIR/NAME.npy (characters other than letters, digits, "
+                  "_ - . in NAME become _)");
   cmd->add_option("--trace", trace_path, "Write a Chrome trace (JSON) of the timed runs");
   cmd->add_flag("--json", json, "Print latency_ms {median,p10,p90}, peak_bytes, outputs_sha256");
   cmd->callback([] {
@@ -105,6 +112,16 @@ void add_run_command(CLI::App& app) {
     BRAID_CHECK(m.graph != nullptr || sim, ErrorCode::kInvalidArgument, "'", flags.spec,
                 "' is a weighted DAG: it has no operators to run (simulate it with --device "
                 "sim:NAME)");
+    BRAID_CHECK(m.graph != nullptr || (input_specs.empty() && output_dir.empty()),
+                ErrorCode::kInvalidArgument, "'", flags.spec,
+                "' is a weighted DAG: it has no inputs or outputs for --input / --output-dir");
+    // Read before the (maybe long) schedule search, so that a bad file fails at once.
+    std::vector<std::vector<float>> inputs;
+    if (m.graph) inputs = tune::read_inputs(*m.graph, input_specs);
+    for (size_t i = 0; i < inputs.size() && !input_specs.empty(); ++i)
+      if (inputs[i].empty())
+        fmt::print(stderr, "braid: note: input '{}' not given: random values from --input-seed\n",
+                   m.graph->value(m.graph->inputs()[i]).name);
     auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
     // A CUDA Graph replay is the default wherever there is a GPU, real or simulated.
     const bool gpu = sim || cuda_device(device);
@@ -112,6 +129,7 @@ void add_run_command(CLI::App& app) {
     sched::Schedule s;
     std::optional<tune::AutoDecision> decision;
     if (schedule_path.empty()) {
+      Progress progress(fmt::format("scheduling {} with {}", m.units.name(), algo));
       cost_flags.cpu.threads_per_stream = exec_options.threads_per_stream;
       auto cost = make_cost_model(cost_flags, m.units, weights);
       if (algo == tune::kAuto) {
@@ -125,7 +143,8 @@ void add_run_command(CLI::App& app) {
                         .executor = exec_options,
                         .iters = auto_rounds > 0 ? auto_rounds : tune::default_auto_rounds(device),
                         .warmup = tune::default_auto_warmup(device),
-                        .input_seed = input_seed},
+                        .input_seed = input_seed,
+                        .inputs = inputs},
             .batch = flags.options.zoo.batch,
             .cache_dir = cost::ProfileCache::default_dir(),
             .reuse_cached = !retune};
@@ -147,10 +166,21 @@ void add_run_command(CLI::App& app) {
                            .iters = iters,
                            .warmup = warmup,
                            .input_seed = input_seed,
+                           .inputs = std::move(inputs),
+                           .keep_outputs = !output_dir.empty(),
                            .trace = trace_path.empty() || sim ? nullptr : &trace};
     const Measured r = measure_schedule(m.units, weights, s, measure);
     if (process_rank() != 0) return;  // under mpirun, rank 0 reports
     if (!trace_path.empty() && !sim) trace.write(trace_path);
+    std::vector<std::string> files;
+    if (!output_dir.empty()) files = tune::write_outputs(*m.graph, r.outputs, output_dir);
+    nlohmann::json outputs = nlohmann::json::array();
+    if (m.graph)
+      for (size_t i = 0; i < m.graph->outputs().size(); ++i) {
+        const ir::Value& v = m.graph->value(m.graph->outputs()[i]);
+        outputs.push_back({{"name", v.name}, {"shape", v.type.shape}});
+        if (!files.empty()) outputs.back()["file"] = files[i];
+      }
     const double median = r.median_ms, p10 = r.p10_ms, p90 = r.p90_ms;
     if (json) {
       nlohmann::json j = {
@@ -162,7 +192,8 @@ void add_run_command(CLI::App& app) {
           {"iters", r.simulated ? 1 : iters},
           {"latency_ms", {{"median", median}, {"p10", p10}, {"p90", p90}}},
           {"peak_bytes", r.peak_bytes},
-          {"outputs_sha256", r.outputs_sha256}};
+          {"outputs_sha256", r.outputs_sha256},
+          {"outputs", outputs}};
       if (decision) j["auto"] = tune::to_json(*decision);
       if (gpu) j["graph_replay"] = graph_replay;
       if (r.simulated) {
@@ -174,6 +205,9 @@ void add_run_command(CLI::App& app) {
       return;
     }
     if (decision) fmt::print("auto: {}\n", tune::summary(*decision));
+    for (const auto& o : outputs)
+      fmt::print("output {} {}{}\n", o["name"].get<std::string>(), o["shape"].dump(),
+                 o.contains("file") ? " -> " + o["file"].get<std::string>() : "");
     if (r.simulated) {
       fmt::print(
           "{} {} on {}{} ({} streams, {} kernels): simulated {:.3f} ms, mean occupancy "

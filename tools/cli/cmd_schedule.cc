@@ -3,10 +3,12 @@
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "base/error.h"
 #include "commands.h"
 #include "cost_flags.h"
+#include "progress.h"
 #include "sched/predict.h"
 #include "sched/registry.h"
 #include "sched/validate.h"
@@ -36,11 +38,11 @@ void add_multi_device_flags(CLI::App& cmd, sched::ScheduleOptions& options) {
   cmd.add_option("--devices", options.num_devices,
                  "Devices to schedule over (hios-*: HIOS's multi-device mapping; the others use "
                  "device 0)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_int())
       ->capture_default_str();
   cmd.add_option("--window", options.window,
                  "hios-lp / hios-mr: units grouped into one stage by the sliding window")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_int())
       ->capture_default_str();
 }
 
@@ -59,20 +61,20 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--algo", algo, "Algorithm: " + names)->required();
   cmd->add_option("--streams,--max-streams", options.max_streams,
                   "Streams per device (0: unbounded)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_int())
       ->capture_default_str();
   cmd->add_option("--max-group-size,-r", options.max_group_size,
                   "ios: units per group of a stage (r; 0: unbounded)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_int())
       ->capture_default_str();
   cmd->add_option("--max-groups,-s", options.max_groups, "ios: groups per stage (s; 0: unbounded)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_int())
       ->capture_default_str();
   add_ios_search_flags(*cmd, options);
   add_multi_device_flags(*cmd, options);
   cmd->add_option("--threads-per-stream", cost_flags.cpu.threads_per_stream,
                   "--cost cpu: OpenMP threads per stream while measuring")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_int())
       ->capture_default_str();
   cmd->add_option("--seed", options.seed, "Seed of randomized schedulers")->capture_default_str();
   cmd->add_option("-o,--output", output, "Write the schedule to this file");
@@ -90,7 +92,10 @@ void add_schedule_command(CLI::App& app) {
     sched::SearchStats stats;
     const cost::CostStats cost_before = cost->stats();
     auto begin = std::chrono::steady_clock::now();
+    std::optional<Progress> progress(std::in_place,
+                                     fmt::format("scheduling {} with {}", m.units.name(), algo));
     sched::Schedule s = scheduler->schedule(m.units, *cost, &stats);
+    progress.reset();
     double search_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
     const cost::CostStats cost_after = cost->stats();
@@ -146,9 +151,22 @@ void add_validate_command(CLI::App& app) {
   cmd->add_flag("--json", json, "Print {valid, errors, warnings} as JSON");
   flags.options.with_weights = false;
   cmd->callback([] {
-    models::LoadedModel m = models::load_model(flags.spec, flags.options);
-    sched::Schedule s = sched::read_schedule_file(path, m.units);
-    std::vector<sched::Diagnostic> diagnostics = sched::check(m.units, s);
+    std::optional<models::LoadedModel> m;
+    sched::Schedule s;
+    try {
+      m = models::load_model(flags.spec, flags.options);
+      s = sched::read_schedule_file(path, m->units);
+    } catch (const Error& e) {
+      // --json answers in JSON whatever went wrong (a malformed file too); exit 2 all the same.
+      if (json)
+        std::cout << nlohmann::json{{"valid", false},
+                                    {"errors", {e.what()}},
+                                    {"warnings", nlohmann::json::array()}}
+                         .dump(2)
+                  << "\n";
+      throw;
+    }
+    std::vector<sched::Diagnostic> diagnostics = sched::check(m->units, s);
     const bool valid = !sched::has_errors(diagnostics);
     if (json) {
       nlohmann::json errors = nlohmann::json::array(), warnings = nlohmann::json::array();
@@ -169,8 +187,8 @@ void add_validate_command(CLI::App& app) {
       BRAID_THROW(ErrorCode::kInvalidSchedule, path, ": ", first.message);
     }
     if (!json)
-      fmt::print("{}: valid schedule for {} ({} units)\n", path, m.units.name(),
-                 m.units.num_units());
+      fmt::print("{}: valid schedule for {} ({} units)\n", path, m->units.name(),
+                 m->units.num_units());
   });
 }
 

@@ -11,13 +11,29 @@
 
 namespace braid::cli {
 
-// --batch, --image-size, --layers, --seq-len, --weight-seed: shared by every command that loads a
-// model.
+// --name, --batch, --image-size, --layers, --seq-len, --weight-seed and the limits: shared by
+// every command that loads a model.
 struct ModelFlags {
   std::string spec;
   models::LoadOptions options;
 };
 void add_model_flags(CLI::App& cmd, ModelFlags& flags);
+// --max-tensor-elements, --max-activation-bytes (models::LoadOptions).
+void add_limit_flags(CLI::App& cmd, models::LoadOptions& options);
+
+// Flag ranges: beyond them a model is absurd (or bert's build runs for minutes), and the error
+// says so in a sentence instead of CLI11's "not in range 0 to 1.79e308".
+inline constexpr int64_t kMaxBatch = 65536;
+inline constexpr int64_t kMaxImageSize = 16384;
+inline constexpr int64_t kMaxLayers = 128;
+inline constexpr int64_t kMaxSeqLen = 65536;
+inline constexpr int64_t kMaxRandwireNodes = 4096;
+// A whole number from `min` to `max`: "--batch: 0 is out of range: the batch size must be from
+// 1 to 65536".
+CLI::Validator whole_number_in(std::string what, int64_t min, int64_t max, std::string note = "");
+// Counts held in an int (--iters, --streams, --threads-per-stream, ...).
+CLI::Validator positive_int();
+CLI::Validator non_negative_int();
 
 // --ios-search auto|dp|best-first and --ios-tolerance: shared by schedule and bench.
 void add_ios_search_flags(CLI::App& cmd, sched::ScheduleOptions& options);

@@ -1,14 +1,26 @@
 // braid: inter-operator scheduling for DNN inference. `braid --help` lists the commands.
+#include <fmt/core.h>
+
 #include <cstdio>
 #include <exception>
 
 #include "base/error.h"
 #include "commands.h"
+#include "git_commit.h"
+#include "progress.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"braid: inter-operator scheduling for DNN inference"};
   app.require_subcommand(1);
+  app.fallthrough();  // --quiet after the subcommand too
   app.set_help_all_flag("--help-all", "Help for every command");
+  app.set_version_flag(
+      "--version",
+      fmt::format("braid {}{}", BRAID_VERSION,
+                  std::string_view(BRAID_GIT_COMMIT).empty() ? "" : " (git " BRAID_GIT_COMMIT ")"),
+      "Print braid's version and the git commit it was built from");
+  app.add_flag("-q,--quiet", braid::cli::quiet,
+               "No progress on stderr (shown only when stderr is a terminal)");
   braid::cli::add_models_command(app);
   braid::cli::add_inspect_command(app);
   braid::cli::add_export_command(app);
@@ -26,9 +38,11 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   } catch (const braid::Error& e) {
+    braid::cli::Progress::clear_line();
     std::fprintf(stderr, "braid: error: %s\n", e.what());
     return braid::exit_code(e.code());
   } catch (const std::exception& e) {
+    braid::cli::Progress::clear_line();
     std::fprintf(stderr, "braid: internal error: %s\n", e.what());
     return 1;
   }

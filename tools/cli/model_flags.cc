@@ -1,26 +1,57 @@
+#include <fmt/core.h>
+#include <charconv>
+#include <limits>
+
 #include "commands.h"
 
 namespace braid::cli {
 
+CLI::Validator whole_number_in(std::string what, int64_t min, int64_t max, std::string note) {
+  return CLI::Validator(
+      [what, min, max, note](std::string& text) -> std::string {
+        int64_t v = 0;
+        const char* end = text.data() + text.size();
+        auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        const bool number =
+            ptr == end && (ec == std::errc() || ec == std::errc::result_out_of_range);
+        if (!number) return fmt::format("'{}' is not a whole number", text);
+        if (ec == std::errc() && v >= min && v <= max) return {};
+        // Out of range, possibly beyond int64: the sentence names the limits, not the type's.
+        return fmt::format("{} is out of range: {} must be from {} to {}{}", text, what, min, max,
+                           note);
+      },
+      fmt::format("INT in [{} - {}]", min, max));
+}
+
+CLI::Validator positive_int() {
+  return whole_number_in("the value", 1, std::numeric_limits<int>::max());
+}
+CLI::Validator non_negative_int() {
+  return whole_number_in("the value", 0, std::numeric_limits<int>::max());
+}
+
 void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
   cmd.add_option("MODEL", flags.spec, "Zoo name (braid models), a .onnx file or a .dag.json file")
       ->required();
+  cmd.add_option("--name", flags.options.name,
+                 "The model's name in reports and schedules (default: the zoo name or the file "
+                 "name without extension)");
   auto& zoo = flags.options.zoo;
   cmd.add_option("--batch", zoo.batch, "Batch size")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number_in("the batch size", 1, kMaxBatch))
       ->capture_default_str();
   cmd.add_option("--image-size", zoo.image_size, "Input image size (0: the model's default)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number_in("the image size", 0, kMaxImageSize, " (0: the model's default)"));
   cmd.add_option("--layers", zoo.layers, "bert: encoder layers")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number_in("bert's layer count", 1, kMaxLayers, " (BERT-large has 24)"))
       ->capture_default_str();
   cmd.add_option("--seq-len", zoo.seq_len, "bert: sequence length")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number_in("bert's sequence length", 1, kMaxSeqLen))
       ->capture_default_str();
   cmd.add_option(
          "--randwire-nodes", zoo.randwire_nodes,
          "randwire: nodes per stage from the seeded Watts-Strogatz generator (0: the IOS graphs)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number_in("randwire's nodes per stage", 0, kMaxRandwireNodes));
   cmd.add_option("--randwire-k", zoo.randwire_k, "randwire: ring neighbours k")
       ->capture_default_str();
   cmd.add_option("--randwire-p", zoo.randwire_p, "randwire: rewiring probability p")
@@ -28,6 +59,18 @@ void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
   cmd.add_option("--randwire-seed", zoo.randwire_seed, "randwire: generator seed")
       ->capture_default_str();
   cmd.add_option("--weight-seed", flags.options.seed, "Seed of zoo models' random weights")
+      ->capture_default_str();
+  add_limit_flags(cmd, flags.options);
+}
+
+void add_limit_flags(CLI::App& cmd, models::LoadOptions& options) {
+  cmd.add_option("--max-tensor-elements", options.max_tensor_elements,
+                 "Refuse a model with a larger tensor (elements)")
+      ->check(whole_number_in("the tensor element limit", 1, int64_t{1} << 40))
+      ->capture_default_str();
+  cmd.add_option("--max-activation-bytes", options.max_activation_bytes,
+                 "Refuse a model whose activations together need more bytes")
+      ->check(whole_number_in("the activation byte limit", 1, int64_t{1} << 50))
       ->capture_default_str();
 }
 
