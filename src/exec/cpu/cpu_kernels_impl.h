@@ -55,6 +55,10 @@ class DnnlKernel final : public Kernel {
   // `ref` as the result `wanted` of the next add(): the tensor itself when it is laid out that
   // way, else a temporary that add() reorders into the tensor after its call.
   memory output(const memory::desc& wanted, const TensorRef& ref);
+  // `ref` as a flat 1-D operand of an element-wise op computed in `layout`: the tensor itself
+  // when it is laid out that way, else a temporary it is reordered into first (a call added
+  // now). Layouts never pad (exec/kernel.h), so the flat view covers exactly its elements.
+  memory flat_input(TensorLayout layout, const TensorRef& ref);
   void set_epilogue(std::function<void(std::byte* arena)> epilogue) {
     epilogue_ = std::move(epilogue);
   }
