@@ -5,8 +5,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <numeric>
 #include <optional>
+#include <set>
+#include <string_view>
+
+#include <spdlog/spdlog.h>
 
 #include "base/error.h"
 #include "exec/cpu/cpu_kernels_impl.h"
@@ -60,6 +65,10 @@ memory::desc arena_md(const TensorRef& ref) {
   return layout_md(to_dims(ref.type.shape), ref.layout);
 }
 
+bool is_reference(const dnnl::primitive_desc_base& pd) {
+  return std::string_view(pd.impl_info_str()).starts_with("ref:");
+}
+
 dnnl::primitive_attr make_attr(const dnnl::post_ops& post_ops) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -95,6 +104,7 @@ void DnnlKernel::add(const dnnl::primitive_desc_base& pd, const dnnl::primitive&
         std::max<Bytes>(call_scratchpad_bytes_, static_cast<Bytes>(scratch.get_size()));
   }
   calls_.push_back({primitive, std::move(args)});
+  implementations_.emplace_back(pd.impl_info_str());
   auto pending = std::move(pending_outputs_);
   pending_outputs_.clear();
   for (const auto& [temporary, tensor] : pending) add_reorder(temporary, tensor);
@@ -330,6 +340,7 @@ class WindowPadKernel final : public Kernel {
     copy_.execute(context);
   }
   Bytes scratchpad_bytes() const { return copy_.scratchpad_bytes(); }
+  const std::vector<std::string>& implementations() const { return copy_.implementations(); }
 
  private:
   DnnlKernel copy_;
@@ -791,8 +802,31 @@ Chain plan_chain(const BuildContext& c, std::span<const NodeId> ops, size_t at) 
   return chain;
 }
 
+// Warns once per node and implementation: the profiler prepares the same units many times.
+void warn_if_reference(const ir::Node& node, const std::vector<std::string>& implementations) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  for (const std::string& impl : implementations) {
+    if (!impl.starts_with("ref:")) continue;
+    const std::string key = node.name + "\n" + impl;
+    std::lock_guard lock(mutex);
+    if (!warned.insert(key).second) continue;
+    spdlog::warn(
+        "node '{}' ({}): oneDNN has only its reference implementation ({}) for this op in the "
+        "layouts the CPU executor can give it; expect it to be slow",
+        node.name, ir::to_onnx_name(node.kind), impl);
+  }
+}
+
 }  // namespace
 }  // namespace detail
+
+std::vector<std::string> implementation_names(const Kernel& kernel) {
+  if (const auto* k = dynamic_cast<const detail::DnnlKernel*>(&kernel)) return k->implementations();
+  if (const auto* k = dynamic_cast<const detail::WindowPadKernel*>(&kernel))
+    return k->implementations();
+  return {};
+}
 
 bool supports(const ir::Graph& graph, NodeId id) {
   const ir::Node& node = graph.node(id);
@@ -860,7 +894,10 @@ std::vector<std::unique_ptr<Kernel>> make_unit_kernels(const ir::Graph& graph,
       scratch = std::max(scratch, k->scratchpad_bytes());
     if (const auto* k = dynamic_cast<const detail::WindowPadKernel*>(kernel.get()))
       scratch = std::max(scratch, k->scratchpad_bytes());
-    if (kernel) kernels.push_back(std::move(kernel));
+    if (kernel) {
+      detail::warn_if_reference(node, implementation_names(*kernel));
+      kernels.push_back(std::move(kernel));
+    }
     at += chain.length;
   }
   if (scratchpad_bytes != nullptr) *scratchpad_bytes = scratch;

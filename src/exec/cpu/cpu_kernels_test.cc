@@ -905,6 +905,50 @@ TEST(CpuKernelsUnits, KernelsRunOnOtherThreads) {
   omp_set_num_threads(saved_threads);
 }
 
+// A grouped conv of 8 channels per group (RegNet's) has only oneDNN's reference kernel in some
+// layouts (nChw16c here: its blocks straddle groups; nhwc on other CPUs), where it ran 10-1000x
+// slower than the jit kernel of another layout. In every arena layout, the kernel must run a
+// real implementation (reordering through the scratchpad if need be), and still be right.
+TEST(CpuKernelsUnits, GroupedConvNeverRunsTheReferenceKernel) {
+  constexpr int64_t kChannels = 64, kGroupWidth = 8;
+  ir::GraphBuilder b("grouped");
+  const ValueId x = b.add_input("x", f32({1, kChannels, 14, 14}));
+  auto conv = [&](ValueId in, ir::ConvAttrs attrs, const std::string& name) {
+    return b.add_op(OpKind::Conv, attrs,
+                    {in, b.add_parameter(name + ".w",
+                                         f32({kChannels, kChannels / attrs.groups, attrs.kernel[0],
+                                              attrs.kernel[1]}),
+                                         ParamInit::normal(0.2f))},
+                    name);
+  };
+  const ValueId a = conv(x, {}, "a");
+  const ValueId grouped = conv(
+      a, {.kernel = {3, 3}, .pads = {1, 1, 1, 1}, .groups = kChannels / kGroupWidth}, "grouped");
+  b.mark_output(conv(grouped, {}, "c"));
+  const ir::Graph g = std::move(b).build();
+  const ir::Weights w = ir::Weights::generate(g, 3);
+  const auto inputs = random_inputs(g, 3);
+  const auto want = ref::run_reference(g, w, inputs);
+  const NodeId grouped_node = g.value(grouped).producer;
+  for (TensorLayout layout :
+       {TensorLayout::kPlain, TensorLayout::kNhwc, TensorLayout::kNChw8c, TensorLayout::kNChw16c}) {
+    const auto layouts = choose_layouts(g, {.blocked = layout});
+    ASSERT_EQ(layouts[index(a)], layout);  // the conv really reads and writes this layout
+    ASSERT_EQ(layouts[index(grouped)], layout);
+    const PlainLayout arena(g);
+    Bytes scratch = 0;
+    const auto kernels =
+        make_unit_kernels(g, {&grouped_node, 1}, make_locator(g, w, arena, layouts),
+                          {dnnl::engine(dnnl::engine::kind::cpu, 0)}, &scratch);
+    ASSERT_EQ(kernels.size(), 1u);
+    const auto impls = implementation_names(*kernels[0]);
+    ASSERT_FALSE(impls.empty());
+    for (const std::string& impl : impls)
+      EXPECT_FALSE(impl.starts_with("ref:")) << str(layout) << ": " << impl;
+    expect_close(run_cpu(g, w, inputs, 1, {}, layouts).outputs, want, kReduction, str(layout));
+  }
+}
+
 // Zoo models (small inputs), fused by the IR's own pass: every unit shape the executor will see.
 TEST(CpuKernelsUnits, ZooModelsMatchReference) {
   for (const char* name : {"squeezenet", "tv_squeezenet1_0", "googlenet", "resnet50", "bert"}) {
