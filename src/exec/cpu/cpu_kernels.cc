@@ -459,7 +459,6 @@ std::unique_ptr<Kernel> build_binary(const BuildContext& c, const Chain& chain) 
   dnnl::post_ops po;
   append_activations(po, chain);
   auto k = std::make_unique<DnnlKernel>(c.engine);
-  Args args;
   if (to_dims(c.shape(operands->second)) == out) {
     // Same shapes: element by element in the output's layout, seen as a flat array (an input
     // laid out otherwise is reordered first). Never as 4-D blocked tensors: oneDNN 2.6.3's
@@ -468,9 +467,9 @@ std::unique_ptr<Kernel> build_binary(const BuildContext& c, const Chain& chain) 
     // AVX-512 (measured: 1x24x7x7 + Relu writes 192 floats past the end).
     const memory::desc flat = plain_md({dst.type.elements()});
     dnnl::binary::primitive_desc pd({alg, flat, flat, flat}, make_attr(po), c.engine);
-    args = {{DNNL_ARG_SRC_0, k->flat_input(dst.layout, src0)},
-            {DNNL_ARG_SRC_1, k->flat_input(dst.layout, src1)},
-            {DNNL_ARG_DST, k->bind(flat, dst)}};
+    Args args{{DNNL_ARG_SRC_0, k->flat_input(dst.layout, src0)},
+              {DNNL_ARG_SRC_1, k->flat_input(dst.layout, src1)},
+              {DNNL_ARG_DST, k->bind(flat, dst)}};
     k->add(pd, dnnl::binary(pd), std::move(args));
     return k;
   }
@@ -478,9 +477,9 @@ std::unique_ptr<Kernel> build_binary(const BuildContext& c, const Chain& chain) 
   const memory::desc src0_md = layout_md(out, dst.layout);
   const memory::desc src1_md = plain_md(pad_front(to_dims(c.shape(operands->second)), out.size()));
   dnnl::binary::primitive_desc pd({alg, src0_md, src1_md, src0_md}, make_attr(po), c.engine);
-  args = {{DNNL_ARG_SRC_0, k->input(src0_md, src0)},
-          {DNNL_ARG_SRC_1, k->bind(src1_md, src1)},
-          {DNNL_ARG_DST, k->bind(src0_md, dst)}};
+  Args args{{DNNL_ARG_SRC_0, k->input(src0_md, src0)},
+            {DNNL_ARG_SRC_1, k->bind(src1_md, src1)},
+            {DNNL_ARG_DST, k->bind(src0_md, dst)}};
   k->add(pd, dnnl::binary(pd), std::move(args));
   return k;
 }
