@@ -109,11 +109,12 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
   };
   dnnl::convolution_forward::primitive_desc pd = make_pd(conv_src_md, conv_dst_md);
   if (is_reference(pd)) {
-    // The arena's layouts have only oneDNN's reference kernel for this conv (e.g. nChw16c with
-    // 8 channels per group; measured here on 224 channels at 28x28: ref:any 3.5 s, the jit
-    // kernel on nChw8c 2.6 ms). Run it in a layout that has a real kernel instead, reordering
-    // src and dst through the lane scratchpad: oneDNN's own choice first, then each layout the
-    // executor knows. make_unit_kernels warns when none has one.
+    // The arena's layouts have only oneDNN's reference kernel for this conv. Grouped convs of
+    // 8 channels per group do: from nhwc to a plain (`any`) dst, measured here on 104 channels
+    // at 28x28, ref:any 83 ms against 0.13 ms for the jit kernel on nhwc to nhwc; and in
+    // nChw16c (224 channels: 3.5 s against 2.6 ms on nChw8c). Run it in a layout that has a
+    // real kernel instead, reordering src and dst through the lane scratchpad: oneDNN's own
+    // choice first, then each layout the executor knows. make_unit_kernels warns when none has.
     for (tag t : {tag::any, tag::nhwc, tag::nChw8c, tag::nChw16c, tag::nchw}) {
       try {
         auto candidate = make_pd(memory::desc(src_md.dims(), dt::f32, t),
