@@ -76,13 +76,13 @@ CpuProfiler::CpuProfiler(const ir::UnitGraph& units, std::shared_ptr<const ir::W
       weights_(std::move(weights)),
       options_(std::move(options)),
       machine_(cost::this_machine()) {
-  machine_.executor =
-      "cpu layout " + std::string(exec::cpu::layout_name(exec::CpuExecutorOptions{}.layout));
+  machine_.executor = "cpu layout " + std::string(exec::cpu::layout_name(options_.layout));
   BRAID_CHECK(units.graph() != nullptr, ErrorCode::kInvalidArgument, "'", units.name(),
               "' is a weighted DAG: it has no operators to profile");
   BRAID_CHECK(weights_ != nullptr, ErrorCode::kInvalidArgument,
               "the CPU profiler needs the model's weights");
   weights_->check_complete(*units.graph());
+  model_layouts_ = exec::cpu::choose_layouts(*units.graph(), {.blocked = options_.layout});
   BRAID_CHECK(options_.threads_per_stream >= 1 && options_.runs >= 1 && options_.number >= 1 &&
                   options_.warmup >= 0 && options_.suspect_retries >= 0,
               ErrorCode::kInvalidArgument,
@@ -152,10 +152,35 @@ cost::Measurement CpuProfiler::profile_stage(std::span<const std::vector<UnitId>
   return lookup_or_measure(groups);
 }
 
+std::vector<exec::TensorLayout> CpuProfiler::stage_layouts(const ir::Graph& stage) const {
+  const ir::Graph& model = *units().graph();
+  std::vector<exec::TensorLayout> layouts;
+  for (const ir::Value& v : stage.values()) {
+    // extract() keeps value names, and names are unique in a graph.
+    const std::optional<ValueId> original = model.find_value(v.name);
+    BRAID_ASSERT(original.has_value(), "stage value '", v.name, "' is not in the model");
+    layouts.push_back(model_layouts_[index(*original)]);
+  }
+  return layouts;
+}
+
 std::string CpuProfiler::cache_key(std::span<const std::vector<UnitId>> groups) const {
-  // The batch size is in every shape of the stage key.
+  // The batch size is in every shape of the stage key. Structurally equal stages can sit at
+  // different layout boundaries (one reads a graph input, plain; another a conv's output), so
+  // the layouts of the values of the extracted stage are part of the key.
+  const ir::Graph& model = *units().graph();
+  std::string layouts;
+  for (const auto& group : groups)
+    for (UnitId u : group)
+      for (NodeId op : units().unit(u).ops)
+        for (const auto& values : {model.node(op).inputs, model.node(op).outputs})
+          for (ValueId v : values)
+            if (model.value(v).kind != ir::ValueKind::kParameter)
+              layouts += std::string(layouts.empty() ? "" : ",") +
+                         std::string(exec::cpu::layout_name(model_layouts_[index(v)]));
   return cost::stage_key(units(), groups) +
-         "\nexecutor=cpu threads_per_stream=" + std::to_string(options_.threads_per_stream);
+         "\nexecutor=cpu threads_per_stream=" + std::to_string(options_.threads_per_stream) +
+         "\nlayouts=" + layouts;
 }
 
 cost::Measurement CpuProfiler::lookup_or_measure(
@@ -196,7 +221,9 @@ cost::Measurement CpuProfiler::lookup_or_measure(
 
 cost::Measurement CpuProfiler::measure(std::span<const std::vector<UnitId>> groups) const {
   const auto runner = make_stage_runner(units(), weights_.get(), groups, options_.input_seed);
-  auto model = exec::make_cpu_executor({.threads_per_stream = options_.threads_per_stream})
+  auto model = exec::make_cpu_executor({.threads_per_stream = options_.threads_per_stream,
+                                        .layout = options_.layout,
+                                        .value_layouts = stage_layouts(*runner->stage.graph)})
                    ->prepare(runner->bundle());
   auto request = model->new_request();
   runner->set_inputs(*model, *request);

@@ -16,6 +16,12 @@
 // with p10/p90 of those means as the spread. IOS does the same with warmup 2, number 6,
 // repeat 6 and the mean over repeats (peers.md §1.6); the median resists one preempted run.
 //
+// Layouts: a stage runs with the activation layouts its values have in the whole model
+// (exec/cpu/layout.h under `layout`, the executor's), its inputs and outputs included, so its
+// kernels are the ones `braid run` builds for those units. Measured with plain boundaries
+// instead, a stage's kernels can differ from the model's (other reorders, another oneDNN
+// implementation): issue 15 saw 17.6 ms predicted for a model that ran 260 ms.
+//
 // Results are cached in memory and on disk (profile_cache.h), keyed by the machine, the stage
 // key (stage_key.h) and threads per stream: a second profile of the same model measures
 // nothing, and identical Inception blocks are measured once (IOS re-measures them,
@@ -49,12 +55,16 @@
 #include "cost/cost_model.h"
 #include "cost/machine.h"
 #include "cost/profile_cache.h"
+#include "cost/subgraph.h"
+#include "exec/cpu/cpu_executor.h"
 #include "ir/weights.h"
 
 namespace braid::profile {
 
 struct CpuProfilerOptions {
-  int threads_per_stream = 1;       // OpenMP threads inside each oneDNN primitive
+  int threads_per_stream = 1;  // OpenMP threads inside each oneDNN primitive
+  // The CPU executor's activation layout (CpuExecutorOptions::layout) the model will run with.
+  exec::TensorLayout layout = exec::CpuExecutorOptions{}.layout;
   int warmup = 2;                   // untimed inferences first
   int runs = 5;                     // timed runs (IOS's repeat)
   int number = 3;                   // inferences per run, averaged (IOS's number)
@@ -99,6 +109,9 @@ class CpuProfiler final : public cost::CostModel {
   const cost::ProfileCache* cache() const { return cache_.get(); }
   // Saves new measurements to disk now (the destructor also does).
   void flush() const;
+  // The layout, in the whole model, of each value of `stage` (a graph cut out of the model by
+  // cost::extract, by ValueId): the layouts a stage is measured in.
+  std::vector<exec::TensorLayout> stage_layouts(const ir::Graph& stage) const;
 
  private:
   cost::Measurement lookup_or_measure(std::span<const std::vector<UnitId>> groups) const;
@@ -108,6 +121,7 @@ class CpuProfiler final : public cost::CostModel {
   std::shared_ptr<const ir::Weights> weights_;
   CpuProfilerOptions options_;
   cost::Machine machine_;
+  std::vector<exec::TensorLayout> model_layouts_;  // per ValueId of the model
   std::unique_ptr<cost::ProfileCache> cache_;
   mutable std::mutex memo_mutex_;     // guards memo_, unit_memo_
   mutable std::mutex measure_mutex_;  // one measurement at a time: two would disturb each other

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "commands.h"
+#include "exec/cpu/layout.h"
 #include "profile/cpu_profiler.h"
 #include "progress.h"
 
@@ -36,6 +37,10 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--threads-per-stream", options.threads_per_stream, "OpenMP threads per stream")
       ->check(positive_int())
       ->capture_default_str();
+  cmd->add_option_function<std::string>(
+      "--layout", [](const std::string& name) { options.layout = exec::cpu::parse_layout(name); },
+      "Activation layout the model will run with (braid run --layout): nhwc (default), "
+      "nchw16c, nchw8c, plain");
   cmd->add_option("--warmup", options.warmup, "Untimed inferences first")
       ->check(non_negative_int())
       ->capture_default_str();

@@ -166,8 +166,18 @@ CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOption
                 "' (", ir::to_string(n.kind), "): not supported by the CPU executor");
   }
   weights_->check_complete(g);
-  // Graph inputs and outputs stay plain, so set_input/output copy as they are.
-  const std::vector<TensorLayout> layouts = cpu::choose_layouts(g, {.blocked = options.layout});
+  // Graph inputs and outputs stay plain (unless the caller lays them out), so set_input/output
+  // copy as they are.
+  const std::vector<TensorLayout> layouts =
+      options.value_layouts.empty() ? cpu::choose_layouts(g, {.blocked = options.layout})
+                                    : options.value_layouts;
+  BRAID_CHECK(layouts.size() == g.num_values(), ErrorCode::kInvalidArgument,
+              "value layouts: ", layouts.size(), " given for ", g.num_values(), " values");
+  for (size_t i = 0; i < layouts.size(); ++i)
+    BRAID_CHECK(cpu::can_be_blocked(g, make_id<ValueId>(i), layouts[i]),
+                ErrorCode::kInvalidArgument, "value '", g.value(make_id<ValueId>(i)).name,
+                "' cannot be laid out as ", cpu::layout_name(layouts[i]),
+                ": its producer or a consumer does not take that layout");
   MemoryPlanOptions memory_options = options.memory;
   if (options.concat_in_place)
     memory_options.concat_in_place = [&](ValueId input, ValueId concat, int64_t offset) {

@@ -37,6 +37,12 @@ struct CpuExecutorOptions {
   // The layout of activations between oneDNN kernels (cpu/layout.h); graph inputs and outputs
   // are always plain.
   TensorLayout layout = TensorLayout::kNhwc;
+  // The layout of every value of the prepared graph (indexed by ValueId), in place of the one
+  // cpu::choose_layouts(graph, layout) gives: how the profiler runs a stage cut out of a model
+  // in the layouts its values have in the whole model. Each must be one cpu::can_be_blocked
+  // allows (else prepare throws kInvalidArgument). Graph inputs and outputs may then be
+  // blocked: set_input and output copy their bytes as they are, in that layout.
+  std::vector<TensorLayout> value_layouts;
   MemoryPlanOptions memory;
   // Multi-process runs (exec/mpi/mpi_executor.h): every process prepares the whole plan; a unit
   // that `is_local` rejects is computed by another process and "launched" here by its extra

@@ -140,6 +140,56 @@ TEST(CpuExecutor, LayoutsAndInPlaceConcatsAgree) {
   }
 }
 
+// The profiler runs a stage cut out of a model in the layouts its values have in the model,
+// graph inputs and outputs included (CpuExecutorOptions::value_layouts): data then goes in and
+// comes out in that layout.
+TEST(CpuExecutor, ValueLayoutsLayOutInputsAndOutputs) {
+  ir::GraphBuilder b("stage");
+  const ValueId x = b.add_input("x", {ir::DType::kFloat32, {1, 16, 5, 6}});
+  const ValueId conv = b.add_op(
+      ir::OpKind::Conv, ir::ConvAttrs{.kernel = {3, 3}, .pads = {1, 1, 1, 1}},
+      {x, b.add_parameter("w", {ir::DType::kFloat32, {16, 16, 3, 3}}, ir::ParamInit::normal(0.2f))},
+      "conv");
+  b.mark_output(b.add_op(ir::OpKind::Relu, {}, {conv}, "relu"));
+  Model m;
+  m.graph = std::make_shared<const ir::Graph>(std::move(b).build());
+  m.weights = std::make_shared<const ir::Weights>(ir::Weights::generate(*m.graph, 7));
+  m.units = ir::fuse(m.graph);
+  std::vector<float> plain(16 * 5 * 6);
+  for (size_t i = 0; i < plain.size(); ++i) plain[i] = std::sin(static_cast<float>(i));
+  const auto want =
+      ref::run_reference(*m.graph, *m.weights, std::vector<std::vector<float>>{plain})[0];
+  // [1, C, H, W] <-> [1, H, W, C]
+  auto nhwc_index = [](size_t c, size_t h, size_t w) { return (h * 6 + w) * 16 + c; };
+  std::vector<float> in_nhwc(plain.size());
+  for (size_t c = 0; c < 16; ++c)
+    for (size_t h = 0; h < 5; ++h)
+      for (size_t w = 0; w < 6; ++w) in_nhwc[nhwc_index(c, h, w)] = plain[(c * 5 + h) * 6 + w];
+  m.inputs = {in_nhwc};
+  const std::vector<TensorLayout> layouts(m.graph->num_values(), TensorLayout::kNhwc);
+  std::vector<TensorLayout> with_params = layouts;
+  for (size_t i = 0; i < m.graph->num_values(); ++i)
+    if (m.graph->values()[i].kind == ir::ValueKind::kParameter)
+      with_params[i] = TensorLayout::kPlain;
+  const auto got = run_cpu(m, sched::make_scheduler("sequential")->schedule(m.units),
+                           {.value_layouts = with_params})[0];
+  std::vector<float> got_plain(got.size());
+  for (size_t c = 0; c < 16; ++c)
+    for (size_t h = 0; h < 5; ++h)
+      for (size_t w = 0; w < 6; ++w) got_plain[(c * 5 + h) * 6 + w] = got[nhwc_index(c, h, w)];
+  expect_close(got_plain, want, 1e-4, "nhwc input and output");
+
+  // A parameter cannot be blocked (kernels read weights plain): refused, not misread.
+  try {
+    run_cpu(m, sched::make_scheduler("sequential")->schedule(m.units), {.value_layouts = layouts});
+    FAIL() << "expected braid::Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("cannot be laid out as nhwc"), std::string::npos)
+        << e.what();
+  }
+}
+
 // A schedule with a missing wait would race; the validator refuses it before any executor
 // can prepare it.
 TEST(CpuExecutor, MissingWaitIsRejectedBeforeItCanRace) {

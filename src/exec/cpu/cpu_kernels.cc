@@ -5,8 +5,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <numeric>
 #include <optional>
+#include <set>
+#include <string_view>
+
+#include <spdlog/spdlog.h>
 
 #include "base/error.h"
 #include "exec/cpu/cpu_kernels_impl.h"
@@ -60,6 +65,10 @@ memory::desc arena_md(const TensorRef& ref) {
   return layout_md(to_dims(ref.type.shape), ref.layout);
 }
 
+bool is_reference(const dnnl::primitive_desc_base& pd) {
+  return std::string_view(pd.impl_info_str()).starts_with("ref:");
+}
+
 dnnl::primitive_attr make_attr(const dnnl::post_ops& post_ops) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -95,6 +104,7 @@ void DnnlKernel::add(const dnnl::primitive_desc_base& pd, const dnnl::primitive&
         std::max<Bytes>(call_scratchpad_bytes_, static_cast<Bytes>(scratch.get_size()));
   }
   calls_.push_back({primitive, std::move(args)});
+  implementations_.emplace_back(pd.impl_info_str());
   auto pending = std::move(pending_outputs_);
   pending_outputs_.clear();
   for (const auto& [temporary, tensor] : pending) add_reorder(temporary, tensor);
@@ -120,6 +130,16 @@ memory DnnlKernel::output(const memory::desc& wanted, const TensorRef& ref) {
   const memory t = temporary(wanted);
   pending_outputs_.emplace_back(t, stored);
   return t;
+}
+
+memory DnnlKernel::flat_input(TensorLayout layout, const TensorRef& ref) {
+  const memory::desc flat = plain_md({ref.type.elements()});
+  if (ref.layout == layout) return bind(flat, ref);
+  const memory t = temporary(layout_md(to_dims(ref.type.shape), layout));
+  add_reorder(bind(arena_md(ref), ref), t);
+  memory view(flat, engine_, DNNL_MEMORY_NONE);  // the same bytes as `t`
+  temporaries_.emplace_back(view, temporaries_.back().second);
+  return view;
 }
 
 void DnnlKernel::add_reorder(const memory& from, const memory& to) {
@@ -320,6 +340,7 @@ class WindowPadKernel final : public Kernel {
     copy_.execute(context);
   }
   Bytes scratchpad_bytes() const { return copy_.scratchpad_bytes(); }
+  const std::vector<std::string>& implementations() const { return copy_.implementations(); }
 
  private:
   DnnlKernel copy_;
@@ -433,20 +454,31 @@ std::unique_ptr<Kernel> build_binary(const BuildContext& c, const Chain& chain) 
   const Dims out = to_dims(c.shape(chain.output));
   const TensorRef src0 = c.ref(operands->first), src1 = c.ref(operands->second);
   const TensorRef dst = c.ref(chain.output);
-  // Same shapes: computed in the output's layout (an input laid out otherwise is reordered
-  // first). Broadcasting: plain only (layout.h keeps such operands plain).
-  const bool same_shapes = to_dims(c.shape(operands->second)) == out;
-  const memory::desc src0_md = layout_md(out, dst.layout);
-  const memory::desc src1_md =
-      same_shapes ? src0_md : plain_md(pad_front(to_dims(c.shape(operands->second)), out.size()));
   const algorithm alg =
       node.kind == ir::OpKind::Mul ? algorithm::binary_mul : algorithm::binary_add;
   dnnl::post_ops po;
   append_activations(po, chain);
-  dnnl::binary::primitive_desc pd({alg, src0_md, src1_md, src0_md}, make_attr(po), c.engine);
   auto k = std::make_unique<DnnlKernel>(c.engine);
+  if (to_dims(c.shape(operands->second)) == out) {
+    // Same shapes: element by element in the output's layout, seen as a flat array (an input
+    // laid out otherwise is reordered first). Never as 4-D blocked tensors: oneDNN 2.6.3's
+    // jit:uni binary with an eltwise post-op on nChw8c data whose channel blocks are odd in
+    // number (8, 24, 40 channels) writes past the tensor's end and misplaces elements on
+    // AVX-512 (measured: 1x24x7x7 + Relu writes 192 floats past the end).
+    const memory::desc flat = plain_md({dst.type.elements()});
+    dnnl::binary::primitive_desc pd({alg, flat, flat, flat}, make_attr(po), c.engine);
+    Args args{{DNNL_ARG_SRC_0, k->flat_input(dst.layout, src0)},
+              {DNNL_ARG_SRC_1, k->flat_input(dst.layout, src1)},
+              {DNNL_ARG_DST, k->bind(flat, dst)}};
+    k->add(pd, dnnl::binary(pd), std::move(args));
+    return k;
+  }
+  // Broadcasting: plain only (layout.h keeps such operands plain).
+  const memory::desc src0_md = layout_md(out, dst.layout);
+  const memory::desc src1_md = plain_md(pad_front(to_dims(c.shape(operands->second)), out.size()));
+  dnnl::binary::primitive_desc pd({alg, src0_md, src1_md, src0_md}, make_attr(po), c.engine);
   Args args{{DNNL_ARG_SRC_0, k->input(src0_md, src0)},
-            {DNNL_ARG_SRC_1, same_shapes ? k->input(src1_md, src1) : k->bind(src1_md, src1)},
+            {DNNL_ARG_SRC_1, k->bind(src1_md, src1)},
             {DNNL_ARG_DST, k->bind(src0_md, dst)}};
   k->add(pd, dnnl::binary(pd), std::move(args));
   return k;
@@ -769,8 +801,31 @@ Chain plan_chain(const BuildContext& c, std::span<const NodeId> ops, size_t at) 
   return chain;
 }
 
+// Warns once per node and implementation: the profiler prepares the same units many times.
+void warn_if_reference(const ir::Node& node, const std::vector<std::string>& implementations) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  for (const std::string& impl : implementations) {
+    if (!impl.starts_with("ref:")) continue;
+    const std::string key = node.name + "\n" + impl;
+    std::lock_guard lock(mutex);
+    if (!warned.insert(key).second) continue;
+    spdlog::warn(
+        "node '{}' ({}): oneDNN has only its reference implementation ({}) for this op in the "
+        "layouts the CPU executor can give it; expect it to be slow",
+        node.name, ir::to_onnx_name(node.kind), impl);
+  }
+}
+
 }  // namespace
 }  // namespace detail
+
+std::vector<std::string> implementation_names(const Kernel& kernel) {
+  if (const auto* k = dynamic_cast<const detail::DnnlKernel*>(&kernel)) return k->implementations();
+  if (const auto* k = dynamic_cast<const detail::WindowPadKernel*>(&kernel))
+    return k->implementations();
+  return {};
+}
 
 bool supports(const ir::Graph& graph, NodeId id) {
   const ir::Node& node = graph.node(id);
@@ -838,7 +893,10 @@ std::vector<std::unique_ptr<Kernel>> make_unit_kernels(const ir::Graph& graph,
       scratch = std::max(scratch, k->scratchpad_bytes());
     if (const auto* k = dynamic_cast<const detail::WindowPadKernel*>(kernel.get()))
       scratch = std::max(scratch, k->scratchpad_bytes());
-    if (kernel) kernels.push_back(std::move(kernel));
+    if (kernel) {
+      detail::warn_if_reference(node, implementation_names(*kernel));
+      kernels.push_back(std::move(kernel));
+    }
     at += chain.length;
   }
   if (scratchpad_bytes != nullptr) *scratchpad_bytes = scratch;

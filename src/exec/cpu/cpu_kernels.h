@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -54,6 +55,11 @@ struct KernelBuildContext {
 
 // Whether make_unit_kernels can compile `node` (every op kind of the IR on float32 tensors).
 bool supports(const ir::Graph& graph, NodeId node);
+
+// oneDNN's implementation of each primitive `kernel` runs ("jit:avx512_core", "ref:any", ...),
+// in order; empty for the plain-loop kernels. make_unit_kernels warns (spdlog) about every
+// "ref:" one it could not avoid.
+std::vector<std::string> implementation_names(const Kernel& kernel);
 
 // Compiles the ops of one schedule unit, in order, into kernels to execute in the returned
 // order. Sets *scratchpad_bytes to the largest scratchpad any of them needs. Throws

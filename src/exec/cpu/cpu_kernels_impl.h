@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -30,6 +31,9 @@ memory::desc plain_md(const Dims& dims);
 memory::desc layout_md(const Dims& dims, TensorLayout layout);
 // An arena tensor as it is laid out.
 memory::desc arena_md(const TensorRef& ref);
+// Whether oneDNN chose its reference implementation ("ref:any", "ref:..."): naive loops, one to
+// three orders of magnitude slower than its jit kernels.
+bool is_reference(const dnnl::primitive_desc_base& pd);
 // Every primitive uses a user scratchpad, so it can run on any lane (ecosystem.md §2.5 B).
 dnnl::primitive_attr make_attr(const dnnl::post_ops& post_ops = {});
 
@@ -55,10 +59,16 @@ class DnnlKernel final : public Kernel {
   // `ref` as the result `wanted` of the next add(): the tensor itself when it is laid out that
   // way, else a temporary that add() reorders into the tensor after its call.
   memory output(const memory::desc& wanted, const TensorRef& ref);
+  // `ref` as a flat 1-D operand of an element-wise op computed in `layout`: the tensor itself
+  // when it is laid out that way, else a temporary it is reordered into first (a call added
+  // now). Layouts never pad (exec/kernel.h), so the flat view covers exactly its elements.
+  memory flat_input(TensorLayout layout, const TensorRef& ref);
   void set_epilogue(std::function<void(std::byte* arena)> epilogue) {
     epilogue_ = std::move(epilogue);
   }
   Bytes scratchpad_bytes() const { return temporary_bytes_ + call_scratchpad_bytes_; }
+  // oneDNN's implementation of each call, in order (pd.impl_info_str()).
+  const std::vector<std::string>& implementations() const { return implementations_; }
   const dnnl::engine& engine() const { return engine_; }
 
   void execute(const KernelContext& context) const override;
@@ -70,6 +80,7 @@ class DnnlKernel final : public Kernel {
   };
   dnnl::engine engine_;
   std::vector<Call> calls_;
+  std::vector<std::string> implementations_;                // per call
   std::vector<std::pair<memory, memory>> pending_outputs_;  // (temporary, tensor) for add()
   std::vector<std::pair<memory, int64_t>> arena_;           // (memory, arena offset) per run
   std::vector<std::pair<memory, int64_t>> temporaries_;     // (memory, scratchpad offset)

@@ -54,9 +54,17 @@ struct Buffer {
   std::byte* data;
 };
 
-// Every input and activation gets its own 64-byte aligned slot; parameters stay in `weights`.
+// Bytes after every arena slot that no kernel may write: a kernel writing past its tensor
+// (oneDNN 2.6.3's binary on nChw8c data did, by up to 4 KiB) corrupts the next tensor or the
+// heap in the executor, and fails the test here.
+constexpr int64_t kGuardBytes = 4096;
+constexpr std::byte kGuardByte{0xA5};
+
+// Every input and activation gets its own 64-byte aligned slot, followed by a guard;
+// parameters stay in `weights`.
 struct PlainLayout {
   std::vector<int64_t> offsets;
+  std::vector<int64_t> guards;  // offsets of the guards
   int64_t bytes = 0;
 
   explicit PlainLayout(const ir::Graph& g) : offsets(g.num_values(), -1) {
@@ -64,7 +72,19 @@ struct PlainLayout {
       if (g.values()[v].kind == ir::ValueKind::kParameter) continue;
       offsets[v] = bytes;
       bytes += (g.values()[v].type.bytes() + kAlignment - 1) / kAlignment * kAlignment;
+      guards.push_back(bytes);
+      bytes += kGuardBytes;
     }
+  }
+  void fill_guards(std::byte* arena) const {
+    for (int64_t g : guards) std::fill_n(arena + g, kGuardBytes, kGuardByte);
+  }
+  // The number of guard bytes some kernel overwrote.
+  int64_t damaged_guard_bytes(const std::byte* arena) const {
+    int64_t n = 0;
+    for (int64_t g : guards)
+      n += kGuardBytes - std::count(arena + g, arena + g + kGuardBytes, kGuardByte);
+    return n;
   }
 };
 
@@ -86,7 +106,9 @@ TensorLocator make_locator(const ir::Graph& g, const ir::Weights& w, const Plain
 constexpr TensorLayout kBlockedLayouts[] = {TensorLayout::kNhwc, TensorLayout::kNChw8c,
                                             TensorLayout::kNChw16c};
 
-std::string str(TensorLayout layout) { return std::string(layout_name(layout)); }
+std::string str(TensorLayout layout) {
+  return std::string(layout_name(layout));
+}
 
 // A tensor of shape `s` in `layout`, as oneDNN describes it.
 dnnl::memory::desc layout_desc(const Shape& s, TensorLayout layout) {
@@ -164,6 +186,7 @@ CpuRun run_cpu(const ir::Graph& g, const ir::Weights& w, std::span<const std::ve
   Buffer scratchpad(static_cast<size_t>(scratch));
   std::fill_n(reinterpret_cast<float*>(arena.data), layout.bytes / 4,
               std::numeric_limits<float>::quiet_NaN());
+  layout.fill_guards(arena.data);
   for (size_t i = 0; i < in.size(); ++i) {
     const ValueId v = g.inputs()[i];
     convert(g.value(v).type.shape, TensorLayout::kPlain, in[i].data(), layout_of(v),
@@ -171,6 +194,7 @@ CpuRun run_cpu(const ir::Graph& g, const ir::Weights& w, std::span<const std::ve
   }
   LaneState lane{dnnl::stream(build.engine), scratchpad.data};
   for (const auto& k : kernels) k->execute({.arena = arena.data, .lane_state = &lane});
+  EXPECT_EQ(layout.damaged_guard_bytes(arena.data), 0) << "a kernel wrote past its tensor";
   CpuRun run;
   run.num_kernels = kernels.size();
   for (ValueId v : g.outputs()) {
@@ -600,6 +624,59 @@ TEST(CpuKernelsConformance, Sum) {
   }
 }
 
+// Element-wise, pooling, normalization and concat ops on 4-D tensors whose channels fill whole
+// blocks of 8 or 16 (8, 24, 40: an odd number of 8-blocks; 16, 48), so random_layouts really
+// blocks them; the other conformance tests draw few channels and stay mostly plain.
+TEST(CpuKernelsConformance, WholeChannelBlocks) {
+  const OpKind kinds[] = {OpKind::Add,
+                          OpKind::Mul,
+                          OpKind::Sum,
+                          OpKind::Relu,
+                          OpKind::Sigmoid,
+                          OpKind::MaxPool,
+                          OpKind::AveragePool,
+                          OpKind::GlobalAveragePool,
+                          OpKind::BatchNormalization,
+                          OpKind::Concat};
+  for (int i = 0; i < 4 * static_cast<int>(std::size(kinds)); ++i) {
+    const OpKind kind = kinds[static_cast<size_t>(i) % std::size(kinds)];
+    const uint64_t seed = seed_of(kind, 500 + i);
+    Rng r(seed);
+    const int64_t channels = r.pick<int64_t>({8, 16, 24, 40, 48});
+    const Shape x{r.uniform(1, 2), channels, r.uniform(2, 9), r.uniform(2, 9)};
+    const bool relu = r.coin();
+    ir::GraphBuilder b("blocks");
+    const ValueId a = b.add_input("a", f32(x));
+    ValueId y;
+    switch (kind) {
+      case OpKind::Add:
+      case OpKind::Mul:
+      case OpKind::Sum:
+        y = b.add_op(kind, {}, {a, b.add_input("b", f32(x))}, "op");
+        break;
+      case OpKind::MaxPool:
+      case OpKind::AveragePool:
+        y = b.add_op(kind, ir::PoolAttrs{.kernel = {2, 2}, .stride = {1, 2}, .pads = {1, 0, 1, 0}},
+                     {a}, "op");
+        break;
+      case OpKind::BatchNormalization:
+        y = add_batch_norm(b, a, channels);
+        break;
+      case OpKind::Concat:
+        y = b.add_op(kind, ir::AxisAttrs{1}, {a, b.add_input("b", f32(x)), a}, "op");
+        break;
+      default:
+        y = b.add_op(kind, {}, {a}, "op");
+    }
+    if (relu) y = b.add_op(OpKind::Relu, {}, {y}, "relu");  // fused as a post-op where it can
+    b.mark_output(y);
+    check_graph(std::move(b).build(), kElementwise,
+                "seed=" + std::to_string(seed) + " " + std::string(ir::to_string(kind)) +
+                    " x=" + str(x) + " relu=" + std::to_string(relu),
+                seed);
+  }
+}
+
 // ---- MatMul and Gemm ---------------------------------------------------------------------
 
 TEST(CpuKernelsConformance, MatMul) {
@@ -826,6 +903,62 @@ TEST(CpuKernelsUnits, KernelsRunOnOtherThreads) {
       expect_close(out, want, kReduction, "threads=" + std::to_string(threads));
   }
   omp_set_num_threads(saved_threads);
+}
+
+// A grouped conv of 8 channels per group (RegNet's) has only oneDNN's reference kernel for some
+// layouts, where it ran 100-1000x slower than the jit kernel of another layout: reading nhwc
+// and writing plain (RegNetY's SE block keeps that output plain; oneDNN resolves its `any` dst
+// to ref:any, 83 ms against 0.13 ms here), and in nChw16c (blocks straddle groups). In every
+// arena layout the kernel must run a real implementation (reordering through the scratchpad if
+// need be), and be right.
+TEST(CpuKernelsUnits, GroupedConvNeverRunsTheReferenceKernel) {
+  constexpr int64_t kGroupWidth = 8;
+  for (const auto& [channels, plain_output] :
+       {std::pair<int64_t, bool>{104, true}, {64, true}, {64, false}}) {
+    ir::GraphBuilder b("grouped");
+    const ValueId x = b.add_input("x", f32({1, channels, 14, 14}));
+    auto conv = [&](ValueId in, ir::ConvAttrs attrs, const std::string& name) {
+      return b.add_op(OpKind::Conv, attrs,
+                      {in, b.add_parameter(name + ".w",
+                                           f32({channels, channels / attrs.groups, attrs.kernel[0],
+                                                attrs.kernel[1]}),
+                                           ParamInit::normal(0.2f))},
+                      name);
+    };
+    const ValueId a = conv(x, {}, "a");
+    const ValueId grouped = conv(a,
+                                 {.kernel = {3, 3},
+                                  .pads = {1, 1, 1, 1},
+                                  .groups = channels / kGroupWidth,
+                                  .activation = ir::Activation::kRelu},
+                                 "grouped");
+    b.mark_output(plain_output ? grouped : conv(grouped, {}, "c"));  // outputs are plain
+    const ir::Graph g = std::move(b).build();
+    const ir::Weights w = ir::Weights::generate(g, 3);
+    const auto inputs = random_inputs(g, 3);
+    const auto want = ref::run_reference(g, w, inputs);
+    const NodeId grouped_node = g.value(grouped).producer;
+    for (TensorLayout layout : {TensorLayout::kPlain, TensorLayout::kNhwc, TensorLayout::kNChw8c,
+                                TensorLayout::kNChw16c}) {
+      const std::string what = std::to_string(channels) + " channels, " + str(layout) +
+                               (plain_output ? " to plain" : "");
+      const auto layouts = choose_layouts(g, {.blocked = layout});
+      if (channels % channel_block(layout) != 0) continue;  // 104 channels: no nChw16c
+      ASSERT_EQ(layouts[index(a)], layout) << what;         // the conv reads and writes this layout
+      ASSERT_EQ(layouts[index(grouped)], plain_output ? TensorLayout::kPlain : layout) << what;
+      const PlainLayout arena(g);
+      Bytes scratch = 0;
+      const auto kernels =
+          make_unit_kernels(g, {&grouped_node, 1}, make_locator(g, w, arena, layouts),
+                            {dnnl::engine(dnnl::engine::kind::cpu, 0)}, &scratch);
+      ASSERT_EQ(kernels.size(), 1u);
+      const auto impls = implementation_names(*kernels[0]);
+      ASSERT_FALSE(impls.empty());
+      for (const std::string& impl : impls)
+        EXPECT_FALSE(impl.starts_with("ref:")) << what << ": " << impl;
+      expect_close(run_cpu(g, w, inputs, 1, {}, layouts).outputs, want, kReduction, what);
+    }
+  }
 }
 
 // Zoo models (small inputs), fused by the IR's own pass: every unit shape the executor will see.
