@@ -127,6 +127,10 @@ const std::unordered_map<std::string_view, std::vector<std::string_view>>& known
       {"Split", {"axis", "split", "num_outputs"}},
       {"Pad", {"mode", "pads", "value"}},
       {"Gelu", {"approximate"}},
+      {"Clip", {"min", "max"}},
+      {"HardSigmoid", {"alpha", "beta"}},
+      {"ReduceMean", {"axes", "keepdims", "noop_with_empty_axes"}},
+      {"LRN", {"alpha", "beta", "bias", "size"}},
       {"Dropout", {"ratio", "seed", "is_test"}},
       {"Constant", {"value", "value_float", "value_floats", "value_int", "value_ints"}},
   };
@@ -500,7 +504,7 @@ class Importer {
     Tensor t = read_constant(*c);
     BRAID_CHECK(t.dtype == ir::DType::kFloat32, kUnsupported, describe(i), ": input '", name,
                 "' is an int64 constant; braid takes int64 constants only as Reshape shapes, "
-                "Split sizes and Pad pads");
+                "Split sizes, Pad pads and ReduceMean axes");
     ValueId id =
         b_.add_parameter(c->canonical, {ir::DType::kFloat32, t.shape}, ir::ParamInit::external());
     values_[c->canonical] = id;
@@ -659,6 +663,59 @@ class Importer {
     return a;
   }
 
+  // ---- Clip, HardSigmoid, HardSwish, ReduceMean, LRN (torchvision CNNs, ONNX zoo) ----
+  // Clip's bounds: attributes before opset 11, optional constant inputs from then on.
+  ir::ClipAttrs clip_attrs(int i) const {
+    ir::ClipAttrs a;
+    if (opset_ < 11) {
+      a.min = attr_float(i, "min", a.min);
+      a.max = attr_float(i, "max", a.max);
+      return a;
+    }
+    auto bound = [&](int k, std::string_view role, float fallback) {
+      auto t = const_input(i, k, role, ir::DType::kFloat32);
+      if (!t) return fallback;
+      BRAID_CHECK(t->floats.size() == 1, kBad, describe(i), ": Clip ", role,
+                  " must hold one value, has ", t->floats.size());
+      return t->floats[0];
+    };
+    a.min = bound(1, "min", a.min);
+    a.max = bound(2, "max", a.max);
+    return a;
+  }
+
+  // ReduceMean's axes: an attribute before opset 18, an optional constant input from then on.
+  ir::ReduceAttrs reduce_attrs(int i, const ir::TensorType& x) const {
+    ir::ReduceAttrs a;
+    a.keepdims = attr_int(i, "keepdims", 1) != 0;
+    std::vector<int64_t> axes;
+    if (opset_ < 18) {
+      axes = attr_ints(i, "axes").value_or(std::vector<int64_t>{});
+    } else if (auto t = const_input(i, 1, "axes", ir::DType::kInt64)) {
+      axes = t->ints;
+    }
+    if (axes.empty()) {
+      // Opset 18's noop_with_empty_axes makes "no axes" the identity; braid has no op for that.
+      BRAID_CHECK(attr_int(i, "noop_with_empty_axes", 0) == 0, kUnsupported, describe(i),
+                  ": ReduceMean with noop_with_empty_axes=1 and no axes is not supported");
+      for (int64_t d = 0; d < x.rank(); ++d) a.axes.push_back(d);
+      return a;
+    }
+    for (int64_t axis : axes) a.axes.push_back(checked_axis(i, axis, x.rank()));
+    std::sort(a.axes.begin(), a.axes.end());
+    BRAID_CHECK(std::adjacent_find(a.axes.begin(), a.axes.end()) == a.axes.end(), kBad, describe(i),
+                ": ReduceMean names an axis twice");
+    return a;
+  }
+
+  ir::LrnAttrs lrn_attrs(int i) const {
+    const int64_t size = attr_int(i, "size", 0);
+    BRAID_CHECK(size >= 1 && size <= kMaxSize, kBad, describe(i),
+                ": LRN needs a positive size attribute, got ", size);
+    return ir::LrnAttrs{size, attr_float(i, "alpha", 1e-4f), attr_float(i, "beta", 0.75f),
+                        attr_float(i, "bias", 1.0f)};
+  }
+
   ir::OpAttrs attrs_for(int i, OpKind kind, const std::vector<ValueId>& in) const {
     switch (kind) {
       case OpKind::Conv:
@@ -726,6 +783,16 @@ class Importer {
                     ": Gelu approximate='", approximate, "'");
         return ir::GeluAttrs{approximate == "tanh"};
       }
+      case OpKind::Clip:
+        return clip_attrs(i);
+      case OpKind::HardSigmoid:
+        return ir::HardSigmoidAttrs{attr_float(i, "alpha", 0.2f), attr_float(i, "beta", 0.5f)};
+      case OpKind::HardSwish:
+        return std::monostate{};
+      case OpKind::ReduceMean:
+        return reduce_attrs(i, type_of(in[0]));
+      case OpKind::LRN:
+        return lrn_attrs(i);
       case OpKind::Relu:
       case OpKind::Sigmoid:
       case OpKind::Tanh:
@@ -836,8 +903,11 @@ class Importer {
       return alias(n.output(0), n.input(0));
     }
     const OpKind kind = *ir::op_kind_from_onnx(n.op_type());
-    const int num_operands =
-        kind == OpKind::Reshape || kind == OpKind::Split || kind == OpKind::Pad ? 1 : INT_MAX;
+    const int num_operands = kind == OpKind::Reshape || kind == OpKind::Split ||
+                                     kind == OpKind::Pad || kind == OpKind::Clip ||
+                                     kind == OpKind::ReduceMean
+                                 ? 1
+                                 : INT_MAX;
     std::vector<ValueId> in = operands(i, num_operands);
     ir::OpAttrs attrs = attrs_for(i, kind, in);
     const int num_outputs = kind == OpKind::Split ? n.output_size() : 1;
