@@ -545,7 +545,8 @@ TEST(OnnxImport, ClipBoundsAcrossOpsets) {
     a->set_type(onnx::AttributeProto::FLOAT);
     a->set_f(6.0f);
     mm.output("y", {1, 4});
-    const auto& clip = std::get<ClipAttrs>(mm.import().graph->nodes()[0].attrs);
+    const ImportedModel m = mm.import();
+    const auto& clip = std::get<ClipAttrs>(m.graph->nodes()[0].attrs);
     EXPECT_EQ(clip.min, ClipAttrs{}.min);  // no min: unbounded below
     EXPECT_EQ(clip.max, 6.0f);
   }
@@ -583,7 +584,8 @@ TEST(OnnxImport, ReduceMeanAxesAcrossOpsets) {
     }
     ModelMaker::integer(r, "keepdims", 0);
     mm.output("y", {2, 3});
-    const auto& a = std::get<ReduceAttrs>(mm.import().graph->nodes()[0].attrs);
+    const ImportedModel m = mm.import();
+    const auto& a = std::get<ReduceAttrs>(m.graph->nodes()[0].attrs);
     EXPECT_EQ(a.axes, (std::vector<int64_t>{2, 3}));  // normalized and sorted
     EXPECT_FALSE(a.keepdims);
   }
