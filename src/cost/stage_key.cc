@@ -68,6 +68,16 @@ void write_attrs(std::ostream& out, const ir::OpAttrs& attrs) {
           out << " v" << a.value << '}';
         } else if constexpr (std::is_same_v<T, ir::GeluAttrs>) {
           out << "{tanh" << a.tanh_approximation << '}';
+        } else if constexpr (std::is_same_v<T, ir::ClipAttrs>) {
+          out << "{min" << a.min << " max" << a.max << '}';
+        } else if constexpr (std::is_same_v<T, ir::HardSigmoidAttrs>) {
+          out << "{a" << a.alpha << " b" << a.beta << '}';
+        } else if constexpr (std::is_same_v<T, ir::ReduceAttrs>) {
+          out << "{axes ";
+          write_list(out, a.axes);
+          out << " k" << a.keepdims << '}';
+        } else if constexpr (std::is_same_v<T, ir::LrnAttrs>) {
+          out << "{size" << a.size << " a" << a.alpha << " b" << a.beta << " bias" << a.bias << '}';
         } else {
           static_assert(sizeof(T) == 0, "write_attrs: an attribute type has no key");
         }

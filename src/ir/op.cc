@@ -51,7 +51,8 @@ bool is_view(OpKind k) {
 }
 
 bool is_activation(OpKind k) {
-  return k == OpKind::Relu || k == OpKind::Sigmoid || k == OpKind::Tanh || k == OpKind::Gelu;
+  return k == OpKind::Relu || k == OpKind::Sigmoid || k == OpKind::Tanh || k == OpKind::Gelu ||
+         k == OpKind::Clip || k == OpKind::HardSigmoid || k == OpKind::HardSwish;
 }
 
 }  // namespace braid::ir

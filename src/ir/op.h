@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <variant>
@@ -113,13 +114,48 @@ struct GeluAttrs {
   bool operator==(const GeluAttrs&) const = default;
 };
 
-using OpAttrs = std::variant<std::monostate, ConvAttrs, PoolAttrs, AxisAttrs, GemmAttrs,
-                             BatchNormAttrs, LayerNormAttrs, ReshapeAttrs, TransposeAttrs,
-                             SplitAttrs, PadAttrs, GeluAttrs>;
+// Clip: y = min(max(x, min), max). ONNX's min/max inputs (opset >= 11) must be constants.
+struct ClipAttrs {
+  float min = -std::numeric_limits<float>::infinity();
+  float max = std::numeric_limits<float>::infinity();
+  bool operator==(const ClipAttrs&) const = default;
+};
+
+// HardSigmoid: y = max(0, min(1, alpha * x + beta)). (HardSwish has no attributes:
+// y = x * HardSigmoid(x) with alpha = 1/6, beta = 1/2.)
+struct HardSigmoidAttrs {
+  float alpha = 0.2f;
+  float beta = 0.5f;
+  bool operator==(const HardSigmoidAttrs&) const = default;
+};
+
+// ReduceMean: the mean over `axes` (normalized to [0, rank), sorted, unique; never empty: ONNX's
+// "no axes" is stored as every axis). keepdims keeps each reduced dim as a 1.
+struct ReduceAttrs {
+  std::vector<int64_t> axes;
+  bool keepdims = true;
+  bool operator==(const ReduceAttrs&) const = default;
+};
+
+// LRN across channels (ONNX): y = x / (bias + alpha / size * sum of x^2 over the channels
+// [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)])^beta.
+struct LrnAttrs {
+  int64_t size = 1;
+  float alpha = 1e-4f;
+  float beta = 0.75f;
+  float bias = 1.0f;
+  bool operator==(const LrnAttrs&) const = default;
+};
+
+using OpAttrs =
+    std::variant<std::monostate, ConvAttrs, PoolAttrs, AxisAttrs, GemmAttrs, BatchNormAttrs,
+                 LayerNormAttrs, ReshapeAttrs, TransposeAttrs, SplitAttrs, PadAttrs, GeluAttrs,
+                 ClipAttrs, HardSigmoidAttrs, ReduceAttrs, LrnAttrs>;
 
 // True for ops that only relabel their input's memory (no arithmetic).
 bool is_view(OpKind);
-// True for ops applied element by element with one activation input (Relu, Sigmoid, ...).
+// True for ops applied element by element with one activation input (Relu, Sigmoid, Clip,
+// HardSigmoid, HardSwish, ...): they fuse as post-ops into the op before them.
 bool is_activation(OpKind);
 
 }  // namespace braid::ir

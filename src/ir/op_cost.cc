@@ -38,6 +38,18 @@ int64_t op_flops(const Graph& g, NodeId id) {
       return out.elements();
     case OpKind::Gelu:
       return 8 * out.elements();
+    case OpKind::Clip:
+      return 2 * out.elements();
+    case OpKind::HardSigmoid:
+      return 4 * out.elements();
+    case OpKind::HardSwish:
+      return 5 * out.elements();
+    case OpKind::ReduceMean:
+      return in_type(0).elements();
+    case OpKind::LRN: {
+      const int64_t size = std::get<LrnAttrs>(n.attrs).size;
+      return out.elements() * (2 * size + 4);  // window of squares, scale, pow, divide
+    }
     case OpKind::Sum:
       return out.elements() * static_cast<int64_t>(n.inputs.size() - 1);
     case OpKind::BatchNormalization:

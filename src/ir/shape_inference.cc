@@ -192,6 +192,26 @@ std::vector<TensorType> infer_reshape(const ReshapeAttrs& a, const TensorType& x
   return {{x.dtype, out}};
 }
 
+// Axes must already be normalized, sorted and unique (the importer does that); checked here
+// because a graph can also come from a .dag.json or a builder.
+std::vector<TensorType> infer_reduce(const ReduceAttrs& a, const TensorType& x,
+                                     std::string_view node, OpKind kind) {
+  BRAID_CHECK(!a.axes.empty(), kBad, "node '", node, "' (", to_string(kind), "): no axes");
+  for (size_t i = 0; i < a.axes.size(); ++i)
+    BRAID_CHECK(a.axes[i] >= 0 && a.axes[i] < x.rank() && (i == 0 || a.axes[i - 1] < a.axes[i]),
+                kBad, "node '", node, "' (", to_string(kind),
+                "): axes must be sorted, unique and in [0, ", x.rank(), ")");
+  Shape out;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    const bool reduced = std::binary_search(a.axes.begin(), a.axes.end(), d);
+    if (!reduced)
+      out.push_back(x.shape[d]);
+    else if (a.keepdims)
+      out.push_back(1);
+  }
+  return {{x.dtype, out}};
+}
+
 }  // namespace
 
 int64_t window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_begin,
@@ -221,9 +241,22 @@ std::vector<TensorType> infer_output_types(OpKind kind, const OpAttrs& attrs,
     case OpKind::Sigmoid:
     case OpKind::Tanh:
     case OpKind::Gelu:
+    case OpKind::Clip:
+    case OpKind::HardSigmoid:
+    case OpKind::HardSwish:
     case OpKind::Identity:
       check_arity(in, 1, 1, node, kind);
       return {in[0]};
+    case OpKind::ReduceMean:
+      check_arity(in, 1, 1, node, kind);
+      return infer_reduce(attrs_as<ReduceAttrs>(attrs, node, kind), in[0], node, kind);
+    case OpKind::LRN: {
+      check_arity(in, 1, 1, node, kind);
+      check_rank(in[0], 4, node, kind, "input");
+      BRAID_CHECK(attrs_as<LrnAttrs>(attrs, node, kind).size >= 1, kBad, "node '", node,
+                  "' (LRN): size must be positive");
+      return {in[0]};
+    }
     case OpKind::MaxPool:
     case OpKind::AveragePool:
       return infer_pool(kind, attrs_as<PoolAttrs>(attrs, node, kind), in, node);

@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -91,7 +92,8 @@ class Exporter {
     m.set_producer_name("braid");
     auto* opset = m.add_opset_import();
     opset->set_domain("");
-    opset->set_version(has_gelu ? kGeluOpset : kOpset);
+    opset_ = has_gelu ? kGeluOpset : kOpset;
+    opset->set_version(opset_);
     graph_ = m.mutable_graph();
     graph_->set_name(g_.name().empty() ? "braid" : g_.name());
 
@@ -260,6 +262,38 @@ class Exporter {
         add_string(n, "approximate",
                    std::get<ir::GeluAttrs>(node.attrs).tanh_approximation ? "tanh" : "none");
         break;
+      case OpKind::Clip: {  // opset 17: bounds are inputs; infinite ones are left out
+        const auto& a = std::get<ir::ClipAttrs>(node.attrs);
+        const bool has_min = !std::isinf(a.min), has_max = !std::isinf(a.max);
+        if (has_min || has_max)
+          n->add_input(has_min ? add_float_scalar(node.name + ".min", a.min) : "");
+        if (has_max) n->add_input(add_float_scalar(node.name + ".max", a.max));
+        break;
+      }
+      case OpKind::HardSigmoid: {
+        const auto& a = std::get<ir::HardSigmoidAttrs>(node.attrs);
+        add_float(n, "alpha", a.alpha);
+        add_float(n, "beta", a.beta);
+        break;
+      }
+      case OpKind::ReduceMean: {  // axes: an attribute up to opset 17, an input from 18
+        const auto& a = std::get<ir::ReduceAttrs>(node.attrs);
+        if (opset_ >= 18)
+          n->add_input(add_int64_constant(node.name + ".axes", a.axes));
+        else
+          add_ints(n, "axes", a.axes);
+        add_int(n, "keepdims", a.keepdims ? 1 : 0);
+        break;
+      }
+      case OpKind::LRN: {
+        const auto& a = std::get<ir::LrnAttrs>(node.attrs);
+        add_int(n, "size", a.size);
+        add_float(n, "alpha", a.alpha);
+        add_float(n, "beta", a.beta);
+        add_float(n, "bias", a.bias);
+        break;
+      }
+      case OpKind::HardSwish:
       case OpKind::Relu:
       case OpKind::Sigmoid:
       case OpKind::Tanh:
@@ -276,6 +310,7 @@ class Exporter {
   const ir::Graph& g_;
   const ir::Weights& w_;
   onnx::GraphProto* graph_ = nullptr;
+  int64_t opset_ = kOpset;
   std::unordered_set<std::string> used_values_, used_nodes_;
   std::vector<std::string> fused_;
 };

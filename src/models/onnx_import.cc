@@ -272,7 +272,7 @@ class Importer {
     Tensor t = onnx_detail::read_constant(*c);
     BRAID_CHECK(t.dtype == ir::DType::kFloat32, kUnsupported, describe(i), ": input '", name,
                 "' is an int64 constant; braid takes int64 constants only as Reshape shapes, "
-                "Split sizes and Pad pads");
+                "Split sizes, Pad pads and ReduceMean axes");
     ValueId id =
         b_.add_parameter(c->canonical, {ir::DType::kFloat32, t.shape}, ir::ParamInit::external());
     values_[c->canonical] = id;

@@ -223,6 +223,64 @@ ir::OpAttrs import_gelu(const OpContext& c) {
   return ir::GeluAttrs{approximate == "tanh"};
 }
 
+// ---- Clip, HardSigmoid, HardSwish, ReduceMean, LRN (torchvision CNNs, ONNX zoo) ----
+// Clip's bounds: attributes before opset 11, optional constant inputs from then on.
+ir::OpAttrs import_clip(const OpContext& c) {
+  ir::ClipAttrs a;
+  if (c.opset < 11) {
+    a.min = c.attrs.get_float("min", a.min);
+    a.max = c.attrs.get_float("max", a.max);
+    return a;
+  }
+  auto bound = [&](int k, std::string_view role, float fallback) {
+    auto t = c.const_input(k, role, ir::DType::kFloat32);
+    if (!t) return fallback;
+    BRAID_CHECK(t->floats.size() == 1, kBad, c.who(), ": Clip ", role, " must hold one value, has ",
+                t->floats.size());
+    return t->floats[0];
+  };
+  a.min = bound(1, "min", a.min);
+  a.max = bound(2, "max", a.max);
+  return a;
+}
+
+ir::OpAttrs import_hard_sigmoid(const OpContext& c) {
+  return ir::HardSigmoidAttrs{c.attrs.get_float("alpha", 0.2f), c.attrs.get_float("beta", 0.5f)};
+}
+
+// ReduceMean's axes: an attribute before opset 18, an optional constant input from then on.
+ir::OpAttrs import_reduce_mean(const OpContext& c) {
+  const ir::TensorType& x = c.inputs[0];
+  ir::ReduceAttrs a;
+  a.keepdims = c.attrs.get_int("keepdims", 1) != 0;
+  std::vector<int64_t> axes;
+  if (c.opset < 18) {
+    axes = c.attrs.get_ints("axes").value_or(std::vector<int64_t>{});
+  } else if (auto t = c.const_input(1, "axes", ir::DType::kInt64)) {
+    axes = t->ints;
+  }
+  if (axes.empty()) {
+    // Opset 18's noop_with_empty_axes makes "no axes" the identity; braid has no op for that.
+    BRAID_CHECK(c.attrs.get_int("noop_with_empty_axes", 0) == 0, kUnsupported, c.who(),
+                ": ReduceMean with noop_with_empty_axes=1 and no axes is not supported");
+    for (int64_t d = 0; d < x.rank(); ++d) a.axes.push_back(d);
+    return a;
+  }
+  for (int64_t axis : axes) a.axes.push_back(c.checked_axis(axis, x.rank()));
+  std::sort(a.axes.begin(), a.axes.end());
+  BRAID_CHECK(std::adjacent_find(a.axes.begin(), a.axes.end()) == a.axes.end(), kBad, c.who(),
+              ": ReduceMean names an axis twice");
+  return a;
+}
+
+ir::OpAttrs import_lrn(const OpContext& c) {
+  const int64_t size = c.attrs.get_int("size", 0);
+  BRAID_CHECK(size >= 1 && size <= kMaxSize, kBad, c.who(),
+              ": LRN needs a positive size attribute, got ", size);
+  return ir::LrnAttrs{size, c.attrs.get_float("alpha", 1e-4f), c.attrs.get_float("beta", 0.75f),
+                      c.attrs.get_float("bias", 1.0f)};
+}
+
 constexpr auto kAlias = OnnxOpRole::kAlias;
 constexpr auto kConstant = OnnxOpRole::kConstant;
 constexpr auto kKernel = OnnxOpRole::kKernel;
@@ -242,6 +300,17 @@ const std::vector<OnnxOp> kOps = {
     {"Sigmoid", 1, kKernel, {}},
     {"Tanh", 1, kKernel, {}},
     {"Gelu", 20, kKernel, {"approximate"}, kAll, false, import_gelu},
+    {"Clip", 6, kKernel, {"min", "max"}, 1, false, import_clip},
+    {"HardSigmoid", 6, kKernel, {"alpha", "beta"}, kAll, false, import_hard_sigmoid},
+    {"HardSwish", 14, kKernel, {}},
+    {"ReduceMean",
+     1,
+     kKernel,
+     {"axes", "keepdims", "noop_with_empty_axes"},
+     1,
+     false,
+     import_reduce_mean},
+    {"LRN", 1, kKernel, {"alpha", "beta", "bias", "size"}, kAll, false, import_lrn},
     {"MaxPool",
      1,
      kKernel,

@@ -121,6 +121,29 @@ Graph transformer_graph() {
   return std::move(b).build();
 }
 
+// The CNN ops of MobileNetV2/V3, MNASNet and the ONNX zoo's AlexNet: Clip (both bounds, one,
+// none), HardSigmoid, HardSwish, ReduceMean (keepdims or not), LRN. With `gelu` a Gelu joins,
+// so the export is at opset 20 where ReduceMean's axes are an input, not an attribute.
+Graph cnn_ops_graph(bool gelu) {
+  GraphBuilder b(gelu ? "cnn_ops_opset20" : "cnn_ops");
+  const DType f = DType::kFloat32;
+  ValueId x = b.add_input("image", {f, {1, 8, 6, 6}});
+  ValueId w = b.add_parameter("c.w", {f, {8, 8, 3, 3}}, ParamInit::normal(0.3f));
+  ValueId c =
+      b.add_op(OpKind::Conv, ConvAttrs{.kernel = {3, 3}, .pads = {1, 1, 1, 1}}, {x, w}, "c");
+  ValueId relu6 = b.add_op(OpKind::Clip, ClipAttrs{0.0f, 6.0f}, {c}, "relu6");
+  ValueId upper = b.add_op(OpKind::Clip, ClipAttrs{.max = 2.5f}, {relu6}, "upper");
+  ValueId lower = b.add_op(OpKind::Clip, ClipAttrs{.min = -0.5f}, {upper}, "lower");
+  ValueId none = b.add_op(OpKind::Clip, ClipAttrs{}, {lower}, "unbounded");
+  ValueId hs = b.add_op(OpKind::HardSigmoid, HardSigmoidAttrs{0.25f, 0.375f}, {none}, "hsig");
+  ValueId hw = b.add_op(OpKind::HardSwish, {}, {hs}, "hswish");
+  ValueId lrn = b.add_op(OpKind::LRN, LrnAttrs{5, 2e-4f, 0.5f, 1.5f}, {hw}, "lrn");
+  if (gelu) lrn = b.add_op(OpKind::Gelu, GeluAttrs{}, {lrn}, "gelu");
+  b.mark_output(b.add_op(OpKind::ReduceMean, ReduceAttrs{{2, 3}, true}, {lrn}, "se_mean"));
+  b.mark_output(b.add_op(OpKind::ReduceMean, ReduceAttrs{{1, 3}, false}, {lrn}, "mean"));
+  return std::move(b).build();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Structural comparison.
 
@@ -197,7 +220,7 @@ void round_trip(const Graph& g) {
 TEST(OnnxRoundTrip, HandBuiltGraphsCoverEveryOpKind) {
   std::set<OpKind> kinds;
   std::set<Activation> activations;
-  for (const Graph& g : {cnn_graph(), transformer_graph()})
+  for (const Graph& g : {cnn_graph(), transformer_graph(), cnn_ops_graph(false)})
     for (const Node& n : g.nodes()) {
       kinds.insert(n.kind);
       if (auto* c = std::get_if<ConvAttrs>(&n.attrs)) activations.insert(c->activation);
@@ -211,6 +234,11 @@ TEST(OnnxRoundTrip, Cnn) {
 }
 TEST(OnnxRoundTrip, Transformer) {
   round_trip(transformer_graph());
+}
+
+TEST(OnnxRoundTrip, CnnOps) {
+  round_trip(cnn_ops_graph(false));
+  round_trip(cnn_ops_graph(true));
 }
 
 TEST(OnnxRoundTrip, OpsetFollowsGelu) {
@@ -244,7 +272,8 @@ std::string run_onnx_check(const fs::path& file) {
 
 TEST(OnnxRoundTrip, HandBuiltGraphsPassOnnxCheckerAndRuntime) {
   if (testing::venv_python().empty()) GTEST_SKIP() << "no .venv/bin/python (make deps)";
-  for (const Graph& g : {cnn_graph(), transformer_graph()}) {
+  for (const Graph& g :
+       {cnn_graph(), transformer_graph(), cnn_ops_graph(false), cnn_ops_graph(true)}) {
     fs::path file = testing::scratch_dir() / (g.name() + ".onnx");
     export_onnx_file(g, Weights::generate(g, 3), file.string());
     EXPECT_EQ(run_onnx_check(file), "") << g.name();
@@ -504,6 +533,95 @@ TEST(OnnxImport, SplitAndPadAcrossOpsets) {
     EXPECT_EQ(std::get<PadAttrs>(m.graph->nodes()[1].attrs).pads,
               (std::vector<int64_t>{0, 0, 1, 0, 0, 2}));
   }
+}
+
+TEST(OnnxImport, ClipBoundsAcrossOpsets) {
+  {  // opset 6: attributes
+    ModelMaker mm(6);
+    mm.input("x", {1, 4});
+    auto* c = mm.node("Clip", "relu6", {"x"}, {"y"});
+    auto* a = c->add_attribute();
+    a->set_name("max");
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(6.0f);
+    mm.output("y", {1, 4});
+    const ImportedModel m = mm.import();
+    const auto& clip = std::get<ClipAttrs>(m.graph->nodes()[0].attrs);
+    EXPECT_EQ(clip.min, ClipAttrs{}.min);  // no min: unbounded below
+    EXPECT_EQ(clip.max, 6.0f);
+  }
+  {  // opset 13: constant inputs, min omitted
+    ModelMaker mm(13);
+    mm.input("x", {1, 4});
+    mm.init("hi", {}, 6.0f);
+    mm.node("Clip", "relu6", {"x", "", "hi"}, {"y"});
+    mm.output("y", {1, 4});
+    const ImportedModel m = mm.import();
+    const auto& clip = std::get<ClipAttrs>(m.graph->nodes()[0].attrs);
+    EXPECT_EQ(clip.max, 6.0f);
+    EXPECT_EQ(m.graph->parameters().size(), 0u);  // the bound is an attribute, not a parameter
+  }
+  // A bound computed at run time cannot become an attribute.
+  ModelMaker mm(13);
+  mm.input("x", {1, 4});
+  mm.input("lo", {});
+  mm.node("Clip", "clip", {"x", "lo"}, {"y"});
+  mm.output("y", {1, 4});
+  expect_error([&] { mm.import(); }, ErrorCode::kUnsupported, {"node 'clip'", "min", "constant"});
+}
+
+TEST(OnnxImport, ReduceMeanAxesAcrossOpsets) {
+  for (int64_t opset : {13, 18}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    ModelMaker mm(opset);
+    mm.input("x", {2, 3, 4, 5});
+    auto* r = mm.node("ReduceMean", "mean", {"x"}, {"y"});
+    if (opset >= 18) {
+      mm.init64("axes", {-1, 2});
+      r->add_input("axes");
+    } else {
+      ModelMaker::ints(r, "axes", {-1, 2});
+    }
+    ModelMaker::integer(r, "keepdims", 0);
+    mm.output("y", {2, 3});
+    const ImportedModel m = mm.import();
+    const auto& a = std::get<ReduceAttrs>(m.graph->nodes()[0].attrs);
+    EXPECT_EQ(a.axes, (std::vector<int64_t>{2, 3}));  // normalized and sorted
+    EXPECT_FALSE(a.keepdims);
+  }
+  {  // no axes: every axis
+    ModelMaker mm(13);
+    mm.input("x", {2, 3});
+    mm.node("ReduceMean", "mean", {"x"}, {"y"});
+    mm.output("y", {1, 1});
+    EXPECT_EQ(std::get<ReduceAttrs>(mm.import().graph->nodes()[0].attrs).axes,
+              (std::vector<int64_t>{0, 1}));
+  }
+  {  // opset 18's noop_with_empty_axes is an identity braid has no op for
+    ModelMaker mm(18);
+    mm.input("x", {2, 3});
+    ModelMaker::integer(mm.node("ReduceMean", "mean", {"x"}, {"y"}), "noop_with_empty_axes", 1);
+    mm.output("y", {2, 3});
+    expect_error([&] { mm.import(); }, ErrorCode::kUnsupported,
+                 {"node 'mean'", "noop_with_empty_axes"});
+  }
+  // The same axis twice (-1 is 1 here) is malformed.
+  ModelMaker mm(13);
+  mm.input("x", {2, 3});
+  ModelMaker::ints(mm.node("ReduceMean", "mean", {"x"}, {"y"}), "axes", {1, -1});
+  mm.output("y", {2, 1});
+  expect_error([&] { mm.import(); }, ErrorCode::kInvalidModel, {"node 'mean'", "twice"});
+}
+
+TEST(OnnxImport, LrnNeedsItsSize) {
+  ModelMaker mm(13);
+  mm.input("x", {1, 4, 2, 2});
+  auto* n = mm.node("LRN", "norm", {"x"}, {"y"});
+  mm.output("y", {1, 4, 2, 2});
+  expect_error([&] { mm.import(); }, ErrorCode::kInvalidModel, {"node 'norm'", "size"});
+  ModelMaker::integer(n, "size", 3);
+  EXPECT_EQ(std::get<LrnAttrs>(mm.import().graph->nodes()[0].attrs),
+            (LrnAttrs{3, 1e-4f, 0.75f, 1.0f}));  // ONNX's defaults for the rest
 }
 
 TEST(OnnxImport, AutoPadSame) {

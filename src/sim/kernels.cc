@@ -121,6 +121,9 @@ bool is_epilogue_op(ir::OpKind kind) {
     case ir::OpKind::Sigmoid:
     case ir::OpKind::Tanh:
     case ir::OpKind::Gelu:
+    case ir::OpKind::Clip:
+    case ir::OpKind::HardSigmoid:
+    case ir::OpKind::HardSwish:
     case ir::OpKind::BatchNormalization:
     case ir::OpKind::Add:
     case ir::OpKind::Mul:
@@ -195,7 +198,7 @@ std::vector<Kernel> op_kernels(const ir::Graph& g, NodeId id, UnitId unit, doubl
   }
   int64_t elements = out_elements;
   if (n.kind == ir::OpKind::GlobalAveragePool || n.kind == ir::OpKind::Softmax ||
-      n.kind == ir::OpKind::LayerNormalization) {
+      n.kind == ir::OpKind::LayerNormalization || n.kind == ir::OpKind::ReduceMean) {
     // Reductions: a warp per row; count input elements, 8 per thread.
     elements = std::max(out_elements, g.value(n.inputs[0]).type.elements() / 8);
   }
@@ -204,8 +207,7 @@ std::vector<Kernel> op_kernels(const ir::Graph& g, NodeId id, UnitId unit, doubl
 }
 
 bool is_unary_activation(ir::OpKind kind) {
-  return kind == ir::OpKind::Relu || kind == ir::OpKind::Sigmoid || kind == ir::OpKind::Tanh ||
-         kind == ir::OpKind::Gelu;
+  return ir::is_activation(kind);
 }
 
 // A kernel that reads and writes `elements` floats once per input/output.

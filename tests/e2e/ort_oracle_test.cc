@@ -103,5 +103,33 @@ INSTANTIATE_TEST_SUITE_P(Models, OrtOracleTorch,
                          ::testing::Values("googlenet", "inception_v3", "squeezenet1_0", "resnet50"),
                          [](const auto& info) { return std::string(info.param); });
 
+// The CNN ops torchvision classifiers and the ONNX zoo need (Clip at opsets 6 and 13,
+// HardSigmoid, HardSwish, ReduceMean with axes as attribute and as input, LRN), alone and in
+// the blocks they come in (MobileNetV2's Conv-ReLU6, MobileNetV3's squeeze-excite, MNASNet's
+// mean head, AlexNet's LRN): models made by scripts/make_cnn_op_models.py.
+class OrtOracleCnnOps : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OrtOracleCnnOps, CpuExecutorAgreesWithOnnxRuntime) {
+  auto python = testing::venv_python();
+  if (python.empty()) GTEST_SKIP() << "no .venv with onnx and onnxruntime (run make deps)";
+  const fs::path dir = testing::scratch_dir() / "cnn_ops";
+  const auto r = testing::run_command(
+      python.string() + " " + (testing::source_dir() / "scripts/make_cnn_op_models.py").string() +
+      " " + dir.string() + " " + GetParam());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path onnx = dir / (std::string(GetParam()) + ".onnx");
+  compare_with_ort(models::load_model(onnx.string()), onnx, std::string("cnn_ops_") + GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(CnnOps, OrtOracleCnnOps,
+                         ::testing::Values("clip_opset6", "clip_opset13", "clip_opset13_one_sided",
+                                           "conv_relu6_opset13", "hardsigmoid_opset13",
+                                           "hardswish_opset14", "mobilenetv3_se_block_opset14",
+                                           "reduce_mean_opset13_keepdims",
+                                           "reduce_mean_opset13_all_axes",
+                                           "reduce_mean_opset18_axes_input", "mnasnet_head_opset13",
+                                           "lrn_opset13", "alexnet_lrn_block_opset13"),
+                         [](const auto& info) { return std::string(info.param); });
+
 }  // namespace
 }  // namespace braid

@@ -161,19 +161,41 @@ void DnnlKernel::execute(const KernelContext& context) const {
 
 namespace {
 
-algorithm eltwise_algorithm(const ir::Node& node) {
+// One oneDNN eltwise operation: alg(alpha, beta).
+struct EltwiseStep {
+  algorithm alg;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+};
+
+// An activation op as oneDNN eltwise steps applied in order. oneDNN 2.6 has no hardsigmoid:
+// it is linear (alpha * x + beta) then clip to [0, 1]. Its hardswish is ONNX's
+// (x * max(0, min(1, x / 6 + 1/2))), its clip is max(alpha, min(beta, x)).
+std::vector<EltwiseStep> eltwise_steps(const ir::Node& node) {
   switch (node.kind) {
     case ir::OpKind::Relu:
-      return algorithm::eltwise_relu;
+      return {{algorithm::eltwise_relu}};
     case ir::OpKind::Sigmoid:
-      return algorithm::eltwise_logistic;
+      return {{algorithm::eltwise_logistic}};
     case ir::OpKind::Tanh:
-      return algorithm::eltwise_tanh;
+      return {{algorithm::eltwise_tanh}};
     case ir::OpKind::Gelu: {
       const auto* g = std::get_if<ir::GeluAttrs>(&node.attrs);
-      return g != nullptr && g->tanh_approximation ? algorithm::eltwise_gelu_tanh
-                                                   : algorithm::eltwise_gelu_erf;
+      return {{g != nullptr && g->tanh_approximation ? algorithm::eltwise_gelu_tanh
+                                                     : algorithm::eltwise_gelu_erf}};
     }
+    case ir::OpKind::Clip: {
+      const auto& a = std::get<ir::ClipAttrs>(node.attrs);
+      // ONNX applies max last (min > max gives max everywhere); oneDNN's clip applies min last.
+      if (a.min > a.max) return {{algorithm::eltwise_linear, 0.0f, a.max}};
+      return {{algorithm::eltwise_clip, a.min, a.max}};
+    }
+    case ir::OpKind::HardSigmoid: {
+      const auto& a = std::get<ir::HardSigmoidAttrs>(node.attrs);
+      return {{algorithm::eltwise_linear, a.alpha, a.beta}, {algorithm::eltwise_clip, 0.0f, 1.0f}};
+    }
+    case ir::OpKind::HardSwish:
+      return {{algorithm::eltwise_hardswish}};
     default:
       BRAID_ASSERT(false, "node '", node.name, "' is not an activation");
   }
@@ -182,7 +204,8 @@ algorithm eltwise_algorithm(const ir::Node& node) {
 }  // namespace
 
 void append_activation(dnnl::post_ops& post_ops, const ir::Node& activation) {
-  post_ops.append_eltwise(1.0f, eltwise_algorithm(activation), 0.0f, 0.0f);
+  for (const EltwiseStep& step : eltwise_steps(activation))
+    post_ops.append_eltwise(1.0f, step.alg, step.alpha, step.beta);
 }
 
 void append_activation(dnnl::post_ops& post_ops, ir::Activation activation) {
@@ -371,13 +394,85 @@ std::unique_ptr<Kernel> build_eltwise(const BuildContext& c, const Chain& chain)
   // runs in the input's and its result is reordered.
   const bool same_layout = src_ref.layout == dst_ref.layout;
   const memory::desc md = same_layout ? flat_md(src_ref.type) : arena_md(src_ref);
-  dnnl::eltwise_forward::primitive_desc pd(
-      {prop_kind::forward_inference, eltwise_algorithm(node), md, 0.0f, 0.0f}, make_attr(),
-      c.engine);
   auto k = std::make_unique<DnnlKernel>(c.engine);
   memory src = k->bind(md, src_ref);
-  memory dst = same_layout ? k->bind(md, dst_ref) : k->output(md, dst_ref);
-  k->add(pd, dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  // Several steps (HardSigmoid) run as separate calls, the later ones in place on the result:
+  // oneDNN 2.6 takes eltwise post-ops on an eltwise primitive only in its reference kernel.
+  // Across layouts the result is a temporary, reordered into the output after the last call.
+  const std::vector<EltwiseStep> steps = eltwise_steps(node);
+  memory dst = same_layout ? k->bind(md, dst_ref) : k->temporary(md);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    dnnl::eltwise_forward::primitive_desc pd(
+        {prop_kind::forward_inference, steps[i].alg, md, steps[i].alpha, steps[i].beta},
+        make_attr(), c.engine);
+    k->add(pd, dnnl::eltwise_forward(pd),
+           {{DNNL_ARG_SRC, i == 0 ? src : dst}, {DNNL_ARG_DST, dst}});
+  }
+  if (!same_layout) k->add_reorder(dst, k->bind(arena_md(dst_ref), dst_ref));
+  return k;
+}
+
+// ReduceMean on plain data (layout.cc keeps its input plain). oneDNN 2.6's jit reduction takes
+// plain sources whose reduced dims are the trailing ones; anything else goes to its reference
+// kernel. So the kept dims are moved first and the reduced ones last (dims of size 1 dropped):
+// when that is a permutation, a reorder copies the source into a temporary in that order. The
+// result, kept dims in their order, is the output's memory with or without keepdims.
+std::unique_ptr<Kernel> build_reduce_mean(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const ir::Shape& xs = c.shape(node.inputs[0]);
+  const auto& axes = std::get<ir::ReduceAttrs>(node.attrs).axes;
+  const Dims x_strides = row_major_strides(to_dims(xs));
+  Dims kept, reduced, kept_strides, reduced_strides;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (xs[d] == 1) continue;
+    const bool r = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d));
+    (r ? reduced : kept).push_back(xs[d]);
+    (r ? reduced_strides : kept_strides).push_back(x_strides[d]);
+  }
+  const TensorRef src_ref = c.ref(node.inputs[0]), dst_ref = c.ref(chain.output);
+  // Only dims of size 1 reduced: a copy (oneDNN refuses a reduction whose dst equals its src).
+  if (reduced.empty()) return std::make_unique<CopyKernel>(src_ref, dst_ref);
+  Dims dims = kept, strides = kept_strides;
+  dims.insert(dims.end(), reduced.begin(), reduced.end());
+  strides.insert(strides.end(), reduced_strides.begin(), reduced_strides.end());
+  Dims dst_dims = kept;
+  dst_dims.resize(dims.size(), 1);
+  const memory::desc md = plain_md(dims);
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  memory src = k->bind(memory::desc(dims, dt::f32, strides), src_ref);
+  if (src.get_desc() != md) {  // the dims were permuted: gather them in order first
+    const memory ordered = k->temporary(md);
+    k->add_reorder(src, ordered);
+    src = ordered;
+  }
+  const memory::desc dst_md = plain_md(dst_dims);
+  dnnl::reduction::primitive_desc pd({algorithm::reduction_mean, md, dst_md, 0.0f, 0.0f},
+                                     make_attr(), c.engine);
+  k->add(pd, dnnl::reduction(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, k->bind(dst_md, dst_ref)}});
+  return k;
+}
+
+// LRN across channels, always computed in nhwc: oneDNN 2.6 has a jit kernel for any size there
+// (with beta = 0.75, as AlexNet and GoogLeNet use), for size 5 only in nchw and the blocked
+// layouts. Inputs and outputs laid out otherwise are reordered inside the kernel. oneDNN's
+// window is (size - 1) / 2 channels on each side; ONNX's has one more above for even sizes,
+// so those are refused rather than computed differently.
+std::unique_ptr<Kernel> build_lrn(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const auto& a = std::get<ir::LrnAttrs>(node.attrs);
+  BRAID_CHECK(a.size % 2 == 1, ErrorCode::kUnsupported, "node '", node.name,
+              "' (LRN): the CPU executor supports odd sizes only (oneDNN's window is symmetric, "
+              "ONNX's for size ",
+              a.size, " is not)");
+  const TensorRef src_ref = c.ref(node.inputs[0]), dst_ref = c.ref(chain.output);
+  const memory::desc md = layout_md(to_dims(src_ref.type.shape), TensorLayout::kNhwc);
+  dnnl::lrn_forward::primitive_desc pd(
+      {prop_kind::forward_inference, algorithm::lrn_across_channels, md, a.size, a.alpha, a.beta,
+       a.bias},
+      make_attr(), c.engine);
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  const memory src = k->input(md, src_ref);
+  k->add(pd, dnnl::lrn_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, k->output(md, dst_ref)}});
   return k;
 }
 
@@ -663,7 +758,14 @@ std::unique_ptr<Kernel> build(const BuildContext& c, const Chain& chain) {
     case ir::OpKind::Sigmoid:
     case ir::OpKind::Tanh:
     case ir::OpKind::Gelu:
+    case ir::OpKind::Clip:
+    case ir::OpKind::HardSigmoid:
+    case ir::OpKind::HardSwish:
       return build_eltwise(c, chain);
+    case ir::OpKind::ReduceMean:
+      return build_reduce_mean(c, chain);
+    case ir::OpKind::LRN:
+      return build_lrn(c, chain);
     case ir::OpKind::MaxPool:
     case ir::OpKind::AveragePool:
       return build_pool(c, chain);
@@ -842,6 +944,11 @@ bool supports(const ir::Graph& graph, NodeId id) {
     case ir::OpKind::Sigmoid:
     case ir::OpKind::Tanh:
     case ir::OpKind::Gelu:
+    case ir::OpKind::Clip:
+    case ir::OpKind::HardSigmoid:
+    case ir::OpKind::HardSwish:
+    case ir::OpKind::ReduceMean:
+    case ir::OpKind::LRN:
     case ir::OpKind::MaxPool:
     case ir::OpKind::AveragePool:
     case ir::OpKind::GlobalAveragePool:

@@ -337,13 +337,54 @@ ir::OpAttrs activation_attrs(OpKind kind, bool tanh_gelu) {
   return kind == OpKind::Gelu ? ir::OpAttrs{ir::GeluAttrs{tanh_gelu}} : ir::OpAttrs{};
 }
 
-ValueId add_conv(ir::GraphBuilder& b, ValueId x, const ConvProblem& p) {
+// Attributes for any activation op: Gelu's form from `tanh_gelu`, Clip's bounds and
+// HardSigmoid's line drawn from `r` (bounds sometimes infinite, as an exporter leaves them).
+ir::OpAttrs random_activation_attrs(OpKind kind, bool tanh_gelu, Rng& r) {
+  auto real = [&](float lo, float hi) {
+    return std::uniform_real_distribution<float>(lo, hi)(r.gen);
+  };
+  switch (kind) {
+    case OpKind::Clip: {
+      ir::ClipAttrs a;
+      if (r.coin(0.8)) a.min = real(-1.5f, 0.5f);
+      if (r.coin(0.8)) a.max = std::max(a.min, 0.0f) + real(0.0f, 1.5f);
+      if (r.coin(0.1) && !std::isinf(a.min) && !std::isinf(a.max))
+        std::swap(a.min, a.max);  // min > max: ONNX gives max everywhere
+      return a;
+    }
+    case OpKind::HardSigmoid:
+      return ir::HardSigmoidAttrs{real(0.1f, 0.6f), real(0.2f, 0.8f)};
+    default:
+      return activation_attrs(kind, tanh_gelu);
+  }
+}
+
+constexpr OpKind kActivationKinds[] = {OpKind::Relu,     OpKind::Sigmoid, OpKind::Tanh,
+                                       OpKind::Gelu,     OpKind::Clip,    OpKind::HardSigmoid,
+                                       OpKind::HardSwish};
+
+std::string describe(OpKind kind, const ir::OpAttrs& attrs) {
+  std::ostringstream out;
+  out << ir::to_string(kind);
+  if (const auto* c = std::get_if<ir::ClipAttrs>(&attrs))
+    out << "(" << c->min << "," << c->max << ")";
+  if (const auto* h = std::get_if<ir::HardSigmoidAttrs>(&attrs))
+    out << "(" << h->alpha << "," << h->beta << ")";
+  if (const auto* g = std::get_if<ir::GeluAttrs>(&attrs))
+    out << "(tanh=" << g->tanh_approximation << ")";
+  return out.str();
+}
+
+// `prefix` names the conv and its parameters apart when a graph has several.
+ValueId add_conv(ir::GraphBuilder& b, ValueId x, const ConvProblem& p,
+                 const std::string& prefix = "") {
   const int64_t c = p.x[1];
   std::vector<ValueId> in{
-      x, b.add_parameter("w", f32({p.oc, c / p.attrs.groups, p.attrs.kernel[0], p.attrs.kernel[1]}),
+      x, b.add_parameter(prefix + "w",
+                         f32({p.oc, c / p.attrs.groups, p.attrs.kernel[0], p.attrs.kernel[1]}),
                          ParamInit::normal(0.5f))};
-  if (p.bias) in.push_back(b.add_parameter("b", f32({p.oc}), ParamInit::normal(0.5f)));
-  return b.add_op(OpKind::Conv, p.attrs, in, "conv");
+  if (p.bias) in.push_back(b.add_parameter(prefix + "b", f32({p.oc}), ParamInit::normal(0.5f)));
+  return b.add_op(OpKind::Conv, p.attrs, in, prefix + "conv");
 }
 
 ValueId add_batch_norm(ir::GraphBuilder& b, ValueId x, int64_t channels) {
@@ -382,9 +423,10 @@ TEST(CpuKernelsConformance, ConvFusedUnits) {
     std::string what = "seed=" + std::to_string(seed) + " " + describe(p);
     if (bn) y = add_batch_norm(b, y, p.oc), what += " +BN";
     for (int64_t k = 0; k < activations; ++k) {
-      const OpKind act = r.pick({OpKind::Relu, OpKind::Sigmoid, OpKind::Tanh, OpKind::Gelu});
-      y = b.add_op(act, activation_attrs(act, r.coin()), {y}, "act" + std::to_string(k));
-      what += " +" + std::string(ir::to_string(act));
+      const OpKind act = kActivationKinds[r.uniform(0, std::size(kActivationKinds) - 1)];
+      const ir::OpAttrs attrs = random_activation_attrs(act, r.coin(), r);
+      y = b.add_op(act, attrs, {y}, "act" + std::to_string(k));
+      what += " +" + describe(act, attrs);
     }
     b.mark_output(y);
     const size_t kernels = check_graph(std::move(b).build(), kReduction, what, seed);
@@ -562,20 +604,98 @@ Shape broadcastable(Rng& r, const Shape& out) {
 }
 
 TEST(CpuKernelsConformance, Activations) {
-  for (int i = 0; i < kCasesPerOp; ++i) {
-    const OpKind kind =
-        std::array{OpKind::Relu, OpKind::Sigmoid, OpKind::Tanh, OpKind::Gelu}[i % 4];
+  const int kinds = static_cast<int>(std::size(kActivationKinds));
+  for (int i = 0; i < kCasesPerOp / 4 * kinds; ++i) {
+    const OpKind kind = kActivationKinds[i % kinds];
     const uint64_t seed = seed_of(kind, i);
     Rng r(seed);
     const Shape x = r.shape(r.uniform(1, 4), 1, 9);
-    const bool tanh_gelu = r.coin();
+    const ir::OpAttrs attrs = random_activation_attrs(kind, r.coin(), r);
     ir::GraphBuilder b("act");
-    b.mark_output(
-        b.add_op(kind, activation_attrs(kind, tanh_gelu), {b.add_input("x", f32(x))}, "act"));
+    b.mark_output(b.add_op(kind, attrs, {b.add_input("x", f32(x))}, "act"));
     check_graph(std::move(b).build(), kElementwise,
-                "seed=" + std::to_string(seed) + " " + std::string(ir::to_string(kind)) +
-                    " x=" + str(x) + " tanh=" + std::to_string(tanh_gelu),
+                "seed=" + std::to_string(seed) + " " + describe(kind, attrs) + " x=" + str(x),
                 seed);
+  }
+}
+
+// ReduceMean over a random non-empty set of axes, with and without keepdims.
+TEST(CpuKernelsConformance, ReduceMean) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const uint64_t seed = seed_of(OpKind::ReduceMean, i);
+    Rng r(seed);
+    const Shape x = r.shape(r.uniform(1, 4), 1, 9);
+    ir::ReduceAttrs a;
+    a.keepdims = r.coin();
+    for (int64_t d = 0; d < static_cast<int64_t>(x.size()); ++d)
+      if (r.coin()) a.axes.push_back(d);
+    if (a.axes.empty()) a.axes.push_back(r.uniform(0, static_cast<int64_t>(x.size()) - 1));
+    std::ostringstream what;
+    what << "seed=" << seed << " ReduceMean x=" << str(x) << " axes=" << str(a.axes)
+         << " keepdims=" << a.keepdims;
+    ir::GraphBuilder b("reduce");
+    b.mark_output(b.add_op(OpKind::ReduceMean, a, {b.add_input("x", f32(x))}, "reduce"));
+    check_graph(std::move(b).build(), kReduction, what.str(), seed);
+  }
+}
+
+TEST(CpuKernelsConformance, Lrn) {
+  for (int i = 0; i < kCasesPerOp / 2; ++i) {
+    const uint64_t seed = seed_of(OpKind::LRN, i);
+    Rng r(seed);
+    const Shape x{r.uniform(1, 2), r.pick<int64_t>({3, 8, 16, 24}), r.uniform(1, 6),
+                  r.uniform(1, 6)};
+    auto real = [&](float lo, float hi) {
+      return std::uniform_real_distribution<float>(lo, hi)(r.gen);
+    };
+    // beta 0.75 (AlexNet's, GoogLeNet's) takes oneDNN's jit kernel, others its reference one.
+    const ir::LrnAttrs a{r.pick<int64_t>({1, 3, 5, 7}), real(1e-4f, 0.5f),
+                         r.coin() ? 0.75f : real(0.5f, 1.0f), real(1.0f, 2.0f)};
+    std::ostringstream what;
+    what << "seed=" << seed << " LRN x=" << str(x) << " size=" << a.size << " alpha=" << a.alpha
+         << " beta=" << a.beta << " bias=" << a.bias;
+    ir::GraphBuilder b("lrn");
+    b.mark_output(b.add_op(OpKind::LRN, a, {b.add_input("x", f32(x))}, "lrn"));
+    check_graph(std::move(b).build(), kElementwise, what.str(), seed);
+  }
+}
+
+// oneDNN centres its window; ONNX's is one channel longer above for an even size. Computing
+// it anyway would give silently different results.
+TEST(CpuKernelsErrors, EvenLrnSizeIsUnsupported) {
+  ir::GraphBuilder b("lrn");
+  b.mark_output(b.add_op(OpKind::LRN, ir::LrnAttrs{4, 1e-3f, 0.75f, 1.0f},
+                         {b.add_input("x", f32({1, 8, 2, 2}))}, "lrn"));
+  const ir::Graph g = std::move(b).build();
+  const ir::Weights w = ir::Weights::generate(g, 1);
+  const std::vector<std::vector<float>> in = random_inputs(g, 1);
+  try {
+    run_cpu(g, w, in, 1);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("odd sizes"), std::string::npos) << e.what();
+  }
+}
+
+// A squeeze-and-excitation block as MobileNetV3 exports it: GlobalAveragePool -> Conv 1x1 ->
+// Relu -> Conv 1x1 -> HardSigmoid, then Mul of the block's input by the [N, C, 1, 1] scale
+// (a broadcast), and the HardSwish after it. Each conv unit fuses its activation.
+TEST(CpuKernelsUnits, SqueezeExciteBlock) {
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t seed = 77 + i;
+    const int64_t c = i % 2 == 0 ? 16 : 24;
+    ir::GraphBuilder b("se");
+    const ValueId x = b.add_input("x", f32({1, c, 5, 5}));
+    const ValueId pooled = b.add_op(OpKind::GlobalAveragePool, {}, {x}, "gap");
+    ConvProblem squeeze{{1, c, 1, 1}, {}, c / 4, true};
+    ValueId s = b.add_op(OpKind::Relu, {}, {add_conv(b, pooled, squeeze, "squeeze.")}, "relu");
+    ConvProblem excite{{1, c / 4, 1, 1}, {}, c, true};
+    s = b.add_op(OpKind::HardSigmoid, ir::HardSigmoidAttrs{1.0f / 6, 0.5f},
+                 {add_conv(b, s, excite, "excite.")}, "hsig");
+    const ValueId y = b.add_op(OpKind::Mul, {}, {x, s}, "scale");
+    b.mark_output(b.add_op(OpKind::HardSwish, {}, {y}, "hswish"));
+    check_graph(std::move(b).build(), kReduction, "SE block seed=" + std::to_string(seed), seed);
   }
 }
 

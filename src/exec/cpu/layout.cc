@@ -85,7 +85,11 @@ bool accepts_blocked(const ir::Graph& g, const ir::Node& n, bool as_output) {
     case ir::OpKind::Sigmoid:
     case ir::OpKind::Tanh:
     case ir::OpKind::Gelu:
-      return true;
+    case ir::OpKind::Clip:
+    case ir::OpKind::HardSigmoid:
+    case ir::OpKind::HardSwish:
+    case ir::OpKind::LRN:  // ReduceMean is plain only: oneDNN's jit reduction is
+      return true;         // for plain sources, its reference kernel for the rest
     case ir::OpKind::AveragePool:
       return !as_output || !has_clipped_windows(g, n);
     case ir::OpKind::Add:

@@ -39,7 +39,7 @@ Strided broadcast_to(const ir::Shape& shape, const ir::Shape& out) {
   return s;
 }
 
-cuda::Unary unary_of(ir::OpKind kind, const ir::OpAttrs& attrs) {
+cuda::UnaryOp unary_of(ir::OpKind kind, const ir::OpAttrs& attrs) {
   switch (kind) {
     case ir::OpKind::Relu:
       return cuda::Unary::kRelu;
@@ -50,12 +50,22 @@ cuda::Unary unary_of(ir::OpKind kind, const ir::OpAttrs& attrs) {
     case ir::OpKind::Gelu:
       return std::get<ir::GeluAttrs>(attrs).tanh_approximation ? cuda::Unary::kGeluTanh
                                                                : cuda::Unary::kGelu;
+    case ir::OpKind::Clip: {
+      const auto& a = std::get<ir::ClipAttrs>(attrs);
+      return {cuda::Unary::kClip, a.min, a.max};
+    }
+    case ir::OpKind::HardSigmoid: {
+      const auto& a = std::get<ir::HardSigmoidAttrs>(attrs);
+      return {cuda::Unary::kHardSigmoid, a.alpha, a.beta};
+    }
+    case ir::OpKind::HardSwish:
+      return cuda::Unary::kHardSwish;
     default:
       return cuda::Unary::kCopy;
   }
 }
 
-std::optional<cuda::Unary> unary_of(ir::Activation a) {
+std::optional<cuda::UnaryOp> unary_of(ir::Activation a) {
   switch (a) {
     case ir::Activation::kNone:
       return std::nullopt;
@@ -151,7 +161,7 @@ cudnnTensorDescriptor_t Compiler::tensor4(int64_t n, int64_t c, int64_t h, int64
   return d;
 }
 
-// Conv [BatchNormalization] [Relu|Sigmoid|Tanh|Gelu]: returns how many ops it consumed.
+// Conv [BatchNormalization] [activation (ir::is_activation)]: returns how many ops it consumed.
 size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out) {
   const ir::Node& conv = g_.node(ops[0]);
   const auto& a = std::get<ir::ConvAttrs>(conv.attrs);
@@ -187,12 +197,10 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
       ++used;
     }
   }
-  std::optional<cuda::Unary> activation = unary_of(a.activation);
+  std::optional<cuda::UnaryOp> activation = unary_of(a.activation);
   if (!activation && used < ops.size() && single_consumer(y)) {
     const ir::Node& act = g_.node(ops[used]);
-    if ((act.kind == ir::OpKind::Relu || act.kind == ir::OpKind::Sigmoid ||
-         act.kind == ir::OpKind::Tanh || act.kind == ir::OpKind::Gelu) &&
-        act.inputs[0] == y) {
+    if (ir::is_activation(act.kind) && act.inputs[0] == y) {
       activation = unary_of(act.kind, act.attrs);
       y = act.outputs[0];
       ++used;
@@ -232,7 +240,7 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   BRAID_CHECK(n == ys[0] && c == ys[1] && h == ys[2] && wd == ys[3], ErrorCode::kInternal,
               "cuda: cuDNN's output shape of Conv '", conv.name, "' differs from the graph's");
 
-  const bool fuse_relu = activation == cuda::Unary::kRelu;
+  const bool fuse_relu = activation && activation->kind == cuda::Unary::kRelu;
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0;
   BRAID_CU(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x_desc, w_desc, c_desc, y_desc,
@@ -300,7 +308,15 @@ void Compiler::compile_op(const ir::Node& n, std::vector<Op>& out) {
     case ir::OpKind::Sigmoid:
     case ir::OpKind::Tanh:
     case ir::OpKind::Gelu:
+    case ir::OpKind::Clip:
+    case ir::OpKind::HardSigmoid:
+    case ir::OpKind::HardSwish:
       return compile_unary(n, out);
+    case ir::OpKind::ReduceMean:
+      return compile_reduce_mean(n, out);
+    case ir::OpKind::LRN:
+      BRAID_THROW(ErrorCode::kUnsupported, "cuda: op '", n.name,
+                  "' (LRN) is not supported by the CUDA executor yet (the CPU executor runs it)");
     case ir::OpKind::Add:
     case ir::OpKind::Mul:
     case ir::OpKind::Sum:
@@ -344,7 +360,7 @@ void Compiler::compile_unary(const ir::Node& n, std::vector<Op>& out) {
   const ir::Shape& ys = shape(n.outputs[0]);
   auto y = locate(n.outputs[0]);
   auto x = locate(n.inputs[0]);
-  const cuda::Unary op = unary_of(n.kind, n.attrs);
+  const cuda::UnaryOp op = unary_of(n.kind, n.attrs);
   const int64_t count = ir::num_elements(ys);
   out.push_back([=](const LaneContext& l, std::byte* arena) {
     cuda::unary(op, x(arena), y(arena), count, l.stream);
@@ -404,6 +420,26 @@ void Compiler::compile_global_average_pool(const ir::Node& n, std::vector<Op>& o
   auto y = locate(n.outputs[0]);
   const ir::Shape& xs = shape(n.inputs[0]);
   const int64_t rows = xs[0] * xs[1], inner = ir::num_elements(xs) / std::max<int64_t>(rows, 1);
+  auto x = locate(n.inputs[0]);
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::mean_rows(x(arena), y(arena), rows, inner, l.stream);
+  });
+}
+
+// ReduceMean over the trailing axes (MNASNet's mean over H and W): rows of contiguous
+// elements, like GlobalAveragePool. Other axes would need a strided reduction kernel.
+void Compiler::compile_reduce_mean(const ir::Node& n, std::vector<Op>& out) {
+  const ir::Shape& xs = shape(n.inputs[0]);
+  const std::vector<int64_t>& axes = std::get<ir::ReduceAttrs>(n.attrs).axes;
+  const auto first = static_cast<int64_t>(xs.size() - axes.size());
+  for (size_t i = 0; i < axes.size(); ++i)
+    BRAID_CHECK(axes[i] == first + static_cast<int64_t>(i), ErrorCode::kUnsupported,
+                "cuda: ReduceMean '", n.name,
+                "' reduces axes other than the trailing ones; the CUDA executor supports only "
+                "those");
+  const int64_t inner = ir::num_elements(ir::Shape(xs.begin() + first, xs.end()));
+  const int64_t rows = ir::num_elements(xs) / inner;
+  auto y = locate(n.outputs[0]);
   auto x = locate(n.inputs[0]);
   out.push_back([=](const LaneContext& l, std::byte* arena) {
     cuda::mean_rows(x(arena), y(arena), rows, inner, l.stream);

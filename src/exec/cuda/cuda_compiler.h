@@ -93,6 +93,7 @@ class Compiler {
   size_t compile_conv(std::span<const NodeId> ops, std::vector<Op>& out);
   void compile_op(const ir::Node& n, std::vector<Op>& out);
   void compile_unary(const ir::Node& n, std::vector<Op>& out);
+  void compile_reduce_mean(const ir::Node& n, std::vector<Op>& out);
   void compile_binary(const ir::Node& n, std::vector<Op>& out);
   void compile_pool(const ir::Node& n, std::vector<Op>& out);
   void compile_global_average_pool(const ir::Node& n, std::vector<Op>& out);

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "cost/roofline.h"
 #include "exec/cpu/cpu_executor.h"
+#include "ir/unit_graph.h"
 #include "models/loader.h"
 #include "sched/lower.h"
 #include "sched/registry.h"
@@ -133,6 +134,62 @@ TEST(CudaExecutor, ReplayedRunsAndBlockRangesAreTimed) {
   } observer;
   model->run(*request, &observer);
   EXPECT_EQ(observer.units, m.units.num_units());
+}
+
+// The CNN ops of MobileNetV2/V3 and MNASNet (Clip, HardSigmoid, HardSwish after a conv and on
+// their own, ReduceMean over trailing axes) against the CPU executor; LRN and a ReduceMean over
+// leading axes are refused with kUnsupported naming the node.
+models::LoadedModel cnn_ops_model(bool unsupported) {
+  ir::GraphBuilder b("cnn_ops");
+  const auto f32 = [](ir::Shape s) { return ir::TensorType{ir::DType::kFloat32, std::move(s)}; };
+  const ValueId x = b.add_input("x", f32({2, 8, 6, 6}));
+  const ValueId w = b.add_parameter("w", f32({8, 8, 3, 3}), ir::ParamInit::normal(0.3f));
+  ValueId y = b.add_op(ir::OpKind::Conv, ir::ConvAttrs{.kernel = {3, 3}, .pads = {1, 1, 1, 1}},
+                       {x, w}, "conv");
+  y = b.add_op(ir::OpKind::Clip, ir::ClipAttrs{0.0f, 6.0f}, {y}, "relu6");
+  y = b.add_op(ir::OpKind::HardSigmoid, ir::HardSigmoidAttrs{0.3f, 0.4f}, {y}, "hsig");
+  y = b.add_op(ir::OpKind::HardSwish, {}, {y}, "hswish");
+  y = b.add_op(ir::OpKind::Clip, ir::ClipAttrs{.max = 0.5f}, {y}, "clip");
+  if (unsupported) y = b.add_op(ir::OpKind::LRN, ir::LrnAttrs{5, 1e-4f, 0.75f, 1.0f}, {y}, "lrn");
+  b.mark_output(b.add_op(
+      ir::OpKind::ReduceMean,
+      ir::ReduceAttrs{unsupported ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{2, 3}, false},
+      {y}, "mean"));
+  models::LoadedModel m;
+  m.graph = std::make_shared<const ir::Graph>(std::move(b).build());
+  m.weights = ir::Weights::generate(*m.graph, 3);
+  m.units = ir::fuse(m.graph);
+  return m;
+}
+
+TEST(CudaExecutor, CnnOpsMatchTheCpuExecutor) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
+  models::LoadedModel m = cnn_ops_model(false);
+  auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
+  std::vector<std::vector<float>> inputs{std::vector<float>(2 * 8 * 6 * 6)};
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<float> dist(-2, 2);
+  for (float& v : inputs[0]) v = dist(rng);
+  cost::RooflineCostModel roofline(m.units);
+  const sched::Schedule s = sched::make_scheduler("sequential", {})->schedule(m.units, roofline);
+  const auto expected = run(*make_cpu_executor({}), m, weights, s, inputs, false);
+  const auto got = run(*make_cuda_executor({.device = 0}), m, weights, s, inputs, false);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(got[0].size(), expected[0].size());
+  for (size_t j = 0; j < got[0].size(); ++j)
+    EXPECT_NEAR(got[0][j], expected[0][j], 1e-4 + 1e-4 * std::abs(expected[0][j])) << j;
+  models::LoadedModel bad = cnn_ops_model(true);
+  auto bad_weights = std::make_shared<const ir::Weights>(std::move(bad.weights));
+  cost::RooflineCostModel bad_roofline(bad.units);
+  const sched::ExecutionPlan plan = sched::lower(
+      bad.units, sched::make_scheduler("sequential", {})->schedule(bad.units, bad_roofline));
+  try {
+    make_cuda_executor({.device = 0})->prepare({bad.graph, bad_weights, &bad.units, &plan});
+    FAIL() << "expected kUnsupported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("LRN"), std::string::npos) << e.what();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, CudaExecutorZoo,

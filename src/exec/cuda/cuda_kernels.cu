@@ -28,8 +28,8 @@ int64_t count(const Strided& s) {
   return n;
 }
 
-__device__ float apply(Unary op, float x) {
-  switch (op) {
+__device__ float apply(UnaryOp op, float x) {
+  switch (op.kind) {
     case Unary::kRelu:
       return x > 0.0f ? x : 0.0f;
     case Unary::kSigmoid:
@@ -40,6 +40,12 @@ __device__ float apply(Unary op, float x) {
       return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
     case Unary::kGeluTanh:
       return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case Unary::kClip:
+      return fminf(fmaxf(x, op.alpha), op.beta);
+    case Unary::kHardSigmoid:
+      return fminf(fmaxf(op.alpha * x + op.beta, 0.0f), 1.0f);
+    case Unary::kHardSwish:
+      return x * fminf(fmaxf(x * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
     case Unary::kCopy:
       return x;
   }
@@ -73,7 +79,7 @@ __global__ void pad_kernel(float* y, Strided yl, const float* x, Strided xl, Pad
   }
 }
 
-__global__ void unary_kernel(Unary op, const float* x, float* y, int64_t n) {
+__global__ void unary_kernel(UnaryOp op, const float* x, float* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     y[i] = apply(op, x[i]);
@@ -90,7 +96,7 @@ __global__ void binary_kernel(Binary op, const float* a, Strided al, const float
 
 __global__ void channel_affine_kernel(const float* x, float* y, const float* scale,
                                       const float* shift, int64_t channels, int64_t inner,
-                                      Unary activation, bool has_activation, int64_t n) {
+                                      UnaryOp activation, bool has_activation, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t c = (i / inner) % channels;
@@ -196,7 +202,7 @@ void pad(float* y, Strided y_layout, const float* x, Strided x_layout, const int
   pad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, y_layout, x, x_layout, pads, value, n);
 }
 
-void unary(Unary op, const float* x, float* y, int64_t n, cudaStream_t stream) {
+void unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
   unary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(op, x, y, n);
 }
@@ -209,7 +215,7 @@ void binary(Binary op, const float* a, Strided a_layout, const float* b, Strided
 }
 
 void channel_affine(const float* x, float* y, const float* scale, const float* shift, int64_t outer,
-                    int64_t channels, int64_t inner, Unary activation, bool has_activation,
+                    int64_t channels, int64_t inner, UnaryOp activation, bool has_activation,
                     cudaStream_t stream) {
   const int64_t n = outer * channels * inner;
   if (n == 0) return;

@@ -18,7 +18,25 @@ struct Strided {
   int64_t strides[kMaxRank] = {};
 };
 
-enum class Unary : int { kRelu, kSigmoid, kTanh, kGelu, kGeluTanh, kCopy };
+enum class Unary : int {
+  kRelu,
+  kSigmoid,
+  kTanh,
+  kGelu,
+  kGeluTanh,
+  kClip,         // min(max(x, alpha), beta)
+  kHardSigmoid,  // max(0, min(1, alpha * x + beta))
+  kHardSwish,    // x * max(0, min(1, x / 6 + 1/2))
+  kCopy
+};
+// An element-wise function with its parameters (unused by the functions that take none).
+struct UnaryOp {
+  constexpr UnaryOp(Unary k = Unary::kCopy, float a = 0.0f, float b = 0.0f)  // NOLINT: implicit
+      : kind(k), alpha(a), beta(b) {}
+  Unary kind;
+  float alpha;
+  float beta;
+};
 enum class Binary : int { kAdd, kMul };
 
 // dst[offset(i, dst)] = src[offset(i, src)] for every index i of dst's dims (src uses dst's
@@ -28,7 +46,7 @@ void strided_copy(float* dst, Strided dst_layout, const float* src, Strided src_
 // y = x padded: y's dims, x's dims and row-major strides, the leading pads per dim.
 void pad(float* y, Strided y_layout, const float* x, Strided x_layout, const int64_t* pads_begin,
          float value, cudaStream_t stream);
-void unary(Unary op, const float* x, float* y, int64_t n, cudaStream_t stream);
+void unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t stream);
 // y[i] = a[offset(i, a)] op b[offset(i, b)] over y's dims (y row-major). y may alias a or b
 // when that operand is not broadcast.
 void binary(Binary op, const float* a, Strided a_layout, const float* b, Strided b_layout, float* y,
@@ -36,7 +54,7 @@ void binary(Binary op, const float* a, Strided a_layout, const float* b, Strided
 // y = activation(x * scale[c] + shift[c]) for x in [outer][channels][inner] (BatchNormalization,
 // a conv's bias and activation when cuDNN could not fuse them). scale may be null (1).
 void channel_affine(const float* x, float* y, const float* scale, const float* shift, int64_t outer,
-                    int64_t channels, int64_t inner, Unary activation, bool has_activation,
+                    int64_t channels, int64_t inner, UnaryOp activation, bool has_activation,
                     cudaStream_t stream);
 struct Pool2d {
   int64_t planes = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;

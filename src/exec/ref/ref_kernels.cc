@@ -27,6 +27,10 @@ float gelu(float x, bool tanh_approximation) {
   return static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::numbers::sqrt2)));
 }
 
+float hard_sigmoid(float x, float alpha, float beta) {
+  return static_cast<float>(std::clamp(static_cast<double>(alpha) * x + beta, 0.0, 1.0));
+}
+
 float apply_activation(ir::Activation activation, float x) {
   switch (activation) {
     case ir::Activation::kNone:
@@ -290,6 +294,50 @@ void pad(const ir::PadAttrs& a, const Shape& xs, const float* x, const Shape& ys
   }
 }
 
+// ReduceMean: every output element averages the input elements that agree with it on the
+// kept dims.
+void reduce_mean(const ir::ReduceAttrs& a, const Shape& xs, const float* x, float* y) {
+  const size_t r = xs.size();
+  std::vector<bool> reduced(r, false);
+  for (int64_t axis : a.axes) reduced[axis] = true;
+  // The output index of each input element, computed with the kept dims only.
+  Shape kept;
+  for (size_t d = 0; d < r; ++d) kept.push_back(reduced[d] ? 1 : xs[d]);
+  const int64_t n = ir::num_elements(xs), out_n = ir::num_elements(kept);
+  std::vector<double> sum(out_n, 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, out = 0, scale = 1;
+    for (size_t d = r; d-- > 0;) {
+      const int64_t at = rest % xs[d];
+      rest /= xs[d];
+      if (!reduced[d]) out += at * scale;
+      scale *= kept[d];
+    }
+    sum[out] += x[i];
+  }
+  const double count = static_cast<double>(n / out_n);
+  for (int64_t o = 0; o < out_n; ++o) y[o] = static_cast<float>(sum[o] / count);
+}
+
+// LRN across channels, as the ONNX operator defines it (the window is uneven for even sizes).
+void lrn(const ir::LrnAttrs& a, const Shape& xs, const float* x, float* y) {
+  const int64_t channels = xs[1], plane = xs[2] * xs[3];
+  const int64_t below = (a.size - 1) / 2, above = a.size - 1 - below;
+  for (int64_t n = 0; n < xs[0]; ++n)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t p = 0; p < plane; ++p) {
+        double square_sum = 0.0;
+        for (int64_t k = std::max<int64_t>(0, c - below); k <= std::min(channels - 1, c + above);
+             ++k) {
+          const double v = x[(n * channels + k) * plane + p];
+          square_sum += v * v;
+        }
+        const int64_t at = (n * channels + c) * plane + p;
+        const double scale = a.bias + static_cast<double>(a.alpha) / a.size * square_sum;
+        y[at] = static_cast<float>(x[at] / std::pow(scale, static_cast<double>(a.beta)));
+      }
+}
+
 void unary(const ir::Node& node, int64_t n, const float* x, float* y) {
   for (int64_t i = 0; i < n; ++i) {
     switch (node.kind) {
@@ -307,6 +355,19 @@ void unary(const ir::Node& node, int64_t n, const float* x, float* y) {
         y[i] = gelu(x[i], g != nullptr && g->tanh_approximation);
         break;
       }
+      case ir::OpKind::Clip: {
+        const auto& a = std::get<ir::ClipAttrs>(node.attrs);
+        y[i] = std::min(std::max(x[i], a.min), a.max);
+        break;
+      }
+      case ir::OpKind::HardSigmoid: {
+        const auto& a = std::get<ir::HardSigmoidAttrs>(node.attrs);
+        y[i] = hard_sigmoid(x[i], a.alpha, a.beta);
+        break;
+      }
+      case ir::OpKind::HardSwish:
+        y[i] = static_cast<float>(x[i] * static_cast<double>(hard_sigmoid(x[i], 1.0f / 6, 0.5f)));
+        break;
       default:
         BRAID_ASSERT(false, "not a unary op");
     }
@@ -334,7 +395,16 @@ void run_op(const ir::Graph& graph, NodeId id, std::span<const float* const> in,
     case ir::OpKind::Sigmoid:
     case ir::OpKind::Tanh:
     case ir::OpKind::Gelu:
+    case ir::OpKind::Clip:
+    case ir::OpKind::HardSigmoid:
+    case ir::OpKind::HardSwish:
       unary(node, y_elements, in[0], y);
+      return;
+    case ir::OpKind::ReduceMean:
+      reduce_mean(std::get<ir::ReduceAttrs>(node.attrs), shape(0), in[0], y);
+      return;
+    case ir::OpKind::LRN:
+      lrn(std::get<ir::LrnAttrs>(node.attrs), shape(0), in[0], y);
       return;
     case ir::OpKind::MaxPool:
     case ir::OpKind::AveragePool:

@@ -30,6 +30,7 @@ void run_op(const ir::Graph& graph, NodeId node, std::span<const float* const> i
 float relu(float x);
 float sigmoid(float x);
 float gelu(float x, bool tanh_approximation);
+float hard_sigmoid(float x, float alpha, float beta);  // max(0, min(1, alpha * x + beta))
 float apply_activation(ir::Activation activation, float x);
 
 }  // namespace braid::exec::ref

@@ -202,6 +202,62 @@ TEST(RefKernels, ConcatTransposeSplitPad) {
               {-1, 7, 8, -1, -1, -1});
 }
 
+TEST(RefKernels, ClipHardSigmoidHardSwishByHand) {
+  // ReLU6 as MobileNetV2 exports it: Clip(0, 6).
+  expect_near(run_one(OpKind::Clip, ir::ClipAttrs{0.0f, 6.0f}, {{5}}, {{-1, 0, 3, 6, 7.5f}})[0],
+              {0, 0, 3, 6, 6});
+  // Default bounds are +-infinity: Clip is the identity.
+  expect_near(run_one(OpKind::Clip, ir::ClipAttrs{}, {{2}}, {{-1e30f, 1e30f}})[0], {-1e30f, 1e30f});
+  // 0.2x + 0.5 = -0.1, 0, 0.5, 0.7, 1.0, 1.1 before clamping to [0, 1].
+  expect_near(run_one(OpKind::HardSigmoid, ir::HardSigmoidAttrs{0.2f, 0.5f}, {{6}},
+                      {{-3, -2.5f, 0, 1, 2.5f, 3}})[0],
+              {0, 0, 0.5f, 0.7f, 1, 1}, 1e-7f);
+  // x * clamp(x / 6 + 1/2, 0, 1): -1 * 1/3, 1 * 2/3; saturates at |x| >= 3.
+  expect_near(run_one(OpKind::HardSwish, {}, {{7}}, {{-4, -3, -1, 0, 1, 3, 4}})[0],
+              {0, 0, -1.0f / 3, 0, 2.0f / 3, 3, 4}, 1e-7f);
+}
+
+TEST(RefKernels, ReduceMeanByHand) {
+  // x[n, c, w] = 6n + 2c + w on [2, 3, 2]. Over c: 6n + 2 + w.
+  const auto keep =
+      run_one(OpKind::ReduceMean, ir::ReduceAttrs{{1}, true}, {{2, 3, 2}}, {iota(12)});
+  expect_near(keep[0], {2, 3, 8, 9});
+  // Over n and w (mean 3 + 0.5) without the reduced dims: 3.5 + 2c.
+  const auto drop =
+      run_one(OpKind::ReduceMean, ir::ReduceAttrs{{0, 2}, false}, {{2, 3, 2}}, {iota(12)});
+  expect_near(drop[0], {3.5f, 5.5f, 7.5f});
+}
+
+TEST(RefKernels, ReduceMeanShapesAndRejections) {
+  ir::GraphBuilder b("reduce");
+  const ValueId x = b.add_input("x", f32({2, 3, 4, 5}));
+  const ValueId kept = b.add_op(OpKind::ReduceMean, ir::ReduceAttrs{{2, 3}, true}, {x}, "kept");
+  const ValueId flat = b.add_op(OpKind::ReduceMean, ir::ReduceAttrs{{2, 3}, false}, {x}, "flat");
+  EXPECT_EQ(b.type(kept).shape, (Shape{2, 3, 1, 1}));
+  EXPECT_EQ(b.type(flat).shape, (Shape{2, 3}));
+  // Unsorted, repeated, out-of-range or missing axes would make the kernels index wrongly.
+  for (const std::vector<int64_t>& axes :
+       {std::vector<int64_t>{3, 2}, {1, 1}, {4}, {-1}, std::vector<int64_t>{}})
+    EXPECT_THROW(b.add_op(OpKind::ReduceMean, ir::ReduceAttrs{axes, true}, {x}, "bad"), Error)
+        << "axes of size " << axes.size();
+}
+
+TEST(RefKernels, LrnByHand) {
+  // x = 1, 2, 3 on three channels; alpha / size = 1, beta = 1, bias = 1: y = x / (1 + sum).
+  // size 3 windows: {0,1} 1+4 = 5; {0,1,2} 14; {1,2} 13.
+  expect_near(
+      run_one(OpKind::LRN, ir::LrnAttrs{3, 3.0f, 1.0f, 1.0f}, {{1, 3, 1, 1}}, {{1, 2, 3}})[0],
+      {1.0f / 6, 2.0f / 15, 3.0f / 14}, 1e-7f);
+  // size 2: ONNX takes floor((2-1)/2) = 0 channels below and ceil((2-1)/2) = 1 above:
+  // {0,1} 5; {1,2} 13; {2} 9.
+  expect_near(
+      run_one(OpKind::LRN, ir::LrnAttrs{2, 2.0f, 1.0f, 1.0f}, {{1, 3, 1, 1}}, {{1, 2, 3}})[0],
+      {1.0f / 6, 2.0f / 14, 3.0f / 10}, 1e-7f);
+  // beta = 0.5, bias = 2, one channel of size 1: 4 / sqrt(2 + 16) at alpha / size = 1.
+  expect_near(run_one(OpKind::LRN, ir::LrnAttrs{1, 1.0f, 0.5f, 2.0f}, {{1, 1, 1, 1}}, {{4}})[0],
+              {4.0f / std::sqrt(18.0f)}, 1e-7f);
+}
+
 TEST(RefKernels, RunReferenceChainsNodesAndReportsOutputsInOrder) {
   ir::GraphBuilder b("chain");
   const ValueId x = b.add_input("x", f32({3}));
