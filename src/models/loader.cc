@@ -33,7 +33,10 @@ LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
   }
   if (ends_with(spec, ".onnx")) {
     m.source = ModelSource::kOnnx;
-    ImportedModel imported = import_onnx_file(std::string(spec), {.batch = options.zoo.batch});
+    ImportedModel imported = import_onnx_file(
+        std::string(spec), {.batch = options.zoo.batch,
+                            .max_tensor_elements = options.limits.max_tensor_elements,
+                            .max_activation_bytes = options.limits.max_activation_bytes});
     m.graph = std::move(imported.graph);
     m.weights = std::move(imported.weights);
   } else {
@@ -41,6 +44,7 @@ LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
                 "' is not a zoo model and has no .onnx or .dag.json extension");
     m.source = ModelSource::kZoo;
     m.graph = std::make_shared<const ir::Graph>(build_zoo_model(spec, options.zoo));
+    ir::check_limits(*m.graph, options.limits);
     if (options.with_weights) m.weights = ir::Weights::generate(*m.graph, options.seed);
   }
   m.units = ir::fuse(m.graph);

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "ir/graph.h"
+#include "ir/limits.h"
 #include "ir/unit_graph.h"
 #include "ir/weights.h"
 #include "models/zoo.h"
@@ -22,15 +23,16 @@ enum class ModelSource : uint8_t { kZoo, kOnnx, kDag };
 std::string_view to_string(ModelSource);
 
 struct LoadOptions {
-  ZooOptions zoo;         // batch applies to ONNX files too
-  uint64_t seed = 42;     // zoo weights
+  ZooOptions zoo;      // batch applies to ONNX files too
+  uint64_t seed = 42;  // zoo weights
   bool with_weights = true;
+  ir::TensorLimits limits;  // checked for every zoo model and ONNX file
 };
 
 struct LoadedModel {
   ModelSource source = ModelSource::kZoo;
-  std::string spec;                          // what the user named
-  std::shared_ptr<const ir::Graph> graph;    // null for a weighted DAG
+  std::string spec;                        // what the user named
+  std::shared_ptr<const ir::Graph> graph;  // null for a weighted DAG
   ir::Weights weights;
   ir::UnitGraph units;
 };

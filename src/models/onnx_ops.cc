@@ -15,6 +15,8 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "models/onnx_fold.h"
+#include "models/onnx_import.h"
 
 namespace braid::models::onnx_detail {
 namespace {
@@ -324,3 +326,27 @@ const OnnxOp* find_onnx_op(std::string_view op_type) {
 }
 
 }  // namespace braid::models::onnx_detail
+
+namespace braid::models {
+
+std::vector<SupportedOnnxOp> supported_onnx_ops() {
+  std::vector<SupportedOnnxOp> out;
+  auto entry = [&out](std::string_view type, int since) -> SupportedOnnxOp& {
+    for (SupportedOnnxOp& op : out)
+      if (op.op_type == type) {
+        op.min_opset = std::min(op.min_opset, since);
+        return op;
+      }
+    out.push_back({std::string(type), since, kMaxOnnxOpset, false, false});
+    return out.back();
+  };
+  for (const onnx_detail::OnnxOp& op : onnx_detail::onnx_ops())
+    entry(op.op_type, op.since_opset).runs = true;
+  for (const onnx_detail::FoldableOp& op : onnx_detail::foldable_ops())
+    entry(op.op_type, op.since_opset).folds = true;
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.op_type < b.op_type; });
+  return out;
+}
+
+}  // namespace braid::models

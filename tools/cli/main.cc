@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every command");
   braid::cli::add_models_command(app);
+  braid::cli::add_ops_command(app);
   braid::cli::add_inspect_command(app);
   braid::cli::add_export_command(app);
   braid::cli::add_schedule_command(app);

@@ -29,6 +29,14 @@ void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
       ->capture_default_str();
   cmd.add_option("--weight-seed", flags.options.seed, "Seed of zoo models' random weights")
       ->capture_default_str();
+  cmd.add_option("--max-tensor-elements", flags.options.limits.max_tensor_elements,
+                 "Refuse a model with a tensor of more elements")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--max-activation-bytes", flags.options.limits.max_activation_bytes,
+                 "Refuse a model whose activations (summed, before buffer reuse) need more bytes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 }
 
 }  // namespace braid::cli
