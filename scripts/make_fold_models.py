@@ -2,12 +2,18 @@
 """Small ONNX models whose constant subgraphs braid folds at import, with ONNX Runtime's values.
 
     make_fold_models.py OUT_DIR      # writes OUT_DIR/<case>.onnx and OUT_DIR/cases.json
+                                     # and OUT_DIR/run_<name>.onnx
+
 
 Each case is a subgraph computing a tensor `c` from constants and static shapes (Shape of the
 graph input `x0`). The model written for braid ends with cf = Cast(c, FLOAT) (when c is not
 float) and y = Add(x, cf), so that braid's importer folds everything up to cf and turns cf into
 a parameter whose data the test compares with ORT's value of c, computed from the same subgraph
 with c as the graph output. Used by src/models/onnx_fold_test.cc.
+
+The run_*.onnx models are whole models that run after folding (a ShuffleNetV2 channel shuffle
+with its exported shape arithmetic, a ConstantOfShape-built weight, an opset-11 Softmax over an
+inner axis); tests/e2e/ort_oracle_test.cc runs them on braid and on ONNX Runtime.
 """
 import json
 import sys
@@ -109,6 +115,38 @@ def model(nodes, opset, inputs, outputs):
     return m
 
 
+def run_models():
+    f = TensorProto.FLOAT
+    x = helper.make_tensor_value_info("x", f, [2, 6, 3, 3])
+    shuffle = model(shape_of_x0_named("x") + [
+        const("i0", 0), helper.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+        const("i1", 1), helper.make_node("Gather", ["s", "i1"], ["ch"], axis=0),
+        const("g", 2), helper.make_node("Div", ["ch", "g"], ["cpg"]),
+        const("ax0", [0]),
+        helper.make_node("Unsqueeze", ["b", "ax0"], ["b1"]),
+        helper.make_node("Unsqueeze", ["cpg", "ax0"], ["cpg1"]),
+        const("g1", [2]), const("hw", [3, 3]), const("m1", [-1]),
+        helper.make_node("Concat", ["b1", "g1", "cpg1", "hw"], ["t1"], axis=0),
+        helper.make_node("Reshape", ["x", "t1"], ["r1"]),
+        helper.make_node("Transpose", ["r1"], ["tr"], perm=[0, 2, 1, 3, 4]),
+        helper.make_node("Concat", ["b1", "m1", "hw"], ["t2"], axis=0),
+        helper.make_node("Reshape", ["tr", "t2"], ["y"])],
+        13, [x], [helper.make_tensor_value_info("y", f, [2, 6, 3, 3])])
+    cos = model([
+        const("sh", [1, 6, 1, 1]),
+        helper.make_node("ConstantOfShape", ["sh"], ["w"],
+                         value=numpy_helper.from_array(np.array([0.75], np.float32))),
+        helper.make_node("Mul", ["x", "w"], ["y"])],
+        13, [x], [helper.make_tensor_value_info("y", f, [2, 6, 3, 3])])
+    softmax = model([helper.make_node("Softmax", ["x"], ["y"], axis=1)], 11, [x],
+                    [helper.make_tensor_value_info("y", f, [2, 6, 3, 3])])
+    return {"shuffle": shuffle, "constant_of_shape_weight": cos, "softmax_opset11_axis1": softmax}
+
+
+def shape_of_x0_named(name):
+    return [helper.make_node("Shape", [name], ["s"])]
+
+
 def main():
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
@@ -131,6 +169,9 @@ def main():
         cases.append({"name": name, "shape": list(c.shape),
                       "values": c.astype(np.float64).reshape(-1).tolist()})
     (out / "cases.json").write_text(json.dumps(cases, indent=1))
+    for name, m in run_models().items():
+        onnx.checker.check_model(m)
+        onnx.save(m, out / f"run_{name}.onnx")
 
 
 if __name__ == "__main__":

@@ -210,16 +210,6 @@ TEST(OnnxImportErrors, TensorOverTheElementLimit) {
                {"limits must be >= 1"});
 }
 
-TEST(OnnxImportErrors, SoftmaxBeforeOpset13OnAnInnerAxis) {
-  ModelMaker mm(11);
-  mm.input("x", {2, 3, 4});
-  auto* n = mm.node("Softmax", "sm", {"x"}, {"y"});
-  ModelMaker::integer(n, "axis", 2);  // the last axis: the same as opset 13
-  mm.output("y", {2, 3, 4});
-  ImportedModel m = mm.import();
-  EXPECT_EQ(std::get<ir::AxisAttrs>(m.graph->nodes()[0].attrs).axis, 2);
-}
-
 // `braid ops` lists every op of op_kinds.inc: a kind without a row in the op table could never
 // be imported.
 TEST(OnnxOps, EveryOpKindHasATableRow) {

@@ -122,6 +122,11 @@ class Importer {
         opset_ = o.version();
         found = true;
       }
+    if (!found)  // a model of another domain only (e.g. ai.onnx.preview.training): say that
+      for (int i = 0; i < g_.node_size(); ++i)
+        BRAID_CHECK(is_default_domain(g_.node(i).domain()), kUnsupported, describe(i),
+                    ": unsupported op type '", g_.node(i).op_type(), "' (domain '",
+                    g_.node(i).domain(), "')");
     BRAID_CHECK(found, kBad, "the model imports no opset of the default ONNX domain");
     BRAID_CHECK(opset_ >= kMinOnnxOpset && opset_ <= kMaxOnnxOpset, kUnsupported, "opset ", opset_,
                 " of the default ONNX domain is not supported; braid imports opsets ",
@@ -157,7 +162,7 @@ class Importer {
     for (int i : order) {
       const onnx::NodeProto& n = g_.node(i);
       if (!is_default_domain(n.domain())) {
-        report(n.domain() + "." + n.op_type(), i, "domain '" + n.domain() + "'");
+        report(n.op_type(), i, "domain '" + n.domain() + "'");
         continue;
       }
       const OnnxOp* op = onnx_detail::find_onnx_op(n.op_type());
@@ -508,6 +513,32 @@ class Importer {
     }
   }
 
+  // Softmax before opset 13 normalizes over the dims [axis, rank) flattened into one; on any
+  // axis but the last that is Reshape to 2-D, Softmax over dim 1, Reshape back (ONNX's own
+  // definition of the old form). Returns false when axis is the last dim: the plain Softmax.
+  bool import_coerced_softmax(int i, const NodeAttributes& attrs) {
+    const onnx::NodeProto& n = g_.node(i);
+    const std::vector<ValueId> in = operands(i, 1);
+    const ir::Shape shape = b_.type(in[0]).shape;
+    const int64_t rank = static_cast<int64_t>(shape.size());
+    int64_t axis = attrs.get_int("axis", 1);
+    BRAID_CHECK(axis >= -rank && axis < rank, kBad, describe(i), ": axis ", axis,
+                " out of range for rank ", rank);
+    if (axis < 0) axis += rank;
+    if (axis == rank - 1) return false;
+    check_extra_outputs(i, 1);
+    const int64_t outer = ir::num_elements({shape.begin(), shape.begin() + axis});
+    const std::string name = n.name().empty() ? n.output(0) : n.name();
+    const ValueId flat =
+        b_.add_op(OpKind::Reshape, ir::ReshapeAttrs{{outer, -1}}, {in[0]}, name + "/coerce_2d");
+    const ValueId soft = b_.add_op(OpKind::Softmax, ir::AxisAttrs{1}, {flat}, name);
+    const NodeId back = b_.add_node(OpKind::Reshape, ir::ReshapeAttrs{shape}, {soft},
+                                    name + "/restore", 1, {n.output(0)});
+    values_[n.output(0)] = b_.output(back);
+    node_ids_[b_.node(back).name] = back;
+    return true;
+  }
+
   void import_node(int i) {
     const onnx::NodeProto& n = g_.node(i);
     const NodeAttributes attrs(n, describe(i));
@@ -529,6 +560,7 @@ class Importer {
       check_extra_outputs(i, 1);
       return alias(n.output(0), n.input(0));
     }
+    if (n.op_type() == "Softmax" && opset_ < 13 && import_coerced_softmax(i, attrs)) return;
     const OpKind kind = *ir::op_kind_from_onnx(n.op_type());
     std::vector<ValueId> in = operands(i, op.max_operands);
     std::vector<ir::TensorType> in_types;

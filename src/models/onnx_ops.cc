@@ -111,7 +111,8 @@ ir::OpAttrs import_softmax(const OpContext& c) {
   const int64_t rank = c.inputs[0].rank();
   if (c.opset >= 13) return ir::AxisAttrs{c.attrs.get_int("axis", -1)};
   // Before opset 13 Softmax normalizes over the flattened dims [axis, rank); that is the
-  // per-axis softmax of opset 13 only when axis is the last dim.
+  // per-axis softmax of opset 13 only when axis is the last dim. The graph walk imports the
+  // other axes as Reshape-Softmax-Reshape (Importer::import_coerced_softmax).
   const int64_t axis = c.checked_axis(c.attrs.get_int("axis", 1), rank);
   BRAID_CHECK(axis == rank - 1, kUnsupported, c.who(), ": Softmax axis ", axis, " at opset ",
               c.opset, " normalizes over the flattened dims [", axis, ", ", rank,

@@ -427,14 +427,24 @@ TEST(OnnxImport, AutoPadSame) {
             (std::array<int64_t, 4>{1, 1, 0, 0}));
 }
 
-TEST(OnnxImport, OldSoftmaxOnlyOnTheLastAxis) {
+TEST(OnnxImport, OldSoftmaxCoercesTo2D) {
   ModelMaker mm(11);
   mm.input("x", {2, 3, 4});
   mm.node("Softmax", "sm", {"x"}, {"y"});  // opset 11 default axis 1: over the flattened [3, 4]
   mm.output("y", {2, 3, 4});
-  expect_error([&] { mm.import(); }, ErrorCode::kUnsupported, {"node 'sm'", "axis 1", "opset 11"});
-  ModelMaker::integer(mm.g->mutable_node(0), "axis", 2);
-  EXPECT_EQ(std::get<AxisAttrs>(mm.import().graph->nodes()[0].attrs).axis, 2);
+  ImportedModel m = mm.import();
+  ASSERT_EQ(m.graph->num_nodes(), 3u);  // Reshape [2, 12], Softmax over dim 1, Reshape back
+  const auto& nodes = m.graph->nodes();
+  EXPECT_EQ(std::get<ReshapeAttrs>(nodes[0].attrs).shape, (std::vector<int64_t>{2, -1}));
+  EXPECT_EQ(nodes[1].name, "sm");
+  EXPECT_EQ(std::get<AxisAttrs>(nodes[1].attrs).axis, 1);
+  EXPECT_EQ(m.graph->value(nodes[1].outputs[0]).type.shape, (Shape{2, 12}));
+  EXPECT_EQ(m.graph->value(nodes[2].outputs[0]).name, "y");
+  EXPECT_EQ(m.graph->value(nodes[2].outputs[0]).type.shape, (Shape{2, 3, 4}));
+  ModelMaker::integer(mm.g->mutable_node(0), "axis", 2);  // the last axis: one plain Softmax
+  m = mm.import();
+  ASSERT_EQ(m.graph->num_nodes(), 1u);
+  EXPECT_EQ(std::get<AxisAttrs>(m.graph->nodes()[0].attrs).axis, 2);
 }
 
 TEST(OnnxImport, CeilModePoolFollowsOnnxRuntimeNotOnnxShapeInference) {
