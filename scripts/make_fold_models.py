@@ -100,6 +100,23 @@ CASES = {
     "gather_2d_negative": (13, [
         const("d", [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32), const("ix", [[-1, 0], [1, 1]]),
         helper.make_node("Gather", ["d", "ix"], ["c"], axis=1)]),
+    # Swin's shifted-window mask: ScatterND into ConstantOfShape, Mod for the padding, Not/Less.
+    "mod_scatter_compare": (13, [
+        const("a", [7, -7, 7, -7]), const("b", [3, 3, -3, -3]),
+        helper.make_node("Mod", ["a", "b"], ["m"]),
+        const("sh", [3, 4]),
+        helper.make_node("ConstantOfShape", ["sh"], ["z"],
+                         value=numpy_helper.from_array(np.array([0], np.int64))),
+        const("ix", [[2], [0]]), const("up", [[1, 2, 3, 4], [5, 6, 7, 8]]),
+        helper.make_node("ScatterND", ["z", "ix", "up"], ["sc"]),
+        helper.make_node("Add", ["sc", "m"], ["s2"]),
+        const("two", 2), helper.make_node("Less", ["s2", "two"], ["lt"]),
+        helper.make_node("Not", ["lt"], ["nl"]),
+        helper.make_node("Greater", ["s2", "two"], ["gt"]),
+        helper.make_node("Cast", ["nl"], ["nli"], to=TensorProto.INT64),
+        helper.make_node("Cast", ["gt"], ["gti"], to=TensorProto.INT64),
+        helper.make_node("Mul", ["nli", "gti"], ["p"]),
+        helper.make_node("Add", ["p", "s2"], ["c"])]),
     "size_and_shape_start": (15, [
         helper.make_node("Shape", ["x0"], ["s"], start=1, end=-1),
         helper.make_node("Size", ["x0"], ["n"]), const("ax0", [0]),

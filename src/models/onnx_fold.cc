@@ -442,6 +442,83 @@ std::vector<Tensor> fold_arith(const FoldContext& c) {
   })};
 }
 
+// Mod: fmod=0 (integers) takes the divisor's sign like Python; fmod=1 truncates like C fmod.
+std::vector<Tensor> fold_mod(const FoldContext& c) {
+  const Tensor& a = input(c, 0);
+  const Tensor& b = input(c, 1);
+  check_same_type(c, a, b);
+  const bool fmod = c.attrs.get_int("fmod", 0) != 0;
+  BRAID_CHECK(fmod || !a.is_float(), kBad, c.who(), ": Mod of floats needs fmod=1");
+  const Tensor* in[] = {&a, &b};
+  return {broadcast_apply(c, in, a.elem_type, [&](Tensor& out, int64_t j, const auto& index) {
+    if (out.is_float()) {
+      out.floats[j] = std::fmod(a.floats[index[0][j]], b.floats[index[1][j]]);
+      return;
+    }
+    const int64_t x = a.ints[index[0][j]], y = b.ints[index[1][j]];
+    BRAID_CHECK(y != 0 && !(y == -1 && x == INT64_MIN), kBad, c.who(), ": Mod of ", x, " by ", y);
+    int64_t r = x % y;
+    if (!fmod && r != 0 && ((r < 0) != (y < 0))) r += y;
+    out.ints[j] = r;
+  })};
+}
+
+// Less, Greater: element-wise comparison to BOOL.
+template <bool less>
+std::vector<Tensor> fold_compare(const FoldContext& c) {
+  const Tensor& a = input(c, 0);
+  const Tensor& b = input(c, 1);
+  check_same_type(c, a, b);
+  const Tensor* in[] = {&a, &b};
+  return {broadcast_apply(c, in, P::BOOL, [&](Tensor& out, int64_t j, const auto& index) {
+    const double x =
+        a.is_float() ? a.floats[index[0][j]] : static_cast<double>(a.ints[index[0][j]]);
+    const double y =
+        b.is_float() ? b.floats[index[1][j]] : static_cast<double>(b.ints[index[1][j]]);
+    out.ints[j] = less ? x < y : x > y;
+  })};
+}
+
+std::vector<Tensor> fold_not(const FoldContext& c) {
+  Tensor out = input(c, 0);
+  BRAID_CHECK(out.elem_type == P::BOOL, kBad, c.who(), ": Not of ", onnx_type_name(out.elem_type));
+  for (int64_t& v : out.ints) v = !v;
+  return {std::move(out)};
+}
+
+// ScatterND (reduction none): a copy of data with the slices named by indices replaced by
+// updates. Swin builds its shifted-window attention mask this way.
+std::vector<Tensor> fold_scatter_nd(const FoldContext& c) {
+  const Tensor& data = input(c, 0);
+  const Tensor& indices = input(c, 1);
+  const Tensor& updates = input(c, 2);
+  check_same_type(c, data, updates);
+  BRAID_CHECK(c.attrs.get_string("reduction", "none") == "none", kUnsupported, c.who(),
+              ": ScatterND with a reduction is not folded");
+  const auto& idx = ints_of(c, indices, "indices");
+  BRAID_CHECK(!indices.shape.empty(), kBad, c.who(), ": ScatterND indices is a scalar");
+  const int64_t k = indices.shape.back(), r = static_cast<int64_t>(data.shape.size());
+  BRAID_CHECK(k >= 1 && k <= r, kBad, c.who(), ": ScatterND index length ", k, " for rank ", r);
+  const int64_t slice = ir::num_elements({data.shape.begin() + k, data.shape.end()});
+  const int64_t count = idx.size() / k;
+  BRAID_CHECK(updates.elements() == count * slice, kBad, c.who(), ": ScatterND updates ",
+              ir::to_string(updates.shape), " do not match indices and data");
+  const std::vector<int64_t> strides = strides_of(data.shape);
+  Tensor out = data;
+  for (int64_t n = 0; n < count; ++n) {
+    int64_t base = 0;
+    for (int64_t d = 0; d < k; ++d) {
+      int64_t i = idx[n * k + d];
+      const int64_t dim = data.shape[d];
+      BRAID_CHECK(i >= -dim && i < dim, kBad, c.who(), ": ScatterND index ", i,
+                  " out of range for a dim of ", dim);
+      base += (i < 0 ? i + dim : i) * strides[d];
+    }
+    for (int64_t e = 0; e < slice; ++e) copy_element(updates, n * slice + e, out, base + e);
+  }
+  return {std::move(out)};
+}
+
 std::vector<Tensor> fold_equal(const FoldContext& c) {
   const Tensor& a = input(c, 0);
   const Tensor& b = input(c, 1);
@@ -500,6 +577,11 @@ const std::vector<FoldableOp> kFoldable = {
     {"Sub", 7, {}, false, fold_arith<Arith::kSub>},
     {"Mul", 7, {}, false, fold_arith<Arith::kMul>},
     {"Div", 7, {}, false, fold_arith<Arith::kDiv>},
+    {"Mod", 10, {"fmod"}, false, fold_mod},
+    {"Less", 7, {}, false, fold_compare<true>},
+    {"Greater", 7, {}, false, fold_compare<false>},
+    {"Not", 1, {}, false, fold_not},
+    {"ScatterND", 11, {"reduction"}, false, fold_scatter_nd},
 };
 
 }  // namespace
