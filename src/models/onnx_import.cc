@@ -529,10 +529,12 @@ class Importer {
     check_extra_outputs(i, 1);
     const int64_t outer = ir::num_elements({shape.begin(), shape.begin() + axis});
     const std::string name = n.name().empty() ? n.output(0) : n.name();
-    const ValueId flat =
-        b_.add_op(OpKind::Reshape, ir::ReshapeAttrs{{outer, -1}}, {in[0]}, name + "/coerce_2d");
-    const ValueId soft = b_.add_op(OpKind::Softmax, ir::AxisAttrs{1}, {flat}, name);
-    const NodeId back = b_.add_node(OpKind::Reshape, ir::ReshapeAttrs{shape}, {soft},
+    // Intermediate values get names of their own: an unnamed node is named after its output.
+    const NodeId flat = b_.add_node(OpKind::Reshape, ir::ReshapeAttrs{{outer, -1}}, {in[0]},
+                                    name + "/coerce_2d", 1, {name + "/coerce_2d"});
+    const NodeId soft = b_.add_node(OpKind::Softmax, ir::AxisAttrs{1}, {b_.output(flat)}, name, 1,
+                                    {name + "/softmax_2d"});
+    const NodeId back = b_.add_node(OpKind::Reshape, ir::ReshapeAttrs{shape}, {b_.output(soft)},
                                     name + "/restore", 1, {n.output(0)});
     values_[n.output(0)] = b_.output(back);
     node_ids_[b_.node(back).name] = back;
