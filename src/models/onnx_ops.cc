@@ -9,7 +9,10 @@
 //     attributes, an `import_<op>` function above the table that returns its ir::OpAttrs.
 // The graph walk (onnx_import.cc) does the rest: operands, outputs, names, shape checks.
 // Ops that only rename (Dropout) or define constants (Constant) are rows with their role; the
-// walk handles them.
+// walk handles them. An op exporters apply to constants (shape arithmetic, weight building) is
+// folded at import instead: a row in kFoldable (onnx_fold.cc). An op may have both rows (Add,
+// Reshape): it folds when its inputs are constants and runs otherwise. The test
+// OnnxOps.EveryOpKindHasATableRow fails for a kind in op_kinds.inc without a row here.
 #include "models/onnx_ops.h"
 
 #include <algorithm>
