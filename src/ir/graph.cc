@@ -49,9 +49,15 @@ ValueId GraphBuilder::new_value(std::string name, TensorType type, ValueKind kin
   BRAID_CHECK(!name.empty(), ErrorCode::kInvalidModel, "a value needs a name");
   BRAID_CHECK(graph_.value_by_name_.count(name) == 0, ErrorCode::kInvalidModel,
               "value name '", name, "' is defined twice");
-  for (int64_t d : type.shape)
+  int64_t bytes = size_of(type.dtype);
+  for (int64_t d : type.shape) {
     BRAID_CHECK(d > 0, ErrorCode::kInvalidModel, "value '", name, "' has shape ",
                 to_string(type.shape), " with a non-positive dim");
+    // Every size braid computes from a shape (elements, bytes) then fits in int64.
+    BRAID_CHECK(!__builtin_mul_overflow(bytes, d, &bytes), ErrorCode::kUnsupported, "value '",
+                name, "' has shape ", to_string(type.shape),
+                ", whose size in bytes does not fit in a 64-bit integer");
+  }
   ValueId id = make_id<ValueId>(graph_.values_.size());
   Value v;
   v.name = name;

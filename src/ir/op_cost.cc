@@ -1,32 +1,39 @@
 #include "ir/op_cost.h"
 
+#include <limits>
 #include <variant>
 
-namespace braid::ir {
+#include "base/error.h"
 
-int64_t op_flops(const Graph& g, NodeId id) {
+namespace braid::ir {
+namespace {
+
+// In 128 bits: shapes fit in int64 (GraphBuilder checks), their products need not.
+using Wide = __int128;
+
+Wide wide_flops(const Graph& g, NodeId id) {
   const Node& n = g.node(id);
-  const TensorType& out = g.value(n.outputs.front()).type;
+  const Wide out = g.value(n.outputs.front()).type.elements();
   auto in_type = [&](size_t i) -> const TensorType& { return g.value(n.inputs.at(i)).type; };
   switch (n.kind) {
     case OpKind::Conv: {
       const Shape& w = in_type(1).shape;  // [OC, IC/g, KH, KW]
-      int64_t macs = out.elements() * w[1] * w[2] * w[3];
-      int64_t extra = (n.inputs.size() > 2 ? out.elements() : 0) +
-                      (std::get<ConvAttrs>(n.attrs).activation != Activation::kNone ? out.elements() : 0);
+      Wide macs = out * w[1] * w[2] * w[3];
+      Wide extra = (n.inputs.size() > 2 ? out : 0) +
+                   (std::get<ConvAttrs>(n.attrs).activation != Activation::kNone ? out : 0);
       return 2 * macs + extra;
     }
     case OpKind::MatMul:
-      return 2 * out.elements() * in_type(0).shape.back();
+      return 2 * out * in_type(0).shape.back();
     case OpKind::Gemm: {
       const auto& a = std::get<GemmAttrs>(n.attrs);
-      int64_t k = a.trans_a ? in_type(0).shape[0] : in_type(0).shape[1];
-      return 2 * out.elements() * k + (n.inputs.size() > 2 ? out.elements() : 0);
+      Wide k = a.trans_a ? in_type(0).shape[0] : in_type(0).shape[1];
+      return 2 * out * k + (n.inputs.size() > 2 ? out : 0);
     }
     case OpKind::MaxPool:
     case OpKind::AveragePool: {
       const auto& a = std::get<PoolAttrs>(n.attrs);
-      return out.elements() * a.kernel[0] * a.kernel[1];
+      return out * a.kernel[0] * a.kernel[1];
     }
     case OpKind::GlobalAveragePool:
       return in_type(0).elements();
@@ -35,28 +42,28 @@ int64_t op_flops(const Graph& g, NodeId id) {
     case OpKind::Tanh:
     case OpKind::Add:
     case OpKind::Mul:
-      return out.elements();
+      return out;
     case OpKind::Gelu:
-      return 8 * out.elements();
+      return 8 * out;
     case OpKind::Clip:
-      return 2 * out.elements();
+      return 2 * out;
     case OpKind::HardSigmoid:
-      return 4 * out.elements();
+      return 4 * out;
     case OpKind::HardSwish:
-      return 5 * out.elements();
+      return 5 * out;
     case OpKind::ReduceMean:
-      return in_type(0).elements();
+      return Wide{in_type(0).elements()};
     case OpKind::LRN: {
       const int64_t size = std::get<LrnAttrs>(n.attrs).size;
-      return out.elements() * (2 * size + 4);  // window of squares, scale, pow, divide
+      return out * (2 * size + 4);  // window of squares, scale, pow, divide
     }
     case OpKind::Sum:
-      return out.elements() * static_cast<int64_t>(n.inputs.size() - 1);
+      return out * static_cast<Wide>(n.inputs.size() - 1);
     case OpKind::BatchNormalization:
-      return 2 * out.elements();
+      return 2 * out;
     case OpKind::Softmax:
     case OpKind::LayerNormalization:
-      return 5 * out.elements();
+      return 5 * out;
     case OpKind::Concat:
     case OpKind::Reshape:
     case OpKind::Flatten:
@@ -67,6 +74,30 @@ int64_t op_flops(const Graph& g, NodeId id) {
       return 0;
   }
   return 0;
+}
+
+}  // namespace
+
+int64_t op_flops(const Graph& g, NodeId id) {
+  return static_cast<int64_t>(wide_flops(g, id));
+}
+
+void check_op_costs(const Graph& g) {
+  constexpr Wide kMax = std::numeric_limits<int64_t>::max();
+  Wide total_flops = 0, total_bytes = 0;
+  for (const Node& n : g.nodes()) {
+    const NodeId id = make_id<NodeId>(&n - g.nodes().data());
+    const Wide flops = wide_flops(g, id);
+    BRAID_CHECK(flops <= kMax, ErrorCode::kUnsupported, "node '", n.name,
+                "': its FLOP count does not fit in a 64-bit integer (shapes too large)");
+    total_flops += flops;
+    for (ValueId v : n.inputs) total_bytes += g.value(v).type.bytes();
+    for (ValueId v : n.outputs) total_bytes += g.value(v).type.bytes();
+  }
+  BRAID_CHECK(total_flops <= kMax && total_bytes <= kMax, ErrorCode::kUnsupported, "graph '",
+              g.name(),
+              "': its total FLOP or byte count does not fit in a 64-bit integer (shapes "
+              "too large)");
 }
 
 int64_t op_bytes(const Graph& g, NodeId id) {

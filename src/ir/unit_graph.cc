@@ -179,6 +179,7 @@ bool feeds_only(const Graph& g, NodeId producer, NodeId consumer) {
 UnitGraph fuse(std::shared_ptr<const Graph> graph) {
   BRAID_ASSERT(graph != nullptr);
   const Graph& g = *graph;
+  check_op_costs(g);  // every FLOP and byte sum below and in the callers then fits int64
   const size_t num_nodes = g.num_nodes();
   constexpr size_t kNone = SIZE_MAX;
   std::vector<size_t> group(num_nodes, kNone);  // provisional unit index per op

@@ -110,6 +110,7 @@ class UnitGraph {
 //    (Conv-BN-Relu, MatMul-Add, GlobalAveragePool-Flatten);
 //  - a Pad whose only consumer is a Conv or pooling op joins that consumer (Pad-AveragePool);
 //  - anything else starts a unit of its own.
+// Throws Error(kUnsupported) when the graph's FLOP or byte counts overflow int64.
 UnitGraph fuse(std::shared_ptr<const Graph> graph);
 
 }  // namespace braid::ir

@@ -21,36 +21,6 @@ namespace {
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
-// Overflow-safe: a shape whose product passes `limit` is over it.
-bool over(const ir::Shape& shape, int64_t limit) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d != 0 && n > limit / d) return true;
-    n *= d;
-  }
-  return n > limit;
-}
-
-void check_limits(const ir::Graph& graph, const LoadOptions& options, std::string_view spec) {
-  int64_t total = 0;
-  for (const ir::Value& v : graph.values()) {
-    if (v.kind == ir::ValueKind::kParameter) continue;
-    BRAID_CHECK(
-        !over(v.type.shape, options.max_tensor_elements), ErrorCode::kInvalidArgument, "'", spec,
-        "': tensor '", v.name, "' ", ir::to_string(v.type.shape), " has more than ",
-        options.max_tensor_elements,
-        " elements, the limit (a smaller --batch, --image-size or --seq-len, or raise it with "
-        "--max-tensor-elements)");
-    const int64_t bytes = v.type.bytes();
-    BRAID_CHECK(
-        bytes <= options.max_activation_bytes - total, ErrorCode::kInvalidArgument, "'", spec,
-        "': its activations need more than ", options.max_activation_bytes >> 20,
-        " MiB together, the limit (a smaller --batch, --image-size or --seq-len, or raise it with "
-        "--max-activation-bytes)");
-    total += bytes;
-  }
-}
-
 // --batch on an ONNX file fills symbolic batch dims; a file whose inputs all have a static dim 0
 // of another size cannot take it, and ignoring the flag would be silent.
 void check_batch_applied(const ir::Graph& graph, int64_t batch, std::string_view spec) {
@@ -79,7 +49,10 @@ LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
   }
   if (ends_with(spec, ".onnx")) {
     m.source = ModelSource::kOnnx;
-    ImportedModel imported = import_onnx_file(std::string(spec), {.batch = options.zoo.batch});
+    ImportedModel imported = import_onnx_file(
+        std::string(spec), {.batch = options.zoo.batch,
+                            .max_tensor_elements = options.limits.max_tensor_elements,
+                            .max_activation_bytes = options.limits.max_activation_bytes});
     m.graph = std::move(imported.graph);
     m.weights = std::move(imported.weights);
     check_batch_applied(*m.graph, options.zoo.batch, spec);
@@ -89,7 +62,7 @@ LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
     m.source = ModelSource::kZoo;
     m.graph = std::make_shared<const ir::Graph>(build_zoo_model(spec, options.zoo));
   }
-  check_limits(*m.graph, options, spec);
+  ir::check_limits(*m.graph, options.limits);
   if (m.source == ModelSource::kZoo && options.with_weights)
     m.weights = ir::Weights::generate(*m.graph, options.seed);
   m.units = ir::fuse(m.graph);

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "ir/graph.h"
+#include "ir/limits.h"
 #include "ir/unit_graph.h"
 #include "ir/weights.h"
 #include "models/zoo.h"
@@ -29,11 +30,7 @@ struct LoadOptions {
   // name without its extension (exporters all write "torch_jit" or "main_graph" as the graph
   // name), a .dag.json's own "name".
   std::string name;
-  // Limits that turn an absurd size (--batch 2147483647) into an error instead of a failed
-  // allocation: elements of any one tensor, and bytes of all activations together (what running
-  // without buffer reuse would need, an upper bound of the peak).
-  int64_t max_tensor_elements = int64_t{1} << 31;
-  int64_t max_activation_bytes = int64_t{64} << 30;
+  ir::TensorLimits limits;  // checked for every zoo model and ONNX file (--max-tensor-elements ...)
 };
 
 struct LoadedModel {

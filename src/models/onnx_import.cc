@@ -16,8 +16,10 @@
 #include <unordered_set>
 
 #include "base/error.h"
+#include "ir/limits.h"
 #include "ir/unit_graph.h"
 #include "models/onnx_attributes.h"
+#include "models/onnx_fold.h"
 #include "models/onnx_ops.h"
 #include "models/onnx_shape_check.h"
 #include "models/onnx_tensor.h"
@@ -27,7 +29,6 @@ namespace {
 
 using ir::OpKind;
 using onnx_detail::Constant;
-using onnx_detail::kMaxElements;
 using onnx_detail::NodeAttributes;
 using onnx_detail::onnx_type_name;
 using onnx_detail::OnnxOp;
@@ -74,7 +75,10 @@ class Importer {
   ImportedModel run() {
     BRAID_CHECK(options_.batch >= 1, ErrorCode::kInvalidArgument, "batch must be >= 1, got ",
                 options_.batch);
-    check_op_types();
+    BRAID_CHECK(options_.max_tensor_elements >= 1 && options_.max_activation_bytes >= 1,
+                ErrorCode::kInvalidArgument, "tensor limits must be >= 1, got ",
+                options_.max_tensor_elements, " elements and ", options_.max_activation_bytes,
+                " bytes");
     read_opset();
     for (int i = 0; i < g_.initializer_size(); ++i) {
       const onnx::TensorProto& t = g_.initializer(i);
@@ -85,12 +89,15 @@ class Importer {
     }
     BRAID_CHECK(g_.sparse_initializer_size() == 0, kUnsupported,
                 "sparse initializers are not supported");
+    BRAID_CHECK(g_.node_size() > 0, kBad, "the model has no nodes");
     add_graph_inputs();
     std::vector<int> order = topological_order();
+    check_op_types(order);
     plan_fused_activations();
     for (int i : order) import_node(i);
     add_graph_outputs();
     std::shared_ptr<const ir::Graph> graph = build_with_hints();
+    ir::check_limits(*graph, {options_.max_tensor_elements, options_.max_activation_bytes});
     onnx_detail::check_shapes(*graph, onnx_detail::declared_shapes(g_), "the model declares");
     onnx::ModelProto inferred = onnx_detail::infer_onnx_shapes(m_, *graph);
     onnx_detail::check_shapes(*graph, onnx_detail::declared_shapes(inferred.graph()),
@@ -115,21 +122,103 @@ class Importer {
         opset_ = o.version();
         found = true;
       }
+    if (!found)  // a model of another domain only (e.g. ai.onnx.preview.training): say that
+      for (int i = 0; i < g_.node_size(); ++i)
+        BRAID_CHECK(is_default_domain(g_.node(i).domain()), kUnsupported, describe(i),
+                    ": unsupported op type '", g_.node(i).op_type(), "' (domain '",
+                    g_.node(i).domain(), "')");
     BRAID_CHECK(found, kBad, "the model imports no opset of the default ONNX domain");
-    BRAID_CHECK(opset_ >= 1, kBad, "bad opset version ", opset_);
+    BRAID_CHECK(opset_ >= kMinOnnxOpset && opset_ <= kMaxOnnxOpset, kUnsupported, "opset ", opset_,
+                " of the default ONNX domain is not supported; braid imports opsets ",
+                kMinOnnxOpset, " to ", kMaxOnnxOpset);
   }
 
-  // Unsupported op types are reported before anything else: they are the most useful message
-  // for a model that braid cannot run at all.
-  void check_op_types() const {
-    for (int i = 0; i < g_.node_size(); ++i) {
+  // True when node i's input k is a constant (so far in topological order) or, for ops that
+  // read only their input's shape, any tensor.
+  bool input_is_constant(int i, int k, const onnx_detail::FoldableOp& f,
+                         const std::unordered_set<std::string>& constants) const {
+    const std::string& name = g_.node(i).input(k);
+    return name.empty() || constants.count(name) || (f.needs_only_shape && k == 0);
+  }
+
+  // Every op braid cannot import, reported at once: a model rarely lacks just one op, and the
+  // whole list is what a user needs to judge the gap. A pass over the topological order tracks
+  // which values are constants, so that an op braid only folds counts as unsupported only where
+  // its inputs are computed at run time.
+  void check_op_types(const std::vector<int>& order) const {
+    struct Problem {
+      std::vector<int> nodes;
+      std::string why;  // of the first node
+    };
+    std::vector<std::pair<std::string, Problem>> problems;  // by op type, in order of appearance
+    auto report = [&](const std::string& type, int i, std::string why) {
+      auto it = std::find_if(problems.begin(), problems.end(),
+                             [&](const auto& p) { return p.first == type; });
+      if (it == problems.end()) it = problems.insert(problems.end(), {type, {{}, std::move(why)}});
+      it->second.nodes.push_back(i);
+    };
+    std::unordered_set<std::string> constants;
+    for (const onnx::TensorProto& t : g_.initializer()) constants.insert(t.name());
+    for (int i : order) {
       const onnx::NodeProto& n = g_.node(i);
-      if (!is_default_domain(n.domain()))
-        BRAID_THROW(kUnsupported, describe(i), ": unsupported op type '", n.op_type(),
-                    "' (domain '", n.domain(), "')");
-      BRAID_CHECK(onnx_detail::find_onnx_op(n.op_type()) != nullptr, kUnsupported, describe(i),
-                  ": unsupported op type '", n.op_type(), "'");
+      if (!is_default_domain(n.domain())) {
+        report(n.op_type(), i, "domain '" + n.domain() + "'");
+        continue;
+      }
+      const OnnxOp* op = onnx_detail::find_onnx_op(n.op_type());
+      const onnx_detail::FoldableOp* fold = onnx_detail::find_foldable_op(n.op_type());
+      bool all_constant = fold != nullptr;
+      for (int k = 0; fold && k < n.input_size(); ++k)
+        all_constant = all_constant && input_is_constant(i, k, *fold, constants);
+      const bool aliases_constant = op &&
+                                    (op->role == OnnxOpRole::kAlias || n.op_type() == "Identity") &&
+                                    n.input_size() >= 1 && constants.count(n.input(0));
+      if ((fold && all_constant && opset_ >= fold->since_opset) || aliases_constant ||
+          (op && op->role == OnnxOpRole::kConstant)) {
+        for (const std::string& out : n.output()) constants.insert(out);
+        continue;
+      }
+      if (op && opset_ >= op->since_opset) continue;
+      const int since = op ? op->since_opset : fold ? fold->since_opset : 0;
+      if (since > opset_) {
+        report(n.op_type(), i,
+               "braid imports it from opset " + std::to_string(since) + ", the model has opset " +
+                   std::to_string(opset_));
+      } else if (fold) {
+        std::string runtime;
+        for (int k = 0; runtime.empty() && k < n.input_size(); ++k)
+          if (!input_is_constant(i, k, *fold, constants)) runtime = n.input(k);
+        report(n.op_type(), i,
+               "braid only folds " + n.op_type() + " at import, when its inputs are constants; '" +
+                   runtime + "' is computed at run time");
+      } else {
+        report(n.op_type(), i, "");
+      }
     }
+    if (problems.empty()) return;
+    auto describe_all = [&](const Problem& p) {
+      constexpr size_t kShown = 3;
+      std::string s;
+      for (size_t k = 0; k < std::min(kShown, p.nodes.size()); ++k)
+        s += (k ? ", " : "") + describe(p.nodes[k]);
+      if (p.nodes.size() > kShown) s += " and " + std::to_string(p.nodes.size() - kShown) + " more";
+      return s;
+    };
+    if (problems.size() == 1 && problems[0].second.nodes.size() == 1) {
+      const auto& [type, p] = problems[0];
+      BRAID_THROW(kUnsupported, describe(p.nodes[0]), ": unsupported op type '", type, "'",
+                  p.why.empty() ? "" : " (" + p.why + ")");
+    }
+    size_t num_nodes = 0;
+    for (const auto& p : problems) num_nodes += p.second.nodes.size();
+    std::string list;
+    for (const auto& [type, p] : problems)
+      list += "\n  '" + type + "': " + std::to_string(p.nodes.size()) +
+              (p.nodes.size() == 1 ? " node (" : " nodes (") + describe_all(p) + ")" +
+              (p.why.empty() ? "" : "; " + p.why);
+    BRAID_THROW(kUnsupported, problems.size(), " unsupported op type",
+                problems.size() == 1 ? "" : "s", " in ", num_nodes,
+                " nodes (`braid ops` lists the supported ones):", list);
   }
 
   void add_graph_inputs() {
@@ -162,7 +251,9 @@ class Importer {
               ") is dynamic; braid needs static shapes, only the batch dim 0 may be symbolic");
           v = options_.batch;
         }
-        BRAID_CHECK(v <= kMaxElements / elements, kUnsupported, what, " is too large");
+        BRAID_CHECK(v <= options_.max_tensor_elements / elements, kUnsupported, what,
+                    " has more than ", options_.max_tensor_elements,
+                    " elements, which exceeds the limit (raise with --max-tensor-elements)");
         elements *= v;
         type.shape.push_back(v);
       }
@@ -313,11 +404,13 @@ class Importer {
 
   const Constant* constant(const std::string& name) const { return consts_.find(name); }
 
+  // `to` names what `from` names: a constant stays a constant (foldable downstream) even when it
+  // also became a parameter.
   void alias(const std::string& to, const std::string& from) {
-    if (auto it = values_.find(from); it != values_.end()) {
-      values_[to] = it->second;
-    } else {
+    if (consts_.contains(from)) {
       consts_.set(to, consts_.at(from));
+    } else {
+      values_[to] = values_.at(from);
     }
   }
 
@@ -338,9 +431,11 @@ class Importer {
       t->shape = {a->floats_size()};
     } else if (const A* a = attrs.find("value_int", A::INT)) {
       t->dtype = ir::DType::kInt64;
+      t->elem_type = onnx::TensorProto::INT64;
       t->ints = {a->i()};
     } else if (const A* a = attrs.find("value_ints", A::INTS)) {
       t->dtype = ir::DType::kInt64;
+      t->elem_type = onnx::TensorProto::INT64;
       t->ints.assign(a->ints().begin(), a->ints().end());
       t->shape = {a->ints_size()};
     }
@@ -369,21 +464,105 @@ class Importer {
         ": Dropout with training_mode that is not a constant false; braid runs inference only");
   }
 
+  // Node i folds when every input is a constant (Shape: any tensor) at an opset the evaluator
+  // covers; check_op_types applied the same rule.
+  bool can_fold(int i, const onnx_detail::FoldableOp& f) const {
+    const onnx::NodeProto& n = g_.node(i);
+    if (opset_ < f.since_opset) return false;
+    for (int k = 0; k < n.input_size(); ++k) {
+      const std::string& name = n.input(k);
+      if (!name.empty() && !consts_.contains(name) && !(f.needs_only_shape && k == 0)) return false;
+    }
+    return true;
+  }
+
+  void fold_node(int i, const onnx_detail::FoldableOp& f, const NodeAttributes& attrs) {
+    const onnx::NodeProto& n = g_.node(i);
+    attrs.check_known(f.attributes);
+    std::vector<Tensor> data;  // the inputs, read; reserved so that pointers stay valid
+    data.reserve(n.input_size());
+    onnx_detail::FoldContext context{n, attrs, opset_, {}, options_.max_tensor_elements};
+    for (int k = 0; k < n.input_size(); ++k) {
+      const std::string& name = n.input(k);
+      if (name.empty()) {
+        context.inputs.push_back(nullptr);
+        continue;
+      }
+      if (f.needs_only_shape && k == 0) {  // the shape alone, without reading the data
+        Tensor t;
+        if (auto v = values_.find(name); v != values_.end()) {
+          t.shape = b_.type(v->second).shape;
+        } else {
+          const Constant& c = consts_.at(name);
+          t.shape =
+              c.proto ? ir::Shape(c.proto->dims().begin(), c.proto->dims().end()) : c.tensor->shape;
+        }
+        data.push_back(std::move(t));
+      } else {
+        data.push_back(onnx_detail::read_constant(consts_.at(name)));
+      }
+      context.inputs.push_back(&data.back());
+    }
+    std::vector<Tensor> out = f.fold(context);
+    BRAID_ASSERT(!out.empty(), "a fold function returns its outputs");
+    check_extra_outputs(i, static_cast<int>(out.size()));
+    for (size_t k = 0; k < out.size(); ++k) {
+      const std::string& name = n.output(static_cast<int>(k));
+      consts_.set(name, {nullptr, std::make_shared<const Tensor>(std::move(out[k])), name,
+                         "the constant '" + name + "' folded from " + describe(i)});
+    }
+  }
+
+  // Softmax before opset 13 normalizes over the dims [axis, rank) flattened into one; on any
+  // axis but the last that is Reshape to 2-D, Softmax over dim 1, Reshape back (ONNX's own
+  // definition of the old form). Returns false when axis is the last dim: the plain Softmax.
+  bool import_coerced_softmax(int i, const NodeAttributes& attrs) {
+    const onnx::NodeProto& n = g_.node(i);
+    const std::vector<ValueId> in = operands(i, 1);
+    const ir::Shape shape = b_.type(in[0]).shape;
+    const int64_t rank = static_cast<int64_t>(shape.size());
+    int64_t axis = attrs.get_int("axis", 1);
+    BRAID_CHECK(axis >= -rank && axis < rank, kBad, describe(i), ": axis ", axis,
+                " out of range for rank ", rank);
+    if (axis < 0) axis += rank;
+    if (axis == rank - 1) return false;
+    check_extra_outputs(i, 1);
+    const int64_t outer = ir::num_elements({shape.begin(), shape.begin() + axis});
+    const std::string name = n.name().empty() ? n.output(0) : n.name();
+    // Intermediate values get names of their own: an unnamed node is named after its output.
+    const NodeId flat = b_.add_node(OpKind::Reshape, ir::ReshapeAttrs{{outer, -1}}, {in[0]},
+                                    name + "/coerce_2d", 1, {name + "/coerce_2d"});
+    const NodeId soft = b_.add_node(OpKind::Softmax, ir::AxisAttrs{1}, {b_.output(flat)}, name, 1,
+                                    {name + "/softmax_2d"});
+    const NodeId back = b_.add_node(OpKind::Reshape, ir::ReshapeAttrs{shape}, {b_.output(soft)},
+                                    name + "/restore", 1, {n.output(0)});
+    values_[n.output(0)] = b_.output(back);
+    node_ids_[b_.node(back).name] = back;
+    return true;
+  }
+
   void import_node(int i) {
     const onnx::NodeProto& n = g_.node(i);
-    const OnnxOp& op = *onnx_detail::find_onnx_op(n.op_type());  // check_op_types found it
     const NodeAttributes attrs(n, describe(i));
+    if (const auto* f = onnx_detail::find_foldable_op(n.op_type()); f && can_fold(i, *f))
+      return fold_node(i, *f, attrs);
+    const OnnxOp* found = onnx_detail::find_onnx_op(n.op_type());
+    BRAID_CHECK(found != nullptr, kUnsupported, describe(i), ": unsupported op type '", n.op_type(),
+                "' (braid only folds it, when its inputs are constants)");
+    const OnnxOp& op = *found;
     attrs.check_known(op.attributes);
     if (fused_nodes_.count(i)) return;  // its Conv already wrote its output
     if (op.role == OnnxOpRole::kConstant) return import_constant(i, attrs);
     const bool dropout = op.role == OnnxOpRole::kAlias;
     if (dropout) check_inference_dropout(i, attrs);
-    if (dropout || (n.op_type() == "Identity" && n.input_size() == 1 && constant(n.input(0)))) {
+    if (dropout ||
+        (n.op_type() == "Identity" && n.input_size() == 1 && consts_.contains(n.input(0)))) {
       // Inference-time Dropout and Identity of a constant only rename their input.
       BRAID_CHECK(n.input_size() >= 1 && !n.input(0).empty(), kBad, describe(i), ": has no input");
       check_extra_outputs(i, 1);
       return alias(n.output(0), n.input(0));
     }
+    if (n.op_type() == "Softmax" && opset_ < 13 && import_coerced_softmax(i, attrs)) return;
     const OpKind kind = *ir::op_kind_from_onnx(n.op_type());
     std::vector<ValueId> in = operands(i, op.max_operands);
     std::vector<ir::TensorType> in_types;
@@ -399,7 +578,15 @@ class Importer {
     }
     const std::string name = n.name().empty() ? out_names[0] : n.name();
     NodeId id = b_.add_node(kind, std::move(op_attrs), std::move(in), name, num_outputs, out_names);
-    for (int k = 0; k < num_outputs; ++k) values_[out_names[k]] = b_.output(id, k);
+    for (int k = 0; k < num_outputs; ++k) {
+      const ir::TensorType& t = b_.type(b_.output(id, k));
+      // Checked here, before a larger tensor's FLOP count could overflow in build().
+      BRAID_CHECK(t.elements() <= options_.max_tensor_elements, kUnsupported, describe(i),
+                  ": output '", out_names[k], "' of shape ", ir::to_string(t.shape), " has ",
+                  t.elements(), " elements, which exceeds the limit of ",
+                  options_.max_tensor_elements, " (raise with --max-tensor-elements)");
+      values_[out_names[k]] = b_.output(id, k);
+    }
     node_ids_[b_.node(id).name] = id;
   }
 

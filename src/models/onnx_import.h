@@ -5,18 +5,25 @@
 //   m.weights.data(m.graph->find_value("conv1.weight").value());
 //
 // What the importer does, in order:
-//  1. parses the ModelProto (protobuf); bytes that are not a model -> kInvalidModel;
-//  2. rejects ops outside braid's op set (op_kinds.inc) with kUnsupported, naming node and type;
-//  3. sorts the nodes topologically (files may list them in any order; a cycle is an error);
-//  4. maps each node to an OpKind with typed attributes through ir::GraphBuilder, whose shape
-//     inference is authoritative. Constant inputs become attributes (Reshape shape, Pad pads,
-//     Split sizes); float initializers and Constant nodes become parameters; Dropout and
+//  1. parses the ModelProto (protobuf); bytes that are not a model -> kInvalidModel; an opset of
+//     the default domain outside [kMinOnnxOpset, kMaxOnnxOpset] -> kUnsupported;
+//  2. sorts the nodes topologically (files may list them in any order; a cycle is an error);
+//  3. rejects every op it cannot import at once with kUnsupported, naming each op type and its
+//     nodes: types outside supported_onnx_ops(), and ops braid only folds (Shape, Gather, ...)
+//     whose inputs are not constants;
+//  4. folds nodes whose inputs are all constants (or, for Shape, static shapes) into constants
+//     (onnx_fold.h): the shape arithmetic exporters emit, ConstantOfShape-built weights;
+//  5. maps each other node to an OpKind with typed attributes through ir::GraphBuilder, whose
+//     shape inference is authoritative. Constant inputs become attributes (Reshape shape, Pad
+//     pads, Split sizes); float initializers and Constant nodes become parameters; Dropout and
 //     Identity-of-initializer become aliases;
-//  5. cross-checks braid's shapes against ONNX's own shape inference (and any value_info the file
+//  6. refuses tensors over OnnxImportOptions' limits (elements per tensor, activation bytes);
+//  7. cross-checks braid's shapes against ONNX's own shape inference (and any value_info the file
 //     declares): a different static shape is a shape-mismatch error naming the node.
 // Symbolic (dim_param or unset) batch dims of graph inputs take OnnxImportOptions::batch; a
 // fixed 0 is a zero-size tensor (unsupported); any other dynamic
-// dim is an error. Only embedded float32 data is read (no external data files).
+// dim is an error. Only embedded data is read (no external data files): float32 for weights,
+// int64 / int32 / bool for the constants that are folded or read as attributes.
 //
 // Files written by export_onnx_* carry braid metadata (metadata_props) that the importer restores:
 //   "braid.unit_hints"        JSON list of lists of node names (Graph::unit_hints);
@@ -29,15 +36,37 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ir/graph.h"
+#include "ir/limits.h"
 #include "ir/weights.h"
 
 namespace braid::models {
 
 struct OnnxImportOptions {
   int64_t batch = 1;  // given to symbolic / dynamic (dim_param or unset) dim 0 of graph inputs
+  // Limits that turn an absurd shape (a 100000x100000 input, a huge batch) into a clear error
+  // at import instead of std::bad_alloc at run time. See ir::TensorLimits for the defaults.
+  int64_t max_tensor_elements = ir::TensorLimits{}.max_tensor_elements;
+  int64_t max_activation_bytes = ir::TensorLimits{}.max_activation_bytes;
 };
+
+// The opsets of the default ONNX domain braid imports. 21 is the newest whose changes to the
+// supported ops braid has read (19 and 21 only add element types braid rejects anyway).
+inline constexpr int kMinOnnxOpset = 1;
+inline constexpr int kMaxOnnxOpset = 21;
+
+// One ONNX op type braid imports, for `braid ops`.
+struct SupportedOnnxOp {
+  std::string op_type;
+  int min_opset = kMinOnnxOpset;  // braid imports the op at model opsets [min_opset, max_opset]
+  int max_opset = kMaxOnnxOpset;
+  bool runs = false;   // becomes an op of braid's graph (or an alias) when its inputs are tensors
+  bool folds = false;  // evaluated at import when its inputs are constants (or static shapes)
+};
+// Sorted by op type.
+std::vector<SupportedOnnxOp> supported_onnx_ops();
 
 struct ImportedModel {
   std::shared_ptr<const ir::Graph> graph;
@@ -45,7 +74,8 @@ struct ImportedModel {
 };
 
 // Throws braid::Error: kNotFound (no such file), kInvalidModel (not ONNX, undefined value,
-// cycle, shape mismatch), kUnsupported (op, attribute or data type braid does not handle).
+// cycle, shape mismatch), kUnsupported (op, attribute or data type braid does not handle, opset
+// out of range, a tensor over the limits).
 // Messages start with the file name (or `name`).
 ImportedModel import_onnx_file(const std::string& path, const OnnxImportOptions& options = {});
 ImportedModel import_onnx_bytes(std::string_view bytes, std::string_view name,

@@ -9,12 +9,17 @@
 //     attributes, an `import_<op>` function above the table that returns its ir::OpAttrs.
 // The graph walk (onnx_import.cc) does the rest: operands, outputs, names, shape checks.
 // Ops that only rename (Dropout) or define constants (Constant) are rows with their role; the
-// walk handles them.
+// walk handles them. An op exporters apply to constants (shape arithmetic, weight building) is
+// folded at import instead: a row in kFoldable (onnx_fold.cc). An op may have both rows (Add,
+// Reshape): it folds when its inputs are constants and runs otherwise. The test
+// OnnxOps.EveryOpKindHasATableRow fails for a kind in op_kinds.inc without a row here.
 #include "models/onnx_ops.h"
 
 #include <algorithm>
 
 #include "base/error.h"
+#include "models/onnx_fold.h"
+#include "models/onnx_import.h"
 
 namespace braid::models::onnx_detail {
 namespace {
@@ -109,7 +114,8 @@ ir::OpAttrs import_softmax(const OpContext& c) {
   const int64_t rank = c.inputs[0].rank();
   if (c.opset >= 13) return ir::AxisAttrs{c.attrs.get_int("axis", -1)};
   // Before opset 13 Softmax normalizes over the flattened dims [axis, rank); that is the
-  // per-axis softmax of opset 13 only when axis is the last dim.
+  // per-axis softmax of opset 13 only when axis is the last dim. The graph walk imports the
+  // other axes as Reshape-Softmax-Reshape (Importer::import_coerced_softmax).
   const int64_t axis = c.checked_axis(c.attrs.get_int("axis", 1), rank);
   BRAID_CHECK(axis == rank - 1, kUnsupported, c.who(), ": Softmax axis ", axis, " at opset ",
               c.opset, " normalizes over the flattened dims [", axis, ", ", rank,
@@ -393,3 +399,27 @@ const OnnxOp* find_onnx_op(std::string_view op_type) {
 }
 
 }  // namespace braid::models::onnx_detail
+
+namespace braid::models {
+
+std::vector<SupportedOnnxOp> supported_onnx_ops() {
+  std::vector<SupportedOnnxOp> out;
+  auto entry = [&out](std::string_view type, int since) -> SupportedOnnxOp& {
+    for (SupportedOnnxOp& op : out)
+      if (op.op_type == type) {
+        op.min_opset = std::min(op.min_opset, since);
+        return op;
+      }
+    out.push_back({std::string(type), since, kMaxOnnxOpset, false, false});
+    return out.back();
+  };
+  for (const onnx_detail::OnnxOp& op : onnx_detail::onnx_ops())
+    entry(op.op_type, op.since_opset).runs = true;
+  for (const onnx_detail::FoldableOp& op : onnx_detail::foldable_ops())
+    entry(op.op_type, op.since_opset).folds = true;
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.op_type < b.op_type; });
+  return out;
+}
+
+}  // namespace braid::models

@@ -59,11 +59,62 @@ Tensor read_tensor(const onnx::TensorProto& t, const std::string& what) {
       out.dtype = ir::DType::kInt64;
       out.ints = read_payload<int64_t>(t, t.int64_data(), n, what);
       break;
+    case onnx::TensorProto::INT32: {
+      out.dtype = ir::DType::kInt64;
+      const auto v = read_payload<int32_t>(t, t.int32_data(), n, what);
+      out.ints.assign(v.begin(), v.end());
+      break;
+    }
+    case onnx::TensorProto::BOOL: {  // raw_data: one byte each; int32_data: one int each
+      out.dtype = ir::DType::kInt64;
+      if (t.has_raw_data()) {
+        const auto v = read_payload<uint8_t>(t, t.int32_data(), n, what);
+        for (uint8_t b : v) out.ints.push_back(b != 0);
+      } else {
+        const auto v = read_payload<int32_t>(t, t.int32_data(), n, what);
+        for (int32_t b : v) out.ints.push_back(b != 0);
+      }
+      break;
+    }
     default:
       BRAID_THROW(kUnsupported, what, " has element type ", onnx_type_name(t.data_type()),
-                  "; braid reads float32 and int64 constants only");
+                  "; braid reads float32, int64, int32 and bool constants only");
   }
+  out.elem_type = t.data_type();
   return out;
+}
+
+Tensor make_tensor(int32_t elem_type, ir::Shape shape) {
+  Tensor t;
+  t.elem_type = elem_type;
+  t.dtype = elem_type == onnx::TensorProto::FLOAT ? ir::DType::kFloat32 : ir::DType::kInt64;
+  t.shape = std::move(shape);
+  if (t.is_float()) {
+    t.floats.resize(t.elements());
+  } else {
+    t.ints.resize(t.elements());
+  }
+  return t;
+}
+
+void write_tensor(const Tensor& t, onnx::TensorProto* out) {
+  out->set_data_type(t.elem_type);
+  for (int64_t d : t.shape) out->add_dims(d);
+  std::string& raw = *out->mutable_raw_data();
+  auto append = [&raw](const auto& v) { raw.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  switch (t.elem_type) {
+    case onnx::TensorProto::FLOAT:
+      for (float v : t.floats) append(v);
+      break;
+    case onnx::TensorProto::INT64:
+      for (int64_t v : t.ints) append(v);
+      break;
+    case onnx::TensorProto::INT32:
+      for (int64_t v : t.ints) append(static_cast<int32_t>(v));
+      break;
+    default:  // BOOL
+      for (int64_t v : t.ints) append(static_cast<uint8_t>(v != 0));
+  }
 }
 
 Tensor read_constant(const Constant& c) {

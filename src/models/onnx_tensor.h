@@ -29,17 +29,27 @@ constexpr int64_t kMaxSize = int64_t{1} << 32;
 // "FLOAT", "INT64", ... or "#42" for a number ONNX does not define.
 std::string onnx_type_name(int elem_type);
 
-// A constant read from an initializer or a Constant node.
+// A constant read from an initializer or a Constant node, or computed by folding (onnx_fold).
+// FLOAT data lives in `floats`; INT64, INT32 and BOOL data in `ints` (bool as 0/1).
 struct Tensor {
-  ir::DType dtype = ir::DType::kFloat32;
+  ir::DType dtype = ir::DType::kFloat32;         // storage: kFloat32 -> floats, kInt64 -> ints
+  int32_t elem_type = onnx::TensorProto::FLOAT;  // the ONNX element type
   ir::Shape shape;
   std::vector<float> floats;
   std::vector<int64_t> ints;
+
+  int64_t elements() const { return ir::num_elements(shape); }
+  bool is_float() const { return dtype == ir::DType::kFloat32; }
 };
+
+// An empty tensor of `elem_type` (FLOAT, INT64, INT32 or BOOL) with room for `shape`.
+Tensor make_tensor(int32_t elem_type, ir::Shape shape);
 
 // Throws kUnsupported for external or segmented data and element types braid does not read,
 // kInvalidModel when the payload does not match the dims. `what` names the tensor in messages.
 Tensor read_tensor(const onnx::TensorProto& t, const std::string& what);
+// `t` as a TensorProto (raw data), e.g. for ONNX shape inference.
+void write_tensor(const Tensor& t, onnx::TensorProto* out);
 
 // A named constant the graph walk has seen but not (yet) turned into a braid value.
 struct Constant {

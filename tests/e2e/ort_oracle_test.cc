@@ -131,5 +131,29 @@ INSTANTIATE_TEST_SUITE_P(CnnOps, OrtOracleCnnOps,
                                            "lrn_opset13", "alexnet_lrn_block_opset13"),
                          [](const auto& info) { return std::string(info.param); });
 
+// Models that run only after import-time folding (ShuffleNetV2's exported shape arithmetic, a
+// ConstantOfShape-built weight) or rewriting (opset-11 Softmax over an inner axis), from
+// scripts/make_fold_models.py.
+class OrtOracleFolded : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OrtOracleFolded, CpuExecutorAgreesWithOnnxRuntime) {
+  auto python = testing::venv_python();
+  if (python.empty()) GTEST_SKIP() << "no .venv with onnxruntime (run make deps)";
+  static const fs::path dir = [&] {
+    fs::path d = testing::scratch_dir() / "folded";
+    auto r = testing::run_command(python.string() + " " +
+                                  (testing::source_dir() / "scripts/make_fold_models.py").string() +
+                                  " " + d.string());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return d;
+  }();
+  fs::path onnx = dir / ("run_" + std::string(GetParam()) + ".onnx");
+  compare_with_ort(models::load_model(onnx.string()), onnx, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Import, OrtOracleFolded,
+                         ::testing::Values("shuffle", "constant_of_shape_weight", "softmax_opset11_axis1"),
+                         [](const auto& info) { return std::string(info.param); });
+
 }  // namespace
 }  // namespace braid

@@ -41,6 +41,7 @@ void add_ios_search_flags(CLI::App& cmd, sched::ScheduleOptions& options);
 void add_multi_device_flags(CLI::App& cmd, sched::ScheduleOptions& options);
 
 void add_models_command(CLI::App& app);
+void add_ops_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);

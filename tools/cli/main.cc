@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", braid::cli::quiet,
                "No progress on stderr (shown only when stderr is a terminal)");
   braid::cli::add_models_command(app);
+  braid::cli::add_ops_command(app);
   braid::cli::add_inspect_command(app);
   braid::cli::add_export_command(app);
   braid::cli::add_schedule_command(app);

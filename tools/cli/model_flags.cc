@@ -64,11 +64,11 @@ void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
 }
 
 void add_limit_flags(CLI::App& cmd, models::LoadOptions& options) {
-  cmd.add_option("--max-tensor-elements", options.max_tensor_elements,
+  cmd.add_option("--max-tensor-elements", options.limits.max_tensor_elements,
                  "Refuse a model with a larger tensor (elements)")
       ->check(whole_number_in("the tensor element limit", 1, int64_t{1} << 40))
       ->capture_default_str();
-  cmd.add_option("--max-activation-bytes", options.max_activation_bytes,
+  cmd.add_option("--max-activation-bytes", options.limits.max_activation_bytes,
                  "Refuse a model whose activations together need more bytes")
       ->check(whole_number_in("the activation byte limit", 1, int64_t{1} << 50))
       ->capture_default_str();
