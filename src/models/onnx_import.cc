@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <numbers>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <unordered_map>
@@ -87,11 +89,40 @@ Tensor read_tensor(const onnx::TensorProto& t, const std::string& what) {
       out.dtype = ir::DType::kInt64;
       out.ints = read_payload<int64_t>(t, t.int64_data(), n, what);
       break;
+    case onnx::TensorProto::BOOL: {  // one byte per element in raw_data, int32_data otherwise
+      out.dtype = ir::DType::kBool;
+      if (t.has_raw_data()) {
+        for (uint8_t b : read_payload<uint8_t>(t, t.int32_data(), n, what))
+          out.ints.push_back(b != 0);
+      } else {
+        for (int32_t b : read_payload<int32_t>(t, t.int32_data(), n, what))
+          out.ints.push_back(b != 0);
+      }
+      break;
+    }
     default:
       BRAID_THROW(kUnsupported, what, " has element type ", onnx_type_name(t.data_type()),
-                  "; braid reads float32 and int64 constants only");
+                  "; braid reads float32, int64 and bool constants only");
   }
   return out;
+}
+
+std::optional<ir::DType> dtype_of_onnx(int t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return ir::DType::kFloat32;
+    case onnx::TensorProto::INT64: return ir::DType::kInt64;
+    case onnx::TensorProto::BOOL: return ir::DType::kBool;
+    default: return std::nullopt;
+  }
+}
+
+int onnx_type_of(ir::DType t) {
+  switch (t) {
+    case ir::DType::kFloat32: return onnx::TensorProto::FLOAT;
+    case ir::DType::kInt64: return onnx::TensorProto::INT64;
+    case ir::DType::kBool: return onnx::TensorProto::BOOL;
+  }
+  return onnx::TensorProto::UNDEFINED;
 }
 
 std::string shape_string(const onnx::TensorShapeProto& s) {
@@ -129,6 +160,11 @@ const std::unordered_map<std::string_view, std::vector<std::string_view>>& known
       {"Gelu", {"approximate"}},
       {"Dropout", {"ratio", "seed", "is_test"}},
       {"Constant", {"value", "value_float", "value_floats", "value_int", "value_ints"}},
+      {"Gather", {"axis"}},
+      {"Cast", {"to", "saturate"}},
+      {"Slice", {"starts", "ends", "axes"}},
+      {"Unsqueeze", {"axes"}},
+      {"Squeeze", {"axes"}},
   };
   return k;
 }
@@ -181,6 +217,7 @@ class Importer {
     add_graph_inputs();
     std::vector<int> order = topological_order();
     plan_fused_activations();
+    plan_erf_gelus();
     for (int i : order) import_node(i);
     add_graph_outputs();
     std::shared_ptr<const ir::Graph> graph = build_with_hints();
@@ -229,7 +266,8 @@ class Importer {
         BRAID_THROW(kUnsupported, describe(i), ": unsupported op type '", n.op_type(),
                     "' (domain '", n.domain(), "')");
       const bool known = ir::op_kind_from_onnx(n.op_type()).has_value() ||
-                         n.op_type() == "Constant" || n.op_type() == "Dropout";
+                         n.op_type() == "Constant" || n.op_type() == "Dropout" ||
+                         n.op_type() == "Unsqueeze" || n.op_type() == "Squeeze";
       BRAID_CHECK(known, kUnsupported, describe(i), ": unsupported op type '", n.op_type(), "'");
     }
   }
@@ -242,13 +280,10 @@ class Importer {
       BRAID_CHECK(in.type().has_tensor_type(), kUnsupported, what, " is not a tensor");
       const auto& tt = in.type().tensor_type();
       ir::TensorType type;
-      if (tt.elem_type() == onnx::TensorProto::INT64) {
-        type.dtype = ir::DType::kInt64;
-      } else {
-        BRAID_CHECK(tt.elem_type() == onnx::TensorProto::FLOAT, kUnsupported, what,
-                    " has element type ", onnx_type_name(tt.elem_type()),
-                    "; braid supports float32 and int64 inputs");
-      }
+      std::optional<ir::DType> dtype = dtype_of_onnx(tt.elem_type());
+      BRAID_CHECK(dtype.has_value(), kUnsupported, what, " has element type ",
+                  onnx_type_name(tt.elem_type()), "; braid supports float32, int64 and bool inputs");
+      type.dtype = *dtype;
       BRAID_CHECK(tt.has_shape(), kUnsupported, what, " has no shape; braid needs static shapes");
       int64_t elements = 1;
       for (int k = 0; k < tt.shape().dim_size(); ++k) {
@@ -353,8 +388,7 @@ class Importer {
       auto* t = g->add_input();
       t->set_name(in.name);
       auto* tt = t->mutable_type()->mutable_tensor_type();
-      tt->set_elem_type(in.type.dtype == ir::DType::kInt64 ? onnx::TensorProto::INT64
-                                                           : onnx::TensorProto::FLOAT);
+      tt->set_elem_type(onnx_type_of(in.type.dtype));
       for (int64_t d : in.type.shape) tt->mutable_shape()->add_dim()->set_dim_value(d);
     }
     for (const auto& out : g_.output()) g->add_output()->set_name(out.name());
@@ -499,8 +533,9 @@ class Importer {
     if (auto it = values_.find(c->canonical); it != values_.end()) return it->second;
     Tensor t = read_constant(*c);
     BRAID_CHECK(t.dtype == ir::DType::kFloat32, kUnsupported, describe(i), ": input '", name,
-                "' is an int64 constant; braid takes int64 constants only as Reshape shapes, "
-                "Split sizes and Pad pads");
+                "' is an ", ir::to_string(t.dtype), " constant; braid takes int64 and bool "
+                "constants only as Reshape/Expand shapes, Split sizes, Pad pads, Slice bounds "
+                "and Gather indices");
     ValueId id =
         b_.add_parameter(c->canonical, {ir::DType::kFloat32, t.shape}, ir::ParamInit::external());
     values_[c->canonical] = id;
@@ -736,6 +771,32 @@ class Importer {
       case OpKind::MatMul:
       case OpKind::Identity:
         return std::monostate{};
+      case OpKind::Erf:
+      case OpKind::Sub:
+      case OpKind::Div:
+      case OpKind::Pow:
+      case OpKind::Sqrt:
+      case OpKind::Where:
+      case OpKind::Equal:
+        return std::monostate{};
+      case OpKind::Expand: {
+        auto t = const_input(i, 1, "shape", ir::DType::kInt64);
+        BRAID_CHECK(t.has_value(), kBad, describe(i), ": Expand needs a shape input");
+        return ir::ExpandAttrs{bounded(i, "shape", t->ints)};
+      }
+      case OpKind::Gather:
+        return gather_attrs(i, type_of(in[0]));
+      case OpKind::Cast: {
+        const auto* to = attr(i, "to", onnx::AttributeProto::INT);
+        BRAID_CHECK(to != nullptr, kBad, describe(i), ": Cast needs a 'to' attribute");
+        std::optional<ir::DType> dtype = dtype_of_onnx(static_cast<int>(to->i()));
+        BRAID_CHECK(dtype.has_value(), kUnsupported, describe(i), ": Cast to ",
+                    onnx_type_name(static_cast<int>(to->i())),
+                    "; braid casts to float32, int64 and bool only");
+        return ir::CastAttrs{*dtype};
+      }
+      case OpKind::Slice:
+        return slice_attrs(i);
     }
     BRAID_ASSERT(false, "unhandled op kind");
   }
@@ -835,9 +896,16 @@ class Importer {
       check_extra_outputs(i, 1);
       return alias(n.output(0), n.input(0));
     }
+    if (erf_gelu_parts_.count(i)) return;  // folded into the Gelu its pattern's end writes
+    if (auto g = erf_gelu_input_.find(i); g != erf_gelu_input_.end()) return import_erf_gelu(i, g->second);
+    if (n.op_type() == "Unsqueeze" || n.op_type() == "Squeeze") return import_squeeze(i);
     const OpKind kind = *ir::op_kind_from_onnx(n.op_type());
-    const int num_operands =
-        kind == OpKind::Reshape || kind == OpKind::Split || kind == OpKind::Pad ? 1 : INT_MAX;
+    const bool constant_gather = kind == OpKind::Gather && n.input_size() >= 2 && constant(n.input(1));
+    const int num_operands = kind == OpKind::Reshape || kind == OpKind::Split ||
+                                     kind == OpKind::Pad || kind == OpKind::Expand ||
+                                     kind == OpKind::Slice || constant_gather
+                                 ? 1
+                                 : INT_MAX;
     std::vector<ValueId> in = operands(i, num_operands);
     ir::OpAttrs attrs = attrs_for(i, kind, in);
     const int num_outputs = kind == OpKind::Split ? n.output_size() : 1;
@@ -850,6 +918,166 @@ class Importer {
     const std::string name = n.name().empty() ? out_names[0] : n.name();
     NodeId id = b_.add_node(kind, std::move(attrs), std::move(in), name, num_outputs, out_names);
     for (int k = 0; k < num_outputs; ++k) values_[out_names[k]] = b_.output(id, k);
+    node_ids_[b_.node(id).name] = id;
+  }
+
+  // ---- transformer ops (Gather, Slice, Unsqueeze/Squeeze, the erf GELU) ----
+  ir::GatherAttrs gather_attrs(int i, const ir::TensorType& data) const {
+    const onnx::NodeProto& n = g_.node(i);
+    ir::GatherAttrs a;
+    a.axis = checked_axis(i, attr_int(i, "axis", 0), data.rank());
+    BRAID_CHECK(n.input_size() == 2 && !n.input(1).empty(), kBad, describe(i),
+                ": Gather needs data and indices");
+    const Constant* c = constant(n.input(1));
+    if (c == nullptr) return a;  // indices are the node's second input, read at run time
+    Tensor t = read_constant(*c);
+    BRAID_CHECK(t.dtype == ir::DType::kInt64, kUnsupported, describe(i), ": indices '",
+                n.input(1), "' are ", ir::to_string(t.dtype), "; braid takes int64 indices");
+    a.indices = std::move(t.ints);
+    a.indices_shape = t.shape;
+    return a;
+  }
+
+  // Opset 10+ takes starts/ends/axes/steps as constant inputs, opset 1-9 as attributes. Ends
+  // like INT64_MAX ("to the end") stay as they are: ir::slice_dims clamps them.
+  ir::SliceAttrs slice_attrs(int i) const {
+    ir::SliceAttrs a;
+    if (opset_ < 10) {
+      a.starts = attr_ints(i, "starts").value_or(std::vector<int64_t>{});
+      a.ends = attr_ints(i, "ends").value_or(std::vector<int64_t>{});
+      a.axes = attr_ints(i, "axes").value_or(std::vector<int64_t>{});
+      return a;
+    }
+    auto starts = const_input(i, 1, "starts", ir::DType::kInt64);
+    auto ends = const_input(i, 2, "ends", ir::DType::kInt64);
+    BRAID_CHECK(starts && ends, kBad, describe(i), ": Slice needs starts and ends");
+    a.starts = std::move(starts->ints);
+    a.ends = std::move(ends->ints);
+    if (auto axes = const_input(i, 3, "axes", ir::DType::kInt64)) a.axes = std::move(axes->ints);
+    if (auto steps = const_input(i, 4, "steps", ir::DType::kInt64))
+      a.steps = bounded(i, "steps", steps->ints);
+    return a;
+  }
+
+  // Unsqueeze and Squeeze only relabel dims: braid imports them as a Reshape to the static
+  // result shape (axes from the attribute before opset 13, from a constant input after).
+  void import_squeeze(int i) {
+    const onnx::NodeProto& n = g_.node(i);
+    const bool unsqueeze = n.op_type() == "Unsqueeze";
+    check_extra_outputs(i, 1);
+    std::vector<ValueId> in = operands(i, 1);
+    const ir::Shape& x = type_of(in[0]).shape;
+    std::optional<std::vector<int64_t>> axes;
+    if (opset_ < 13) {
+      axes = attr_ints(i, "axes");
+    } else if (auto t = const_input(i, 1, "axes", ir::DType::kInt64)) {
+      axes = t->ints;
+    }
+    BRAID_CHECK(axes || !unsqueeze, kBad, describe(i), ": Unsqueeze needs axes");
+    const int64_t out_rank = static_cast<int64_t>(x.size()) +
+                             (unsqueeze ? static_cast<int64_t>(axes->size()) : 0);
+    std::vector<bool> listed(unsqueeze ? out_rank : x.size(), false);
+    for (int64_t a : axes.value_or(std::vector<int64_t>{})) {
+      const int64_t axis = checked_axis(i, a, static_cast<int64_t>(listed.size()));
+      BRAID_CHECK(!listed[axis], kBad, describe(i), ": axis ", a, " repeats");
+      listed[axis] = true;
+    }
+    ir::Shape shape;
+    if (unsqueeze) {
+      for (int64_t d = 0, k = 0; d < out_rank; ++d) shape.push_back(listed[d] ? 1 : x[k++]);
+    } else {
+      for (size_t d = 0; d < x.size(); ++d) {
+        const bool drop = axes ? listed[d] : x[d] == 1;
+        BRAID_CHECK(!drop || x[d] == 1, kBad, describe(i), ": cannot squeeze dim ", d, " of size ",
+                    x[d]);
+        if (!drop) shape.push_back(x[d]);
+      }
+    }
+    const std::string name = n.name().empty() ? n.output(0) : n.name();
+    NodeId id = b_.add_node(OpKind::Reshape, ir::ReshapeAttrs{shape}, std::move(in), name, 1,
+                            {n.output(0)});
+    values_[n.output(0)] = b_.output(id, 0);
+    node_ids_[b_.node(id).name] = id;
+  }
+
+  // A float scalar constant's value (GELU's sqrt(2), 1 and 0.5).
+  std::optional<float> scalar_constant(const std::string& name) const {
+    const Constant* c = constant(name);
+    if (c == nullptr) return std::nullopt;
+    Tensor t = read_constant(*c);
+    if (t.dtype != ir::DType::kFloat32 || t.floats.size() != 1) return std::nullopt;
+    return t.floats[0];
+  }
+
+  // PyTorch before opset 20 exports the exact GELU as Div(x, sqrt 2) -> Erf -> Add(1) ->
+  // Mul(x) -> Mul(0.5) (nn.GELU) or with the 0.5 applied to x first (HF BERT's
+  // x * 0.5 * (1 + erf(x / sqrt 2))). Each match becomes one braid Gelu written by the last
+  // Mul; its other nodes are skipped. Intermediate values must have no other reader.
+  void plan_erf_gelus() {
+    std::unordered_map<std::string, std::vector<int>> readers;
+    for (int i = 0; i < g_.node_size(); ++i)
+      for (const std::string& in : g_.node(i).input()) readers[in].push_back(i);
+    auto is_op = [&](int i, const char* op) {
+      return g_.node(i).op_type() == op && is_default_domain(g_.node(i).domain()) &&
+             g_.node(i).output_size() == 1 && g_.node(i).input_size() == 2;
+    };
+    // The only reader of node i's output, when it is op `op`.
+    auto sole_reader = [&](int i, const char* op) -> std::optional<int> {
+      const std::string& out = g_.node(i).output(0);
+      auto it = readers.find(out);
+      if (uses_[out] != 1 || it == readers.end() || it->second.size() != 1) return std::nullopt;
+      if (!is_op(it->second[0], op)) return std::nullopt;
+      return it->second[0];
+    };
+    // The input of binary node i other than `operand`, when it is the scalar `value`.
+    auto other_is = [&](int i, const std::string& operand, float value) {
+      const onnx::NodeProto& n = g_.node(i);
+      const std::string& other = n.input(0) == operand ? n.input(1) : n.input(0);
+      std::optional<float> c = scalar_constant(other);
+      return (n.input(0) == operand || n.input(1) == operand) &&
+             c && std::abs(*c - value) <= 1e-6f * std::max(1.0f, value);
+    };
+    for (int erf = 0; erf < g_.node_size(); ++erf) {
+      const onnx::NodeProto& e = g_.node(erf);
+      if (e.op_type() != "Erf" || e.input_size() != 1 || e.output_size() != 1) continue;
+      auto p = producer_.find(e.input(0));
+      if (p == producer_.end() || !is_op(p->second, "Div") || uses_[e.input(0)] != 1) continue;
+      const int div = p->second;
+      const std::string& x = g_.node(div).input(0);
+      if (g_.node(div).input(1) == x || !other_is(div, x, std::numbers::sqrt2_v<float>)) continue;
+      auto add = sole_reader(erf, "Add");
+      if (!add || !other_is(*add, e.output(0), 1.0f)) continue;
+      auto mul = sole_reader(*add, "Mul");
+      if (!mul) continue;
+      const onnx::NodeProto& m = g_.node(*mul);
+      const std::string& other = m.input(0) == g_.node(*add).output(0) ? m.input(1) : m.input(0);
+      std::vector<int> parts = {div, erf, *add};
+      int last = -1;
+      if (other == x) {  // (x * (1 + erf)) * 0.5
+        auto half = sole_reader(*mul, "Mul");
+        if (!half || !other_is(*half, m.output(0), 0.5f)) continue;
+        parts.push_back(*mul);
+        last = *half;
+      } else if (auto h = producer_.find(other); h != producer_.end() && is_op(h->second, "Mul") &&
+                                                 uses_[other] == 1 && other_is(h->second, x, 0.5f)) {
+        parts.push_back(h->second);  // (x * 0.5) * (1 + erf)
+        last = *mul;
+      } else {
+        continue;
+      }
+      if (fused_nodes_.count(last) || erf_gelu_input_.count(last)) continue;
+      erf_gelu_input_[last] = x;
+      erf_gelu_parts_.insert(parts.begin(), parts.end());
+    }
+  }
+
+  void import_erf_gelu(int last, const std::string& x) {
+    const onnx::NodeProto& n = g_.node(last);
+    check_extra_outputs(last, 1);
+    std::vector<ValueId> in = {value(last, x)};
+    const std::string name = n.name().empty() ? n.output(0) : n.name();
+    NodeId id = b_.add_node(OpKind::Gelu, ir::GeluAttrs{}, std::move(in), name, 1, {n.output(0)});
+    values_[n.output(0)] = b_.output(id, 0);
     node_ids_[b_.node(id).name] = id;
   }
 
@@ -942,6 +1170,8 @@ class Importer {
   std::unordered_map<std::string, int> uses_;         // input references plus graph outputs
   std::unordered_map<int, int> fused_activation_;     // Conv node -> its activation node
   std::unordered_set<int> fused_nodes_;               // activation nodes folded into a Conv
+  std::unordered_map<int, std::string> erf_gelu_input_;  // a GELU pattern's last node -> its x
+  std::unordered_set<int> erf_gelu_parts_;               // the other nodes of those patterns
   std::unordered_map<std::string, NodeId> node_ids_;
   std::vector<std::pair<ValueId, std::vector<float>>> weights_;
 };

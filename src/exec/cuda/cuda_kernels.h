@@ -18,8 +18,8 @@ struct Strided {
   int64_t strides[kMaxRank] = {};
 };
 
-enum class Unary : int { kRelu, kSigmoid, kTanh, kGelu, kGeluTanh, kCopy };
-enum class Binary : int { kAdd, kMul };
+enum class Unary : int { kRelu, kSigmoid, kTanh, kGelu, kGeluTanh, kCopy, kErf, kSqrt };
+enum class Binary : int { kAdd, kMul, kSub, kDiv, kPow };
 
 // dst[offset(i, dst)] = src[offset(i, src)] for every index i of dst's dims (src uses dst's
 // dims with its own strides): Concat windows, Split, Transpose, broadcasts, copies.
