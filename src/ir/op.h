@@ -145,10 +145,10 @@ struct SliceAttrs {
   bool operator==(const SliceAttrs&) const = default;
 };
 
-using OpAttrs = std::variant<std::monostate, ConvAttrs, PoolAttrs, AxisAttrs, GemmAttrs,
-                             BatchNormAttrs, LayerNormAttrs, ReshapeAttrs, TransposeAttrs,
-                             SplitAttrs, PadAttrs, GeluAttrs, ExpandAttrs, GatherAttrs, CastAttrs,
-                             SliceAttrs>;
+using OpAttrs =
+    std::variant<std::monostate, ConvAttrs, PoolAttrs, AxisAttrs, GemmAttrs, BatchNormAttrs,
+                 LayerNormAttrs, ReshapeAttrs, TransposeAttrs, SplitAttrs, PadAttrs, GeluAttrs,
+                 ExpandAttrs, GatherAttrs, CastAttrs, SliceAttrs>;
 
 // True for ops that only relabel their input's memory (no arithmetic).
 bool is_view(OpKind);

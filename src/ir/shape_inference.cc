@@ -271,7 +271,8 @@ std::vector<SliceDim> slice_dims(const SliceAttrs& a, const Shape& shape, std::s
       return step > 0 ? std::clamp<int64_t>(v, 0, dim) : std::clamp<int64_t>(v, -1, dim - 1);
     };
     const int64_t start = resolve(a.starts[i]), end = resolve(a.ends[i]);
-    const int64_t size = step > 0 ? (end - start + step - 1) / step : (start - end - step - 1) / -step;
+    const int64_t size =
+        step > 0 ? (end - start + step - 1) / step : (start - end - step - 1) / -step;
     dims[axis] = {start, step, std::max<int64_t>(size, 0)};
   }
   return dims;
@@ -300,8 +301,8 @@ std::vector<TensorType> infer_output_types(OpKind kind, const OpAttrs& attrs,
   if (!takes_any_dtype(kind))
     for (size_t i = 0; i < in.size(); ++i)
       BRAID_CHECK(in[i].dtype == DType::kFloat32, ErrorCode::kUnsupported, "node '", node, "' (",
-                  to_string(kind), "): input #", i, " is ", to_string(in[i].dtype),
-                  "; braid runs ", to_string(kind), " on float32 only");
+                  to_string(kind), "): input #", i, " is ", to_string(in[i].dtype), "; braid runs ",
+                  to_string(kind), " on float32 only");
   switch (kind) {
     case OpKind::Conv:
       return infer_conv(attrs_as<ConvAttrs>(attrs, node, kind), in, node);
@@ -456,7 +457,8 @@ std::vector<TensorType> infer_output_types(OpKind kind, const OpAttrs& attrs,
     case OpKind::Slice: {
       check_arity(in, 1, 1, node, kind);
       Shape out;
-      for (const SliceDim& d : slice_dims(attrs_as<SliceAttrs>(attrs, node, kind), in[0].shape, node))
+      for (const SliceDim& d :
+           slice_dims(attrs_as<SliceAttrs>(attrs, node, kind), in[0].shape, node))
         out.push_back(d.size);
       BRAID_CHECK(num_elements(out) > 0, ErrorCode::kUnsupported, "node '", node,
                   "' (Slice): the output ", to_string(out),

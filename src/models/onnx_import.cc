@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <bit>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <numbers>
-#include <cmath>
 #include <nlohmann/json.hpp>
+#include <numbers>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -109,18 +109,25 @@ Tensor read_tensor(const onnx::TensorProto& t, const std::string& what) {
 
 std::optional<ir::DType> dtype_of_onnx(int t) {
   switch (t) {
-    case onnx::TensorProto::FLOAT: return ir::DType::kFloat32;
-    case onnx::TensorProto::INT64: return ir::DType::kInt64;
-    case onnx::TensorProto::BOOL: return ir::DType::kBool;
-    default: return std::nullopt;
+    case onnx::TensorProto::FLOAT:
+      return ir::DType::kFloat32;
+    case onnx::TensorProto::INT64:
+      return ir::DType::kInt64;
+    case onnx::TensorProto::BOOL:
+      return ir::DType::kBool;
+    default:
+      return std::nullopt;
   }
 }
 
 int onnx_type_of(ir::DType t) {
   switch (t) {
-    case ir::DType::kFloat32: return onnx::TensorProto::FLOAT;
-    case ir::DType::kInt64: return onnx::TensorProto::INT64;
-    case ir::DType::kBool: return onnx::TensorProto::BOOL;
+    case ir::DType::kFloat32:
+      return onnx::TensorProto::FLOAT;
+    case ir::DType::kInt64:
+      return onnx::TensorProto::INT64;
+    case ir::DType::kBool:
+      return onnx::TensorProto::BOOL;
   }
   return onnx::TensorProto::UNDEFINED;
 }
@@ -282,7 +289,8 @@ class Importer {
       ir::TensorType type;
       std::optional<ir::DType> dtype = dtype_of_onnx(tt.elem_type());
       BRAID_CHECK(dtype.has_value(), kUnsupported, what, " has element type ",
-                  onnx_type_name(tt.elem_type()), "; braid supports float32, int64 and bool inputs");
+                  onnx_type_name(tt.elem_type()),
+                  "; braid supports float32, int64 and bool inputs");
       type.dtype = *dtype;
       BRAID_CHECK(tt.has_shape(), kUnsupported, what, " has no shape; braid needs static shapes");
       int64_t elements = 1;
@@ -533,7 +541,8 @@ class Importer {
     if (auto it = values_.find(c->canonical); it != values_.end()) return it->second;
     Tensor t = read_constant(*c);
     BRAID_CHECK(t.dtype == ir::DType::kFloat32, kUnsupported, describe(i), ": input '", name,
-                "' is an ", ir::to_string(t.dtype), " constant; braid takes int64 and bool "
+                "' is an ", ir::to_string(t.dtype),
+                " constant; braid takes int64 and bool "
                 "constants only as Reshape/Expand shapes, Split sizes, Pad pads, Slice bounds "
                 "and Gather indices");
     ValueId id =
@@ -897,10 +906,12 @@ class Importer {
       return alias(n.output(0), n.input(0));
     }
     if (erf_gelu_parts_.count(i)) return;  // folded into the Gelu its pattern's end writes
-    if (auto g = erf_gelu_input_.find(i); g != erf_gelu_input_.end()) return import_erf_gelu(i, g->second);
+    if (auto g = erf_gelu_input_.find(i); g != erf_gelu_input_.end())
+      return import_erf_gelu(i, g->second);
     if (n.op_type() == "Unsqueeze" || n.op_type() == "Squeeze") return import_squeeze(i);
     const OpKind kind = *ir::op_kind_from_onnx(n.op_type());
-    const bool constant_gather = kind == OpKind::Gather && n.input_size() >= 2 && constant(n.input(1));
+    const bool constant_gather =
+        kind == OpKind::Gather && n.input_size() >= 2 && constant(n.input(1));
     const int num_operands = kind == OpKind::Reshape || kind == OpKind::Split ||
                                      kind == OpKind::Pad || kind == OpKind::Expand ||
                                      kind == OpKind::Slice || constant_gather
@@ -931,8 +942,8 @@ class Importer {
     const Constant* c = constant(n.input(1));
     if (c == nullptr) return a;  // indices are the node's second input, read at run time
     Tensor t = read_constant(*c);
-    BRAID_CHECK(t.dtype == ir::DType::kInt64, kUnsupported, describe(i), ": indices '",
-                n.input(1), "' are ", ir::to_string(t.dtype), "; braid takes int64 indices");
+    BRAID_CHECK(t.dtype == ir::DType::kInt64, kUnsupported, describe(i), ": indices '", n.input(1),
+                "' are ", ir::to_string(t.dtype), "; braid takes int64 indices");
     a.indices = std::move(t.ints);
     a.indices_shape = t.shape;
     return a;
@@ -974,8 +985,8 @@ class Importer {
       axes = t->ints;
     }
     BRAID_CHECK(axes || !unsqueeze, kBad, describe(i), ": Unsqueeze needs axes");
-    const int64_t out_rank = static_cast<int64_t>(x.size()) +
-                             (unsqueeze ? static_cast<int64_t>(axes->size()) : 0);
+    const int64_t out_rank =
+        static_cast<int64_t>(x.size()) + (unsqueeze ? static_cast<int64_t>(axes->size()) : 0);
     std::vector<bool> listed(unsqueeze ? out_rank : x.size(), false);
     for (int64_t a : axes.value_or(std::vector<int64_t>{})) {
       const int64_t axis = checked_axis(i, a, static_cast<int64_t>(listed.size()));
@@ -1034,8 +1045,8 @@ class Importer {
       const onnx::NodeProto& n = g_.node(i);
       const std::string& other = n.input(0) == operand ? n.input(1) : n.input(0);
       std::optional<float> c = scalar_constant(other);
-      return (n.input(0) == operand || n.input(1) == operand) &&
-             c && std::abs(*c - value) <= 1e-6f * std::max(1.0f, value);
+      return (n.input(0) == operand || n.input(1) == operand) && c &&
+             std::abs(*c - value) <= 1e-6f * std::max(1.0f, value);
     };
     for (int erf = 0; erf < g_.node_size(); ++erf) {
       const onnx::NodeProto& e = g_.node(erf);
@@ -1059,7 +1070,8 @@ class Importer {
         parts.push_back(*mul);
         last = *half;
       } else if (auto h = producer_.find(other); h != producer_.end() && is_op(h->second, "Mul") &&
-                                                 uses_[other] == 1 && other_is(h->second, x, 0.5f)) {
+                                                 uses_[other] == 1 &&
+                                                 other_is(h->second, x, 0.5f)) {
         parts.push_back(h->second);  // (x * 0.5) * (1 + erf)
         last = *mul;
       } else {

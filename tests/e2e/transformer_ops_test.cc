@@ -38,7 +38,8 @@ std::vector<float> read_floats(const fs::path& path) {
   return data;
 }
 
-void expect_close(std::span<const float> got, std::span<const float> want, const std::string& what) {
+void expect_close(std::span<const float> got, std::span<const float> want,
+                  const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   size_t bad = 0, first = 0;
   for (size_t k = 0; k < got.size(); ++k) {
@@ -121,13 +122,14 @@ TEST_P(TransformerOps, MatchesOnnxRuntime) {
     expect_close(round_trip[i], expected[i], name + " exported output " + std::to_string(i));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Ops, TransformerOps,
-    ::testing::Values("erf", "sub", "div", "pow", "sqrt", "where_equal", "equal_float", "expand",
-                      "gather_embedding", "gather_constant", "cast", "slice_roll", "slice_opset9",
-                      "unsqueeze_squeeze", "unsqueeze_opset11", "transpose_6d", "matmul_4d",
-                      "gelu_erf", "gelu_erf_shared", "tiny_bert", "tiny_vit"),
-    [](const auto& info) { return std::string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Ops, TransformerOps,
+                         ::testing::Values("erf", "sub", "div", "pow", "sqrt", "where_equal",
+                                           "equal_float", "expand", "gather_embedding",
+                                           "gather_constant", "cast", "slice_roll", "slice_opset9",
+                                           "unsqueeze_squeeze", "unsqueeze_opset11", "transpose_6d",
+                                           "matmul_4d", "gelu_erf", "gelu_erf_shared", "tiny_bert",
+                                           "tiny_vit"),
+                         [](const auto& info) { return std::string(info.param); });
 
 // PyTorch's two erf GELU patterns become braid Gelus; a pattern whose Div result has a second
 // reader stays as it is (Erf runs), since folding it would drop that value.

@@ -882,10 +882,10 @@ std::vector<std::unique_ptr<Kernel>> make_unit_kernels(const ir::Graph& graph,
   Bytes scratch = 0;
   for (NodeId id : ops) {  // all of them first: fused ops are never dispatched on their own
     const ir::Node& node = graph.node(id);
-    BRAID_CHECK(supports(graph, id), ErrorCode::kUnsupported, "node '", node.name, "' (",
-                ir::to_onnx_name(node.kind),
-                "): the CPU executor runs tensors of rank <= ", DNNL_MAX_NDIMS,
-                ", and int64/bool ones only in Gather, Cast, Equal, Where, Expand, Slice and views");
+    BRAID_CHECK(
+        supports(graph, id), ErrorCode::kUnsupported, "node '", node.name, "' (",
+        ir::to_onnx_name(node.kind), "): the CPU executor runs tensors of rank <= ", DNNL_MAX_NDIMS,
+        ", and int64/bool ones only in Gather, Cast, Equal, Where, Expand, Slice and views");
   }
   for (size_t at = 0; at < ops.size();) {
     const ir::Node& node = graph.node(ops[at]);

@@ -81,10 +81,14 @@ void strided_copy(const RowWalk& walk, const std::byte* src, std::byte* dst) {
 template <template <typename> class Op, typename... Args>
 void by_width(int64_t size, Args&&... args) {
   switch (size) {
-    case 1: return Op<uint8_t>::run(std::forward<Args>(args)...);
-    case 4: return Op<uint32_t>::run(std::forward<Args>(args)...);
-    case 8: return Op<uint64_t>::run(std::forward<Args>(args)...);
-    default: BRAID_ASSERT(false, "element size ", size);
+    case 1:
+      return Op<uint8_t>::run(std::forward<Args>(args)...);
+    case 4:
+      return Op<uint32_t>::run(std::forward<Args>(args)...);
+    case 8:
+      return Op<uint64_t>::run(std::forward<Args>(args)...);
+    default:
+      BRAID_ASSERT(false, "element size ", size);
   }
 }
 
@@ -240,9 +244,12 @@ void convert(const std::byte* src, std::byte* dst, int64_t n) {
 template <typename From>
 void convert_to(ir::DType to, const std::byte* src, std::byte* dst, int64_t n) {
   switch (to) {
-    case ir::DType::kFloat32: return convert<From, float>(src, dst, n);
-    case ir::DType::kInt64: return convert<From, int64_t>(src, dst, n);
-    case ir::DType::kBool: return convert<From, uint8_t>(src, dst, n);
+    case ir::DType::kFloat32:
+      return convert<From, float>(src, dst, n);
+    case ir::DType::kInt64:
+      return convert<From, int64_t>(src, dst, n);
+    case ir::DType::kBool:
+      return convert<From, uint8_t>(src, dst, n);
   }
 }
 
@@ -254,9 +261,12 @@ class CastKernel final : public Kernel {
     std::byte* y = bytes(dst_, context.arena);
     const int64_t n = dst_.type.elements();
     switch (src_.type.dtype) {
-      case ir::DType::kFloat32: return convert_to<float>(dst_.type.dtype, x, y, n);
-      case ir::DType::kInt64: return convert_to<int64_t>(dst_.type.dtype, x, y, n);
-      case ir::DType::kBool: return convert_to<uint8_t>(dst_.type.dtype, x, y, n);
+      case ir::DType::kFloat32:
+        return convert_to<float>(dst_.type.dtype, x, y, n);
+      case ir::DType::kInt64:
+        return convert_to<int64_t>(dst_.type.dtype, x, y, n);
+      case ir::DType::kBool:
+        return convert_to<uint8_t>(dst_.type.dtype, x, y, n);
     }
   }
 
@@ -303,7 +313,8 @@ std::unique_ptr<Kernel> build_equal(const BuildContext& c, const Chain& chain) {
   std::vector<Dims> strides = {RowWalk::broadcast_strides(c.shape(node.inputs[0]), ys),
                                RowWalk::broadcast_strides(c.shape(node.inputs[1]), ys)};
   return std::make_unique<EqualKernel>(std::vector{c.ref(node.inputs[0]), c.ref(node.inputs[1])},
-                                       c.ref(chain.output), RowWalk(ys, std::move(strides), {0, 0}));
+                                       c.ref(chain.output),
+                                       RowWalk(ys, std::move(strides), {0, 0}));
 }
 
 std::unique_ptr<Kernel> build_expand(const BuildContext& c, const Chain& chain) {

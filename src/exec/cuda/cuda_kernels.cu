@@ -89,11 +89,21 @@ __global__ void binary_kernel(Binary op, const float* a, Strided al, const float
        i += int64_t(gridDim.x) * blockDim.x) {
     const float u = a[offset_of(i, al)], v = b[offset_of(i, bl)];
     switch (op) {
-      case Binary::kAdd: y[i] = u + v; break;
-      case Binary::kMul: y[i] = u * v; break;
-      case Binary::kSub: y[i] = u - v; break;
-      case Binary::kDiv: y[i] = u / v; break;
-      case Binary::kPow: y[i] = powf(u, v); break;
+      case Binary::kAdd:
+        y[i] = u + v;
+        break;
+      case Binary::kMul:
+        y[i] = u * v;
+        break;
+      case Binary::kSub:
+        y[i] = u - v;
+        break;
+      case Binary::kDiv:
+        y[i] = u / v;
+        break;
+      case Binary::kPow:
+        y[i] = powf(u, v);
+        break;
     }
   }
 }

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <numbers>
@@ -155,11 +155,21 @@ void broadcast_elementwise(ir::OpKind kind, std::span<const float* const> in,
     for (size_t k = 1; k < in.size(); ++k) {
       const double v = in[k][offset_of(i, ys, strides[k])];
       switch (kind) {
-        case ir::OpKind::Mul: acc *= v; break;
-        case ir::OpKind::Sub: acc -= v; break;
-        case ir::OpKind::Div: acc /= v; break;
-        case ir::OpKind::Pow: acc = std::pow(acc, v); break;
-        default: acc += v; break;  // Add, Sum
+        case ir::OpKind::Mul:
+          acc *= v;
+          break;
+        case ir::OpKind::Sub:
+          acc -= v;
+          break;
+        case ir::OpKind::Div:
+          acc /= v;
+          break;
+        case ir::OpKind::Pow:
+          acc = std::pow(acc, v);
+          break;
+        default:
+          acc += v;
+          break;  // Add, Sum
       }
     }
     y[i] = static_cast<float>(acc);
@@ -330,8 +340,12 @@ void unary(const ir::Node& node, int64_t n, const float* x, float* y) {
 
 // ---- ops on any dtype: elements are moved as bytes of the value's element size ----
 
-const std::byte* bytes_of(const float* p) { return reinterpret_cast<const std::byte*>(p); }
-std::byte* bytes_of(float* p) { return reinterpret_cast<std::byte*>(p); }
+const std::byte* bytes_of(const float* p) {
+  return reinterpret_cast<const std::byte*>(p);
+}
+std::byte* bytes_of(float* p) {
+  return reinterpret_cast<std::byte*>(p);
+}
 
 // Expand: element i of y is the broadcast element of x.
 void expand(const Shape& xs, const std::byte* x, int64_t size, const Shape& ys, std::byte* y) {
@@ -373,9 +387,12 @@ void gather(int64_t axis, const Shape& xs, const std::byte* x, std::span<const i
 // One element of any dtype, as double (float32 and int64 up to 2^53 convert exactly).
 double load(ir::DType t, const float* p, int64_t i) {
   switch (t) {
-    case ir::DType::kFloat32: return p[i];
-    case ir::DType::kInt64: return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
-    case ir::DType::kBool: return reinterpret_cast<const uint8_t*>(p)[i] != 0 ? 1.0 : 0.0;
+    case ir::DType::kFloat32:
+      return p[i];
+    case ir::DType::kInt64:
+      return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
+    case ir::DType::kBool:
+      return reinterpret_cast<const uint8_t*>(p)[i] != 0 ? 1.0 : 0.0;
   }
   BRAID_ASSERT(false, "bad dtype");
 }
@@ -389,9 +406,15 @@ void cast(ir::DType from, const float* x, ir::DType to, int64_t n, float* y) {
     }
     const double v = load(from, x, i);
     switch (to) {
-      case ir::DType::kFloat32: y[i] = static_cast<float>(v); break;
-      case ir::DType::kInt64: reinterpret_cast<int64_t*>(y)[i] = static_cast<int64_t>(v); break;
-      case ir::DType::kBool: reinterpret_cast<uint8_t*>(y)[i] = v != 0.0 ? 1 : 0; break;
+      case ir::DType::kFloat32:
+        y[i] = static_cast<float>(v);
+        break;
+      case ir::DType::kInt64:
+        reinterpret_cast<int64_t*>(y)[i] = static_cast<int64_t>(v);
+        break;
+      case ir::DType::kBool:
+        reinterpret_cast<uint8_t*>(y)[i] = v != 0.0 ? 1 : 0;
+        break;
     }
   }
 }
@@ -403,16 +426,15 @@ void equal(ir::DType t, std::span<const Shape* const> shapes, std::span<const fl
   const int64_t n = ir::num_elements(ys);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t ia = offset_of(i, ys, a), ib = offset_of(i, ys, b);
-    const bool same = t == ir::DType::kInt64
-                          ? reinterpret_cast<const int64_t*>(in[0])[ia] ==
-                                reinterpret_cast<const int64_t*>(in[1])[ib]
-                          : load(t, in[0], ia) == load(t, in[1], ib);
+    const bool same = t == ir::DType::kInt64 ? reinterpret_cast<const int64_t*>(in[0])[ia] ==
+                                                   reinterpret_cast<const int64_t*>(in[1])[ib]
+                                             : load(t, in[0], ia) == load(t, in[1], ib);
     reinterpret_cast<uint8_t*>(y)[i] = same ? 1 : 0;
   }
 }
 
-void slice(const std::vector<ir::SliceDim>& dims, const Shape& xs, const std::byte* x,
-           int64_t size, const Shape& ys, std::byte* y) {
+void slice(const std::vector<ir::SliceDim>& dims, const Shape& xs, const std::byte* x, int64_t size,
+           const Shape& ys, std::byte* y) {
   const std::vector<int64_t> x_strides = row_major_strides(xs);
   const int64_t n = ir::num_elements(ys);
   for (int64_t i = 0; i < n; ++i) {
