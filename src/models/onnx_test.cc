@@ -118,6 +118,29 @@ Graph transformer_graph() {
                                    .pads = {0, 1, 1, 0},
                                    .activation = Activation::kGelu},
                          {pointwise, cw}, "conv_gelu"));
+
+  // The transformer ops on int64 and bool values (BERT's ids and masks).
+  ValueId ids = b.add_input("ids", {DType::kInt64, {2, 3}});
+  ValueId mask = b.add_input("mask", {DType::kBool, {2, 3, 1}});
+  ValueId table = b.add_parameter("embedding", {f, {10, 8}}, ParamInit::normal(0.3f));
+  ValueId emb = b.add_op(OpKind::Gather, GatherAttrs{}, {table, ids}, "embed");
+  ValueId erf = b.add_op(OpKind::Erf, {}, {emb}, "erf");
+  // Sqrt of a square, then a positive exponent and divisor: ONNX Runtime's run stays finite.
+  ValueId sq =
+      b.add_op(OpKind::Sqrt, {}, {b.add_op(OpKind::Mul, {}, {erf, erf}, "square")}, "sqrt");
+  const ParamInit positive = ParamInit::uniform(0.5f, 1.5f);
+  ValueId pow = b.add_op(OpKind::Pow, {}, {sq, b.add_parameter("pow.e", {f, {}}, positive)}, "pow");
+  ValueId sub =
+      b.add_op(OpKind::Sub, {}, {pow, b.add_parameter("sub.b", {f, {8}}, positive)}, "sub");
+  ValueId div =
+      b.add_op(OpKind::Div, {}, {sub, b.add_parameter("div.b", {f, {1}}, positive)}, "div");
+  ValueId ex = b.add_op(OpKind::Expand, ExpandAttrs{{2, 1, 1}}, {div}, "expand");
+  ValueId wh =
+      b.add_op(OpKind::Where, {}, {mask, ex, b.add_parameter("fill", {f, {8}}, positive)}, "where");
+  ValueId sl = b.add_op(OpKind::Slice, SliceAttrs{{0}, {2}, {1}, {1}}, {wh}, "slice");
+  b.mark_output(b.add_op(OpKind::Gather, GatherAttrs{.axis = 1, .indices = {1}}, {sl}, "first"));
+  ValueId eq = b.add_op(OpKind::Equal, {}, {ids, ids}, "same");
+  b.mark_output(b.add_op(OpKind::Cast, CastAttrs{DType::kFloat32}, {eq}, "same.f"));
   return std::move(b).build();
 }
 
