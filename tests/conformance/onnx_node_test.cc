@@ -346,6 +346,7 @@ TEST_P(OnnxNodeTest, MatchesOnnxReferenceOutputs) {
         << "output_N.pb files vs graph outputs";
     AdaptedCase c;
     models::ImportedModel m;
+    std::string first_reason;  // why the import without frozen inputs failed
     for (bool freeze_typed : {false, true}) {
       c = adapt(original, set, freeze_typed);
       // The node tests have static shapes; the first input's dim 0 is the batch the importer
@@ -361,9 +362,13 @@ TEST_P(OnnxNodeTest, MatchesOnnxReferenceOutputs) {
         break;
       } catch (const Error& e) {
         if (e.code() != ErrorCode::kUnsupported) throw;
-        if (!freeze_typed) continue;  // try again with int64/bool inputs as constants
         std::string reason = e.what();
         if (reason.starts_with(name + ": ")) reason = reason.substr(name.size() + 2);
+        if (!freeze_typed) {  // try again with int64/bool inputs as constants
+          first_reason = reason;
+          continue;
+        }
+        if (reason != first_reason) reason = first_reason + " (as constants: " + reason + ")";
         GTEST_SKIP() << note_skip(reason);
       }
     }
