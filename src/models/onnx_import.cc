@@ -541,8 +541,8 @@ class Importer {
     if (auto it = values_.find(c->canonical); it != values_.end()) return it->second;
     Tensor t = read_constant(*c);
     BRAID_CHECK(t.dtype == ir::DType::kFloat32, kUnsupported, describe(i), ": input '", name,
-                "' is an ", ir::to_string(t.dtype),
-                " constant; braid takes int64 and bool "
+                "' is a constant of type ", ir::to_string(t.dtype),
+                "; braid takes int64 and bool "
                 "constants only as Reshape/Expand shapes, Split sizes, Pad pads, Slice bounds "
                 "and Gather indices");
     ValueId id =

@@ -635,6 +635,55 @@ TEST(OnnxImportErrors, UnsupportedOp) {
   expect_error([&] { mm.import(); }, ErrorCode::kUnsupported, {"node 'relu'", "'fancy'"});
 }
 
+// The transformer ops' inputs that braid needs at import time, and values it cannot run.
+TEST(OnnxImportErrors, TransformerOpRejections) {
+  auto one_op = [](const std::string& op, std::vector<std::string> in) {
+    ModelMaker mm;
+    mm.input("x", {2, 3});
+    mm.node(op, "op", std::move(in), {"y"});
+    mm.output("y", {});
+    return mm;
+  };
+  {  // Slice bounds from a graph input: braid plans shapes at import, it has no runtime shapes.
+    ModelMaker mm = one_op("Slice", {"x", "s", "e"});
+    for (const char* name : {"s", "e"}) {
+      auto* vi = mm.g->add_input();
+      vi->set_name(name);
+      vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+      vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(1);
+    }
+    expect_error([&] { mm.import(); }, ErrorCode::kUnsupported,
+                 {"node 'op'", "starts input 's' must be a constant"});
+  }
+  {  // A float input to Gather's indices would be read as int64 bits.
+    ModelMaker mm = one_op("Gather", {"x", "x"});
+    expect_error([&] { mm.import(); }, ErrorCode::kInvalidModel, {"indices are float32"});
+  }
+  {  // A step of 0 would never advance.
+    ModelMaker mm = one_op("Slice", {"x", "s", "e", "a", "st"});
+    mm.init64("s", {0});
+    mm.init64("e", {2});
+    mm.init64("a", {1});
+    mm.init64("st", {0});
+    expect_error([&] { mm.import(); }, ErrorCode::kInvalidModel, {"step 0"});
+  }
+  {  // Cast to a type braid has no kernels for.
+    ModelMaker mm = one_op("Cast", {"x"});
+    ModelMaker::integer(mm.g->mutable_node(0), "to", onnx::TensorProto::DOUBLE);
+    expect_error([&] { mm.import(); }, ErrorCode::kUnsupported, {"Cast to DOUBLE"});
+  }
+  {  // Squeezing a dim that is not 1 would change the element count.
+    ModelMaker mm = one_op("Squeeze", {"x", "axes"});
+    mm.init64("axes", {0});
+    expect_error([&] { mm.import(); }, ErrorCode::kInvalidModel,
+                 {"cannot squeeze dim 0 of size 2"});
+  }
+  {  // Where's condition must be bool: a float would be read byte by byte.
+    ModelMaker mm = one_op("Where", {"x", "x", "x"});
+    expect_error([&] { mm.import(); }, ErrorCode::kInvalidModel, {"condition is float32"});
+  }
+}
+
 TEST(OnnxImportErrors, Cycle) {
   ModelMaker mm;
   mm.input("x", {1, 4});
