@@ -41,6 +41,8 @@ def check(path, result):
                 feeds[i.name] = rng.standard_normal(i.shape, dtype=np.float32)
             elif i.type == "tensor(int64)":
                 feeds[i.name] = rng.integers(0, 2, size=i.shape, dtype=np.int64)
+            elif i.type == "tensor(bool)":
+                feeds[i.name] = rng.integers(0, 2, size=i.shape) == 1
             else:
                 raise ValueError(f"input '{i.name}' has unsupported type {i.type}")
         stage = "run"

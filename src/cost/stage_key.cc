@@ -78,6 +78,27 @@ void write_attrs(std::ostream& out, const ir::OpAttrs& attrs) {
           out << " k" << a.keepdims << '}';
         } else if constexpr (std::is_same_v<T, ir::LrnAttrs>) {
           out << "{size" << a.size << " a" << a.alpha << " b" << a.beta << " bias" << a.bias << '}';
+        } else if constexpr (std::is_same_v<T, ir::ExpandAttrs>) {
+          out << "{shape ";
+          write_list(out, a.shape);
+          out << '}';
+        } else if constexpr (std::is_same_v<T, ir::GatherAttrs>) {
+          out << "{axis" << a.axis << " indices ";
+          write_list(out, a.indices_shape);
+          write_list(out, a.indices);
+          out << '}';
+        } else if constexpr (std::is_same_v<T, ir::CastAttrs>) {
+          out << "{to " << ir::to_string(a.to) << '}';
+        } else if constexpr (std::is_same_v<T, ir::SliceAttrs>) {
+          out << "{starts ";
+          write_list(out, a.starts);
+          out << " ends ";
+          write_list(out, a.ends);
+          out << " axes ";
+          write_list(out, a.axes);
+          out << " steps ";
+          write_list(out, a.steps);
+          out << '}';
         } else {
           static_assert(sizeof(T) == 0, "write_attrs: an attribute type has no key");
         }

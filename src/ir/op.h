@@ -13,6 +13,8 @@
 #include <variant>
 #include <vector>
 
+#include "ir/tensor_type.h"
+
 namespace braid::ir {
 
 enum class OpKind : uint16_t {
@@ -147,10 +149,41 @@ struct LrnAttrs {
   bool operator==(const LrnAttrs&) const = default;
 };
 
+// Expand: numpy-broadcasts the input to `shape` (ONNX's shape input must be a constant).
+struct ExpandAttrs {
+  std::vector<int64_t> shape;
+  bool operator==(const ExpandAttrs&) const = default;
+};
+
+// Gather along `axis`. With two node inputs the indices are the second (an int64 tensor, e.g.
+// a graph input of token ids); with one, they are the constant `indices` of `indices_shape`
+// (ViT's class-token select). Negative indices count from the end, as in ONNX.
+struct GatherAttrs {
+  int64_t axis = 0;
+  std::vector<int64_t> indices;
+  std::vector<int64_t> indices_shape;
+  bool operator==(const GatherAttrs&) const = default;
+};
+
+// Cast to `to` (float32, int64 or bool); float -> int64 truncates toward zero, as ONNX does.
+struct CastAttrs {
+  DType to = DType::kFloat32;
+  bool operator==(const CastAttrs&) const = default;
+};
+
+// Slice with ONNX semantics (opset 10+): for each listed axis, start/end clamp to the dim and
+// negative values count from the end; steps may be negative. Empty axes = 0..n-1, empty steps
+// = 1. ir::slice_dims (shape_inference.h) resolves them against a shape.
+struct SliceAttrs {
+  std::vector<int64_t> starts, ends, axes, steps;
+  bool operator==(const SliceAttrs&) const = default;
+};
+
 using OpAttrs =
     std::variant<std::monostate, ConvAttrs, PoolAttrs, AxisAttrs, GemmAttrs, BatchNormAttrs,
                  LayerNormAttrs, ReshapeAttrs, TransposeAttrs, SplitAttrs, PadAttrs, GeluAttrs,
-                 ClipAttrs, HardSigmoidAttrs, ReduceAttrs, LrnAttrs>;
+                 ClipAttrs, HardSigmoidAttrs, ReduceAttrs, LrnAttrs,
+                 ExpandAttrs, GatherAttrs, CastAttrs, SliceAttrs>;
 
 // True for ops that only relabel their input's memory (no arithmetic).
 bool is_view(OpKind);

@@ -72,6 +72,20 @@ Wide wide_flops(const Graph& g, NodeId id) {
     case OpKind::Identity:
     case OpKind::Pad:
       return 0;
+    case OpKind::Sub:
+    case OpKind::Div:
+    case OpKind::Sqrt:
+    case OpKind::Where:
+    case OpKind::Cast:
+    case OpKind::Equal:
+      return out;
+    case OpKind::Erf:
+    case OpKind::Pow:  // exp(y * log(x)) and friends: a few instructions per element
+      return 8 * out;
+    case OpKind::Expand:
+    case OpKind::Gather:
+    case OpKind::Slice:
+      return 0;
   }
   return 0;
 }

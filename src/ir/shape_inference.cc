@@ -212,7 +212,91 @@ std::vector<TensorType> infer_reduce(const ReduceAttrs& a, const TensorType& x,
   return {{x.dtype, out}};
 }
 
+// The ops that read or write int64 or bool tensors; every other op runs on float32 only.
+bool takes_any_dtype(OpKind k) {
+  switch (k) {
+    case OpKind::Reshape:
+    case OpKind::Flatten:
+    case OpKind::Identity:
+    case OpKind::Where:
+    case OpKind::Expand:
+    case OpKind::Gather:
+    case OpKind::Cast:
+    case OpKind::Equal:
+    case OpKind::Slice:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::vector<TensorType> infer_where(std::span<const TensorType> in, std::string_view node) {
+  const OpKind k = OpKind::Where;
+  check_arity(in, 3, 3, node, k);
+  BRAID_CHECK(in[0].dtype == DType::kBool, kBad, "node '", node, "' (Where): condition is ",
+              to_string(in[0].dtype), ", must be bool");
+  BRAID_CHECK(in[1].dtype == in[2].dtype, kBad, "node '", node, "' (Where): X is ",
+              to_string(in[1].dtype), " but Y is ", to_string(in[2].dtype));
+  Shape out = broadcast(broadcast(in[0].shape, in[1].shape, node, k), in[2].shape, node, k);
+  return {{in[1].dtype, out}};
+}
+
+std::vector<TensorType> infer_gather(const GatherAttrs& a, std::span<const TensorType> in,
+                                     std::string_view node) {
+  const OpKind k = OpKind::Gather;
+  check_arity(in, 1, 2, node, k);
+  const int64_t axis = normalize_axis(a.axis, in[0].rank(), node, k);
+  Shape indices = a.indices_shape;
+  if (in.size() == 2) {
+    BRAID_CHECK(in[1].dtype == DType::kInt64, kBad, "node '", node, "' (Gather): indices are ",
+                to_string(in[1].dtype), ", must be int64");
+    indices = in[1].shape;
+  } else {
+    BRAID_CHECK(num_elements(a.indices_shape) == static_cast<int64_t>(a.indices.size()), kBad,
+                "node '", node, "' (Gather): ", a.indices.size(), " constant indices for shape ",
+                to_string(a.indices_shape));
+    const int64_t dim = in[0].shape[axis];
+    for (int64_t i : a.indices)
+      BRAID_CHECK(i >= -dim && i < dim, kBad, "node '", node, "' (Gather): index ", i,
+                  " out of range for dim ", dim);
+  }
+  Shape out(in[0].shape.begin(), in[0].shape.begin() + axis);
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.insert(out.end(), in[0].shape.begin() + axis + 1, in[0].shape.end());
+  return {{in[0].dtype, out}};
+}
+
 }  // namespace
+
+std::vector<SliceDim> slice_dims(const SliceAttrs& a, const Shape& shape, std::string_view node) {
+  const OpKind k = OpKind::Slice;
+  const int64_t r = static_cast<int64_t>(shape.size());
+  const size_t n = a.starts.size();
+  BRAID_CHECK(a.ends.size() == n && (a.axes.empty() || a.axes.size() == n) &&
+                  (a.steps.empty() || a.steps.size() == n),
+              kBad, "node '", node, "' (Slice): starts, ends, axes and steps differ in length");
+  std::vector<SliceDim> dims(r);
+  for (int64_t d = 0; d < r; ++d) dims[d] = {0, 1, shape[d]};
+  std::vector<bool> seen(r, false);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t axis =
+        normalize_axis(a.axes.empty() ? static_cast<int64_t>(i) : a.axes[i], r, node, k);
+    BRAID_CHECK(!seen[axis], kBad, "node '", node, "' (Slice): axis ", axis, " repeats");
+    seen[axis] = true;
+    const int64_t step = a.steps.empty() ? 1 : a.steps[i], dim = shape[axis];
+    BRAID_CHECK(step != 0, kBad, "node '", node, "' (Slice): step 0");
+    // ONNX: negative start/end add dim, then clamp to [0, dim] (step > 0) or [-1, dim-1].
+    auto resolve = [&](int64_t v) {
+      if (v < 0) v = std::max<int64_t>(v, -dim - 1) + dim;
+      return step > 0 ? std::clamp<int64_t>(v, 0, dim) : std::clamp<int64_t>(v, -1, dim - 1);
+    };
+    const int64_t start = resolve(a.starts[i]), end = resolve(a.ends[i]);
+    const int64_t size =
+        step > 0 ? (end - start + step - 1) / step : (start - end - step - 1) / -step;
+    dims[axis] = {start, step, std::max<int64_t>(size, 0)};
+  }
+  return dims;
+}
 
 int64_t window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_begin,
                            int64_t pad_end, int64_t dilation, bool ceil_mode) {
@@ -234,6 +318,11 @@ std::vector<TensorType> infer_output_types(OpKind kind, const OpAttrs& attrs,
     for (int64_t d : t.shape)
       BRAID_CHECK(d > 0, kBad, "node '", node, "' (", to_string(kind),
                   "): input shape ", to_string(t.shape), " has a non-positive dim");
+  if (!takes_any_dtype(kind))
+    for (size_t i = 0; i < in.size(); ++i)
+      BRAID_CHECK(in[i].dtype == DType::kFloat32, ErrorCode::kUnsupported, "node '", node, "' (",
+                  to_string(kind), "): input #", i, " is ", to_string(in[i].dtype), "; braid runs ",
+                  to_string(kind), " on float32 only");
   switch (kind) {
     case OpKind::Conv:
       return infer_conv(attrs_as<ConvAttrs>(attrs, node, kind), in, node);
@@ -367,6 +456,46 @@ std::vector<TensorType> infer_output_types(OpKind kind, const OpAttrs& attrs,
                     "' (Pad): negative pads are not supported");
         out[i] += a.pads[i] + a.pads[r + i];
       }
+      return {{in[0].dtype, out}};
+    }
+    case OpKind::Erf:
+    case OpKind::Sqrt:
+      check_arity(in, 1, 1, node, kind);
+      return {in[0]};
+    case OpKind::Sub:
+    case OpKind::Div:
+    case OpKind::Pow:
+      check_arity(in, 2, 2, node, kind);
+      return {{DType::kFloat32, broadcast(in[0].shape, in[1].shape, node, kind)}};
+    case OpKind::Where:
+      return infer_where(in, node);
+    case OpKind::Expand: {
+      check_arity(in, 1, 1, node, kind);
+      const auto& a = attrs_as<ExpandAttrs>(attrs, node, kind);
+      for (int64_t d : a.shape)
+        BRAID_CHECK(d > 0, kBad, "node '", node, "' (Expand): bad dim ", d, " in shape ",
+                    to_string(a.shape));
+      return {{in[0].dtype, broadcast(in[0].shape, a.shape, node, kind)}};
+    }
+    case OpKind::Gather:
+      return infer_gather(attrs_as<GatherAttrs>(attrs, node, kind), in, node);
+    case OpKind::Cast:
+      check_arity(in, 1, 1, node, kind);
+      return {{attrs_as<CastAttrs>(attrs, node, kind).to, in[0].shape}};
+    case OpKind::Equal:
+      check_arity(in, 2, 2, node, kind);
+      BRAID_CHECK(in[0].dtype == in[1].dtype, kBad, "node '", node, "' (Equal): compares ",
+                  to_string(in[0].dtype), " with ", to_string(in[1].dtype));
+      return {{DType::kBool, broadcast(in[0].shape, in[1].shape, node, kind)}};
+    case OpKind::Slice: {
+      check_arity(in, 1, 1, node, kind);
+      Shape out;
+      for (const SliceDim& d :
+           slice_dims(attrs_as<SliceAttrs>(attrs, node, kind), in[0].shape, node))
+        out.push_back(d.size);
+      BRAID_CHECK(num_elements(out) > 0, ErrorCode::kUnsupported, "node '", node,
+                  "' (Slice): the output ", to_string(out),
+                  " is empty; braid does not support zero-size tensors");
       return {{in[0].dtype, out}};
     }
   }

@@ -1,5 +1,7 @@
 #include "ir/tensor_type.h"
 
+#include <cmath>
+#include <cstring>
 #include <numeric>
 
 namespace braid::ir {
@@ -8,6 +10,7 @@ std::string_view to_string(DType t) {
   switch (t) {
     case DType::kFloat32: return "float32";
     case DType::kInt64: return "int64";
+    case DType::kBool: return "bool";
   }
   return "?";
 }
@@ -16,8 +19,44 @@ int64_t size_of(DType t) {
   switch (t) {
     case DType::kFloat32: return 4;
     case DType::kInt64: return 8;
+    case DType::kBool: return 1;
   }
   return 0;
+}
+
+void store_floats(DType dtype, std::span<const float> values, std::byte* dst) {
+  switch (dtype) {
+    case DType::kFloat32:
+      std::memcpy(dst, values.data(), values.size_bytes());
+      return;
+    case DType::kInt64:
+      for (size_t i = 0; i < values.size(); ++i) {
+        const auto v = static_cast<int64_t>(std::llround(values[i]));
+        std::memcpy(dst + i * sizeof(int64_t), &v, sizeof v);
+      }
+      return;
+    case DType::kBool:
+      for (size_t i = 0; i < values.size(); ++i) dst[i] = std::byte{values[i] != 0.0f};
+      return;
+  }
+}
+
+void load_floats(DType dtype, const std::byte* src, std::span<float> values) {
+  switch (dtype) {
+    case DType::kFloat32:
+      std::memcpy(values.data(), src, values.size_bytes());
+      return;
+    case DType::kInt64:
+      for (size_t i = 0; i < values.size(); ++i) {
+        int64_t v;
+        std::memcpy(&v, src + i * sizeof(int64_t), sizeof v);
+        values[i] = static_cast<float>(v);
+      }
+      return;
+    case DType::kBool:
+      for (size_t i = 0; i < values.size(); ++i) values[i] = src[i] != std::byte{0} ? 1.0f : 0.0f;
+      return;
+  }
 }
 
 int64_t num_elements(const Shape& s) {

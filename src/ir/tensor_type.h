@@ -2,13 +2,16 @@
 // time, so every activation shape is known once the batch size is fixed.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace braid::ir {
 
-enum class DType : uint8_t { kFloat32, kInt64 };
+// kBool is one byte per element (0 or 1), as in ONNX and numpy.
+enum class DType : uint8_t { kFloat32, kInt64, kBool };
 
 std::string_view to_string(DType);
 int64_t size_of(DType);
@@ -29,5 +32,11 @@ struct TensorType {
 };
 
 std::string to_string(const TensorType&);
+
+// Executors take and return graph inputs and outputs as float values; int64 and bool tensors
+// convert at that boundary (int64 exactly up to 2^24, bool as 0/1). `dst` / `src` hold
+// values.size() elements of `dtype`.
+void store_floats(DType dtype, std::span<const float> values, std::byte* dst);
+void load_floats(DType dtype, const std::byte* src, std::span<float> values);
 
 }  // namespace braid::ir

@@ -144,9 +144,11 @@ bool is_parameter(const Graph& g, ValueId v) { return g.value(v).kind == ValueKi
 // Ops that may join the unit of their producer (the chain rule of fuse()).
 bool joins_producer(const Graph& g, const Node& n) {
   if (is_activation(n.kind) || n.kind == OpKind::BatchNormalization || is_view(n.kind) ||
-      n.kind == OpKind::Transpose)
+      n.kind == OpKind::Transpose || n.kind == OpKind::Erf || n.kind == OpKind::Sqrt ||
+      n.kind == OpKind::Cast)
     return true;
-  if (n.kind == OpKind::Add || n.kind == OpKind::Mul) {
+  if (n.kind == OpKind::Add || n.kind == OpKind::Mul || n.kind == OpKind::Sub ||
+      n.kind == OpKind::Div || n.kind == OpKind::Pow) {
     int activations = 0;
     for (ValueId v : n.inputs) activations += is_parameter(g, v) ? 0 : 1;
     return activations == 1;

@@ -8,9 +8,11 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <unordered_set>
 
 #include "base/error.h"
+#include "models/onnx_tensor.h"
 
 namespace braid::models {
 namespace {
@@ -25,20 +27,10 @@ constexpr int64_t kIrVersion = 8;
 constexpr int64_t kGeluOpset = 20;  // Gelu joined the default domain at opset 20
 constexpr int64_t kGeluIrVersion = 9;
 
-int onnx_elem_type(ir::DType t) {
-  switch (t) {
-    case ir::DType::kFloat32:
-      return onnx::TensorProto::FLOAT;
-    case ir::DType::kInt64:
-      return onnx::TensorProto::INT64;
-  }
-  return onnx::TensorProto::UNDEFINED;
-}
-
 void set_value_info(onnx::ValueInfoProto* vi, const std::string& name, const ir::TensorType& t) {
   vi->set_name(name);
   auto* tensor = vi->mutable_type()->mutable_tensor_type();
-  tensor->set_elem_type(onnx_elem_type(t.dtype));
+  tensor->set_elem_type(onnx_detail::onnx_type_of(t.dtype));
   auto* shape = tensor->mutable_shape();
   for (int64_t d : t.shape) shape->add_dim()->set_dim_value(d);
 }
@@ -150,11 +142,17 @@ class Exporter {
   }
 
   // An int64 initializer for an attribute that ONNX takes as an input; returns its name.
-  std::string add_int64_constant(const std::string& base, std::span<const int64_t> values) {
+  // `shape` defaults to 1-D.
+  std::string add_int64_constant(const std::string& base, std::span<const int64_t> values,
+                                 std::optional<std::span<const int64_t>> shape = std::nullopt) {
     onnx::TensorProto* t = graph_->add_initializer();
     t->set_name(fresh(used_values_, base));
     t->set_data_type(onnx::TensorProto::INT64);
-    t->add_dims(static_cast<int64_t>(values.size()));
+    if (shape) {
+      for (int64_t d : *shape) t->add_dims(d);
+    } else {
+      t->add_dims(static_cast<int64_t>(values.size()));
+    }
     t->mutable_raw_data()->assign(reinterpret_cast<const char*>(values.data()),
                                   values.size() * sizeof(int64_t));
     return t->name();
@@ -304,6 +302,41 @@ class Exporter {
       case OpKind::MatMul:
       case OpKind::Identity:
         break;
+      case OpKind::Erf:
+      case OpKind::Sub:
+      case OpKind::Div:
+      case OpKind::Pow:
+      case OpKind::Sqrt:
+      case OpKind::Where:
+      case OpKind::Equal:
+        break;
+      case OpKind::Expand:
+        n->add_input(
+            add_int64_constant(node.name + ".shape", std::get<ir::ExpandAttrs>(node.attrs).shape));
+        break;
+      case OpKind::Gather: {
+        const auto& a = std::get<ir::GatherAttrs>(node.attrs);
+        add_int(n, "axis", a.axis);
+        if (node.inputs.size() == 1)
+          n->add_input(add_int64_constant(node.name + ".indices", a.indices, a.indices_shape));
+        break;
+      }
+      case OpKind::Cast:
+        add_int(n, "to", onnx_detail::onnx_type_of(std::get<ir::CastAttrs>(node.attrs).to));
+        break;
+      case OpKind::Slice: {
+        const auto& a = std::get<ir::SliceAttrs>(node.attrs);
+        n->add_input(add_int64_constant(node.name + ".starts", a.starts));
+        n->add_input(add_int64_constant(node.name + ".ends", a.ends));
+        if (!a.axes.empty() || !a.steps.empty()) {
+          std::vector<int64_t> axes = a.axes;
+          if (axes.empty())
+            for (size_t k = 0; k < a.starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+          n->add_input(add_int64_constant(node.name + ".axes", axes));
+        }
+        if (!a.steps.empty()) n->add_input(add_int64_constant(node.name + ".steps", a.steps));
+        break;
+      }
     }
   }
 

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numbers>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -94,6 +96,7 @@ class Importer {
     std::vector<int> order = topological_order();
     check_op_types(order);
     plan_fused_activations();
+    plan_erf_gelus();
     for (int i : order) import_node(i);
     add_graph_outputs();
     std::shared_ptr<const ir::Graph> graph = build_with_hints();
@@ -229,13 +232,11 @@ class Importer {
       BRAID_CHECK(in.type().has_tensor_type(), kUnsupported, what, " is not a tensor");
       const auto& tt = in.type().tensor_type();
       ir::TensorType type;
-      if (tt.elem_type() == onnx::TensorProto::INT64) {
-        type.dtype = ir::DType::kInt64;
-      } else {
-        BRAID_CHECK(tt.elem_type() == onnx::TensorProto::FLOAT, kUnsupported, what,
-                    " has element type ", onnx_type_name(tt.elem_type()),
-                    "; braid supports float32 and int64 inputs");
-      }
+      std::optional<ir::DType> dtype = onnx_detail::dtype_of_onnx(tt.elem_type());
+      BRAID_CHECK(dtype.has_value(), kUnsupported, what, " has element type ",
+                  onnx_type_name(tt.elem_type()),
+                  "; braid supports float32, int64 and bool inputs");
+      type.dtype = *dtype;
       BRAID_CHECK(tt.has_shape(), kUnsupported, what, " has no shape; braid needs static shapes");
       int64_t elements = 1;
       for (int k = 0; k < tt.shape().dim_size(); ++k) {
@@ -362,8 +363,9 @@ class Importer {
     if (auto it = values_.find(c->canonical); it != values_.end()) return it->second;
     Tensor t = onnx_detail::read_constant(*c);
     BRAID_CHECK(t.dtype == ir::DType::kFloat32, kUnsupported, describe(i), ": input '", name,
-                "' is an int64 constant; braid takes int64 constants only as Reshape shapes, "
-                "Split sizes, Pad pads and ReduceMean axes");
+                "' is a constant of type ", onnx_type_name(t.elem_type),
+                "; braid takes int64 and bool constants only as Reshape/Expand shapes, Split "
+                "sizes, Pad pads, ReduceMean axes, Slice bounds and Gather indices");
     ValueId id =
         b_.add_parameter(c->canonical, {ir::DType::kFloat32, t.shape}, ir::ParamInit::external());
     values_[c->canonical] = id;
@@ -551,7 +553,10 @@ class Importer {
                 "' (braid only folds it, when its inputs are constants)");
     const OnnxOp& op = *found;
     attrs.check_known(op.attributes);
-    if (fused_nodes_.count(i)) return;  // its Conv already wrote its output
+    if (fused_nodes_.count(i)) return;     // its Conv already wrote its output
+    if (erf_gelu_parts_.count(i)) return;  // folded into the Gelu its pattern's end writes
+    if (auto g = erf_gelu_input_.find(i); g != erf_gelu_input_.end())
+      return import_erf_gelu(i, g->second);
     if (op.role == OnnxOpRole::kConstant) return import_constant(i, attrs);
     const bool dropout = op.role == OnnxOpRole::kAlias;
     if (dropout) check_inference_dropout(i, attrs);
@@ -563,8 +568,12 @@ class Importer {
       return alias(n.output(0), n.input(0));
     }
     if (n.op_type() == "Softmax" && opset_ < 13 && import_coerced_softmax(i, attrs)) return;
-    const OpKind kind = *ir::op_kind_from_onnx(n.op_type());
-    std::vector<ValueId> in = operands(i, op.max_operands);
+    const OpKind kind =
+        op.role == OnnxOpRole::kReshape ? OpKind::Reshape : *ir::op_kind_from_onnx(n.op_type());
+    // Gather's indices are an operand when computed at run time, GatherAttrs when constant.
+    const bool constant_indices =
+        kind == OpKind::Gather && n.input_size() >= 2 && constant(n.input(1)) != nullptr;
+    std::vector<ValueId> in = operands(i, constant_indices ? 1 : op.max_operands);
     std::vector<ir::TensorType> in_types;
     for (ValueId v : in) in_types.push_back(b_.type(v));
     const onnx_detail::OpContext context{n, attrs, opset_, in_types, consts_};
@@ -587,6 +596,103 @@ class Importer {
                   options_.max_tensor_elements, " (raise with --max-tensor-elements)");
       values_[out_names[k]] = b_.output(id, k);
     }
+    node_ids_[b_.node(id).name] = id;
+  }
+
+  // ---- the erf GELU ----
+  // A float scalar constant's value (GELU's sqrt(2), 1 and 0.5): an initializer, or a Constant
+  // node (planning runs before the walk has read those).
+  std::optional<float> scalar_constant(const std::string& name) const {
+    Tensor t;
+    if (const Constant* c = constant(name)) {
+      t = onnx_detail::read_constant(*c);
+    } else if (auto p = producer_.find(name); p != producer_.end()) {
+      const onnx::NodeProto& n = g_.node(p->second);
+      if (n.op_type() != "Constant" || !is_default_domain(n.domain()) || n.attribute_size() != 1)
+        return std::nullopt;
+      const onnx::AttributeProto& a = n.attribute(0);
+      if (a.name() == "value_float" && a.type() == onnx::AttributeProto::FLOAT) return a.f();
+      if (a.name() != "value" || a.type() != onnx::AttributeProto::TENSOR) return std::nullopt;
+      t = onnx_detail::read_tensor(a.t(), "Constant " + describe(p->second));
+    } else {
+      return std::nullopt;
+    }
+    if (t.dtype != ir::DType::kFloat32 || t.floats.size() != 1) return std::nullopt;
+    return t.floats[0];
+  }
+
+  // PyTorch before opset 20 exports the exact GELU as Div(x, sqrt 2) -> Erf -> Add(1) ->
+  // Mul(x) -> Mul(0.5) (nn.GELU) or with the 0.5 applied to x first (HF BERT's
+  // x * 0.5 * (1 + erf(x / sqrt 2))). Each match becomes one braid Gelu written by the last
+  // Mul; its other nodes are skipped. Intermediate values must have no other reader.
+  void plan_erf_gelus() {
+    std::unordered_map<std::string, std::vector<int>> readers;
+    for (int i = 0; i < g_.node_size(); ++i)
+      for (const std::string& in : g_.node(i).input()) readers[in].push_back(i);
+    auto is_op = [&](int i, const char* op) {
+      return g_.node(i).op_type() == op && is_default_domain(g_.node(i).domain()) &&
+             g_.node(i).output_size() == 1 && g_.node(i).input_size() == 2;
+    };
+    // The only reader of node i's output, when it is op `op`.
+    auto sole_reader = [&](int i, const char* op) -> std::optional<int> {
+      const std::string& out = g_.node(i).output(0);
+      auto it = readers.find(out);
+      if (uses_[out] != 1 || it == readers.end() || it->second.size() != 1) return std::nullopt;
+      if (!is_op(it->second[0], op)) return std::nullopt;
+      return it->second[0];
+    };
+    // The input of binary node i other than `operand`, when it is the scalar `value`.
+    auto other_is = [&](int i, const std::string& operand, float value) {
+      const onnx::NodeProto& n = g_.node(i);
+      const std::string& other = n.input(0) == operand ? n.input(1) : n.input(0);
+      std::optional<float> c = scalar_constant(other);
+      return (n.input(0) == operand || n.input(1) == operand) && c &&
+             std::abs(*c - value) <= 1e-6f * std::max(1.0f, value);
+    };
+    for (int erf = 0; erf < g_.node_size(); ++erf) {
+      const onnx::NodeProto& e = g_.node(erf);
+      if (e.op_type() != "Erf" || !is_default_domain(e.domain()) || e.input_size() != 1 ||
+          e.output_size() != 1)
+        continue;
+      auto p = producer_.find(e.input(0));
+      if (p == producer_.end() || !is_op(p->second, "Div") || uses_[e.input(0)] != 1) continue;
+      const int div = p->second;
+      const std::string& x = g_.node(div).input(0);
+      if (g_.node(div).input(1) == x || !other_is(div, x, std::numbers::sqrt2_v<float>)) continue;
+      auto add = sole_reader(erf, "Add");
+      if (!add || !other_is(*add, e.output(0), 1.0f)) continue;
+      auto mul = sole_reader(*add, "Mul");
+      if (!mul) continue;
+      const onnx::NodeProto& m = g_.node(*mul);
+      const std::string& other = m.input(0) == g_.node(*add).output(0) ? m.input(1) : m.input(0);
+      std::vector<int> parts = {div, erf, *add};
+      int last = -1;
+      if (other == x) {  // (x * (1 + erf)) * 0.5
+        auto half = sole_reader(*mul, "Mul");
+        if (!half || !other_is(*half, m.output(0), 0.5f)) continue;
+        parts.push_back(*mul);
+        last = *half;
+      } else if (auto h = producer_.find(other); h != producer_.end() && is_op(h->second, "Mul") &&
+                                                 uses_[other] == 1 &&
+                                                 other_is(h->second, x, 0.5f)) {
+        parts.push_back(h->second);  // (x * 0.5) * (1 + erf)
+        last = *mul;
+      } else {
+        continue;
+      }
+      if (fused_nodes_.count(last) || erf_gelu_input_.count(last)) continue;
+      erf_gelu_input_[last] = x;
+      erf_gelu_parts_.insert(parts.begin(), parts.end());
+    }
+  }
+
+  void import_erf_gelu(int last, const std::string& x) {
+    const onnx::NodeProto& n = g_.node(last);
+    check_extra_outputs(last, 1);
+    std::vector<ValueId> in = {value(last, x)};
+    const std::string name = n.name().empty() ? n.output(0) : n.name();
+    NodeId id = b_.add_node(OpKind::Gelu, ir::GeluAttrs{}, std::move(in), name, 1, {n.output(0)});
+    values_[n.output(0)] = b_.output(id, 0);
     node_ids_[b_.node(id).name] = id;
   }
 
@@ -640,12 +746,14 @@ class Importer {
   OnnxImportOptions options_;
   ir::GraphBuilder b_;
   int64_t opset_ = 0;
-  std::unordered_map<std::string, ValueId> values_;  // ONNX name -> braid value
-  onnx_detail::Constants consts_;                    // ONNX name -> constant not (yet) a value
-  std::unordered_map<std::string, int> producer_;    // ONNX name -> node index
-  std::unordered_map<std::string, int> uses_;        // input references plus graph outputs
-  std::unordered_map<int, int> fused_activation_;    // Conv node -> its activation node
-  std::unordered_set<int> fused_nodes_;              // activation nodes folded into a Conv
+  std::unordered_map<std::string, ValueId> values_;      // ONNX name -> braid value
+  onnx_detail::Constants consts_;                        // ONNX name -> constant not (yet) a value
+  std::unordered_map<std::string, int> producer_;        // ONNX name -> node index
+  std::unordered_map<std::string, int> uses_;            // input references plus graph outputs
+  std::unordered_map<int, int> fused_activation_;        // Conv node -> its activation node
+  std::unordered_set<int> fused_nodes_;                  // activation nodes folded into a Conv
+  std::unordered_map<int, std::string> erf_gelu_input_;  // a GELU pattern's last node -> its x
+  std::unordered_set<int> erf_gelu_parts_;               // the other nodes of those patterns
   std::unordered_map<std::string, NodeId> node_ids_;
   std::vector<std::pair<ValueId, std::vector<float>>> weights_;
 };

@@ -9,10 +9,12 @@
 //     attributes, an `import_<op>` function above the table that returns its ir::OpAttrs.
 // The graph walk (onnx_import.cc) does the rest: operands, outputs, names, shape checks.
 // Ops that only rename (Dropout) or define constants (Constant) are rows with their role; the
-// walk handles them. An op exporters apply to constants (shape arithmetic, weight building) is
-// folded at import instead: a row in kFoldable (onnx_fold.cc). An op may have both rows (Add,
-// Reshape): it folds when its inputs are constants and runs otherwise. The test
-// OnnxOps.EveryOpKindHasATableRow fails for a kind in op_kinds.inc without a row here.
+// walk handles them. Ops that only relabel dims (Unsqueeze, Squeeze) are kReshape rows: their
+// import function returns the ReshapeAttrs of a braid Reshape. An op exporters apply to constants
+// (shape arithmetic, weight building) is folded at import instead: a row in kFoldable
+// (onnx_fold.cc). An op may have both rows (Add, Reshape): it folds when its inputs are constants
+// and runs otherwise. The test OnnxOps.EveryOpKindHasATableRow fails for a kind in op_kinds.inc
+// without a row here.
 #include "models/onnx_ops.h"
 
 #include <algorithm>
@@ -287,9 +289,106 @@ ir::OpAttrs import_lrn(const OpContext& c) {
                       c.attrs.get_float("bias", 1.0f)};
 }
 
+// ---- Expand, Gather, Cast, Slice, Unsqueeze/Squeeze (BERT, ViT, GPT-2 on activations) ----
+ir::OpAttrs import_expand(const OpContext& c) {
+  auto t = c.const_input(1, "shape", ir::DType::kInt64);
+  BRAID_CHECK(t.has_value(), kBad, c.who(), ": Expand needs a shape input");
+  return ir::ExpandAttrs{c.attrs.bounded("shape", t->ints)};
+}
+
+// The indices are the node's second tensor operand (read at run time, e.g. BERT's token ids) or
+// a constant (ViT's class-token select), then held in GatherAttrs; the graph walk passes one
+// operand for a constant.
+ir::OpAttrs import_gather(const OpContext& c) {
+  ir::GatherAttrs a;
+  a.axis = c.checked_axis(c.attrs.get_int("axis", 0), c.inputs[0].rank());
+  BRAID_CHECK(c.node.input_size() == 2 && !c.node.input(1).empty(), kBad, c.who(),
+              ": Gather needs data and indices");
+  if (c.inputs.size() == 2) return a;
+  const Constant* k = c.constants.find(c.node.input(1));
+  BRAID_ASSERT(k != nullptr, "the walk passes one operand only for constant indices");
+  Tensor t = read_constant(*k);
+  BRAID_CHECK(t.dtype == ir::DType::kInt64 && t.elem_type != onnx::TensorProto::BOOL, kUnsupported,
+              c.who(), ": indices '", c.node.input(1), "' are ", onnx_type_name(t.elem_type),
+              "; braid takes int64 or int32 indices");
+  a.indices = std::move(t.ints);
+  a.indices_shape = t.shape;
+  return a;
+}
+
+ir::OpAttrs import_cast(const OpContext& c) {
+  const auto* to = c.attrs.find("to", onnx::AttributeProto::INT);
+  BRAID_CHECK(to != nullptr, kBad, c.who(), ": Cast needs a 'to' attribute");
+  std::optional<ir::DType> dtype = dtype_of_onnx(static_cast<int>(to->i()));
+  BRAID_CHECK(dtype.has_value(), kUnsupported, c.who(), ": Cast to ",
+              onnx_type_name(static_cast<int>(to->i())),
+              "; braid casts to float32, int64 and bool only");
+  return ir::CastAttrs{*dtype};
+}
+
+// Opset 10+ takes starts/ends/axes/steps as constant inputs, opset 1-9 as attributes. Ends
+// like INT64_MAX ("to the end") stay as they are: ir::slice_dims clamps them.
+ir::OpAttrs import_slice(const OpContext& c) {
+  ir::SliceAttrs a;
+  if (c.opset < 10) {
+    a.starts = c.attrs.get_ints("starts").value_or(std::vector<int64_t>{});
+    a.ends = c.attrs.get_ints("ends").value_or(std::vector<int64_t>{});
+    a.axes = c.attrs.get_ints("axes").value_or(std::vector<int64_t>{});
+    return a;
+  }
+  auto starts = c.const_input(1, "starts", ir::DType::kInt64);
+  auto ends = c.const_input(2, "ends", ir::DType::kInt64);
+  BRAID_CHECK(starts && ends, kBad, c.who(), ": Slice needs starts and ends");
+  a.starts = std::move(starts->ints);
+  a.ends = std::move(ends->ints);
+  if (auto axes = c.const_input(3, "axes", ir::DType::kInt64)) a.axes = std::move(axes->ints);
+  if (auto steps = c.const_input(4, "steps", ir::DType::kInt64))
+    a.steps = c.attrs.bounded("steps", steps->ints);
+  return a;
+}
+
+// Unsqueeze and Squeeze only relabel dims: a Reshape to the static result shape (axes from the
+// attribute before opset 13, from a constant input after; Squeeze without axes drops every 1).
+ir::OpAttrs squeeze_attrs(const OpContext& c, bool unsqueeze) {
+  const ir::Shape& x = c.inputs[0].shape;
+  std::optional<std::vector<int64_t>> axes;
+  if (c.opset < 13) {
+    axes = c.attrs.get_ints("axes");
+  } else if (auto t = c.const_input(1, "axes", ir::DType::kInt64)) {
+    axes = t->ints;
+  }
+  BRAID_CHECK(axes || !unsqueeze, kBad, c.who(), ": Unsqueeze needs axes");
+  const int64_t out_rank =
+      static_cast<int64_t>(x.size()) + (unsqueeze ? static_cast<int64_t>(axes->size()) : 0);
+  std::vector<bool> listed(unsqueeze ? out_rank : x.size(), false);
+  for (int64_t a : axes.value_or(std::vector<int64_t>{})) {
+    const int64_t axis = c.checked_axis(a, static_cast<int64_t>(listed.size()));
+    BRAID_CHECK(!listed[axis], kBad, c.who(), ": axis ", a, " repeats");
+    listed[axis] = true;
+  }
+  ir::Shape shape;
+  if (unsqueeze) {
+    for (int64_t d = 0, k = 0; d < out_rank; ++d) shape.push_back(listed[d] ? 1 : x[k++]);
+  } else {
+    for (size_t d = 0; d < x.size(); ++d) {
+      const bool drop = axes ? listed[d] : x[d] == 1;
+      BRAID_CHECK(!drop || x[d] == 1, kBad, c.who(), ": cannot squeeze dim ", d, " of size ", x[d]);
+      if (!drop) shape.push_back(x[d]);
+    }
+  }
+  return ir::ReshapeAttrs{shape};
+}
+ir::OpAttrs import_unsqueeze(const OpContext& c) {
+  return squeeze_attrs(c, true);
+}
+ir::OpAttrs import_squeeze(const OpContext& c) {
+  return squeeze_attrs(c, false);
+}
+
 constexpr auto kAlias = OnnxOpRole::kAlias;
 constexpr auto kConstant = OnnxOpRole::kConstant;
 constexpr auto kKernel = OnnxOpRole::kKernel;
+constexpr auto kReshape = OnnxOpRole::kReshape;
 constexpr int kAll = INT_MAX;
 
 // Every ONNX op type braid imports. Columns: op type, first opset, role, attributes,
@@ -365,6 +464,20 @@ const std::vector<OnnxOp> kOps = {
     {"Split", 2, kKernel, {"axis", "split", "num_outputs"}, 1, true, import_split},
     {"Identity", 1, kKernel, {}},
     {"Pad", 2, kKernel, {"mode", "pads", "value"}, 1, false, import_pad},
+    {"Erf", 9, kKernel, {}},
+    {"Sub", 1, kKernel, {}},
+    {"Div", 1, kKernel, {}},
+    {"Pow", 1, kKernel, {}},
+    {"Sqrt", 1, kKernel, {}},
+    {"Where", 9, kKernel, {}},
+    {"Equal", 1, kKernel, {}},
+    {"Expand", 8, kKernel, {}, 1, false, import_expand},
+    // Two operands when the indices are computed at run time, one when they are a constant.
+    {"Gather", 1, kKernel, {"axis"}, kAll, false, import_gather},
+    {"Cast", 6, kKernel, {"to", "saturate"}, kAll, false, import_cast},
+    {"Slice", 1, kKernel, {"starts", "ends", "axes"}, 1, false, import_slice},
+    {"Unsqueeze", 1, kReshape, {"axes"}, 1, false, import_unsqueeze},
+    {"Squeeze", 1, kReshape, {"axes"}, 1, false, import_squeeze},
     {"Dropout", 1, kAlias, {"ratio", "seed", "is_test"}},
     {"Constant", 1, kConstant, {"value", "value_float", "value_floats", "value_int", "value_ints"}},
 };

@@ -46,6 +46,7 @@ enum class OnnxOpRole {
   kKernel,    // becomes a node of braid's graph (op_kind_from_onnx(op_type))
   kAlias,     // renames its input (inference-time Dropout)
   kConstant,  // becomes a constant (Constant)
+  kReshape,   // becomes a Reshape to its static result shape (Unsqueeze, Squeeze)
 };
 
 struct OnnxOp {

@@ -45,8 +45,7 @@ onnx::ModelProto infer_onnx_shapes(const onnx::ModelProto& model, const ir::Grap
     auto* t = g->add_input();
     t->set_name(in.name);
     auto* tt = t->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(in.type.dtype == ir::DType::kInt64 ? onnx::TensorProto::INT64
-                                                         : onnx::TensorProto::FLOAT);
+    tt->set_elem_type(onnx_type_of(in.type.dtype));
     for (int64_t d : in.type.shape) tt->mutable_shape()->add_dim()->set_dim_value(d);
   }
   for (const auto& out : src.output()) g->add_output()->set_name(out.name());

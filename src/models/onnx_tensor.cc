@@ -39,6 +39,31 @@ std::string onnx_type_name(int t) {
              : "#" + std::to_string(t);
 }
 
+std::optional<ir::DType> dtype_of_onnx(int t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT:
+      return ir::DType::kFloat32;
+    case onnx::TensorProto::INT64:
+      return ir::DType::kInt64;
+    case onnx::TensorProto::BOOL:
+      return ir::DType::kBool;
+    default:
+      return std::nullopt;
+  }
+}
+
+int onnx_type_of(ir::DType t) {
+  switch (t) {
+    case ir::DType::kFloat32:
+      return onnx::TensorProto::FLOAT;
+    case ir::DType::kInt64:
+      return onnx::TensorProto::INT64;
+    case ir::DType::kBool:
+      return onnx::TensorProto::BOOL;
+  }
+  return onnx::TensorProto::UNDEFINED;
+}
+
 Tensor read_tensor(const onnx::TensorProto& t, const std::string& what) {
   BRAID_CHECK(t.data_location() != onnx::TensorProto::EXTERNAL, kUnsupported, what,
               " keeps its data in an external file; braid reads only data embedded in the model");

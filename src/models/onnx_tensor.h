@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -28,6 +29,10 @@ constexpr int64_t kMaxSize = int64_t{1} << 32;
 
 // "FLOAT", "INT64", ... or "#42" for a number ONNX does not define.
 std::string onnx_type_name(int elem_type);
+// The braid dtype of an ONNX element type of graph inputs and Cast (FLOAT, INT64, BOOL), or
+// nullopt for the others; onnx_type_of is its inverse.
+std::optional<ir::DType> dtype_of_onnx(int elem_type);
+int onnx_type_of(ir::DType dtype);
 
 // A constant read from an initializer or a Constant node, or computed by folding (onnx_fold).
 // FLOAT data lives in `floats`; INT64, INT32 and BOOL data in `ints` (bool as 0/1).

@@ -119,6 +119,29 @@ Graph transformer_graph() {
                                    .pads = {0, 1, 1, 0},
                                    .activation = Activation::kGelu},
                          {pointwise, cw}, "conv_gelu"));
+
+  // The transformer ops on int64 and bool values (BERT's ids and masks).
+  ValueId ids = b.add_input("ids", {DType::kInt64, {2, 3}});
+  ValueId mask = b.add_input("mask", {DType::kBool, {2, 3, 1}});
+  ValueId table = b.add_parameter("embedding", {f, {10, 8}}, ParamInit::normal(0.3f));
+  ValueId emb = b.add_op(OpKind::Gather, GatherAttrs{}, {table, ids}, "embed");
+  ValueId erf = b.add_op(OpKind::Erf, {}, {emb}, "erf");
+  // Sqrt of a square, then a positive exponent and divisor: ONNX Runtime's run stays finite.
+  ValueId sq =
+      b.add_op(OpKind::Sqrt, {}, {b.add_op(OpKind::Mul, {}, {erf, erf}, "square")}, "sqrt");
+  const ParamInit positive = ParamInit::uniform(0.5f, 1.5f);
+  ValueId pow = b.add_op(OpKind::Pow, {}, {sq, b.add_parameter("pow.e", {f, {}}, positive)}, "pow");
+  ValueId sub =
+      b.add_op(OpKind::Sub, {}, {pow, b.add_parameter("sub.b", {f, {8}}, positive)}, "sub");
+  ValueId div =
+      b.add_op(OpKind::Div, {}, {sub, b.add_parameter("div.b", {f, {1}}, positive)}, "div");
+  ValueId ex = b.add_op(OpKind::Expand, ExpandAttrs{{2, 1, 1}}, {div}, "expand");
+  ValueId wh =
+      b.add_op(OpKind::Where, {}, {mask, ex, b.add_parameter("fill", {f, {8}}, positive)}, "where");
+  ValueId sl = b.add_op(OpKind::Slice, SliceAttrs{{0}, {2}, {1}, {1}}, {wh}, "slice");
+  b.mark_output(b.add_op(OpKind::Gather, GatherAttrs{.axis = 1, .indices = {1}}, {sl}, "first"));
+  ValueId eq = b.add_op(OpKind::Equal, {}, {ids, ids}, "same");
+  b.mark_output(b.add_op(OpKind::Cast, CastAttrs{DType::kFloat32}, {eq}, "same.f"));
   return std::move(b).build();
 }
 
@@ -637,6 +660,55 @@ TEST(OnnxImportErrors, UnsupportedOp) {
   ModelMaker mm = conv_model();  // an attribute braid does not know could change the semantics
   ModelMaker::integer(mm.g->mutable_node(1), "fancy", 1);
   expect_error([&] { mm.import(); }, ErrorCode::kUnsupported, {"node 'relu'", "'fancy'"});
+}
+
+// The transformer ops' inputs that braid needs at import time, and values it cannot run.
+TEST(OnnxImportErrors, TransformerOpRejections) {
+  auto one_op = [](const std::string& op, std::vector<std::string> in) {
+    ModelMaker mm;
+    mm.input("x", {2, 3});
+    mm.node(op, "op", std::move(in), {"y"});
+    mm.output("y", {});
+    return mm;
+  };
+  {  // Slice bounds from a graph input: braid plans shapes at import, it has no runtime shapes.
+    ModelMaker mm = one_op("Slice", {"x", "s", "e"});
+    for (const char* name : {"s", "e"}) {
+      auto* vi = mm.g->add_input();
+      vi->set_name(name);
+      vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+      vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(1);
+    }
+    expect_error([&] { mm.import(); }, ErrorCode::kUnsupported,
+                 {"node 'op'", "starts input 's' must be a constant"});
+  }
+  {  // A float input to Gather's indices would be read as int64 bits.
+    ModelMaker mm = one_op("Gather", {"x", "x"});
+    expect_error([&] { mm.import(); }, ErrorCode::kInvalidModel, {"indices are float32"});
+  }
+  {  // A step of 0 would never advance.
+    ModelMaker mm = one_op("Slice", {"x", "s", "e", "a", "st"});
+    mm.init64("s", {0});
+    mm.init64("e", {2});
+    mm.init64("a", {1});
+    mm.init64("st", {0});
+    expect_error([&] { mm.import(); }, ErrorCode::kInvalidModel, {"step 0"});
+  }
+  {  // Cast to a type braid has no kernels for.
+    ModelMaker mm = one_op("Cast", {"x"});
+    ModelMaker::integer(mm.g->mutable_node(0), "to", onnx::TensorProto::DOUBLE);
+    expect_error([&] { mm.import(); }, ErrorCode::kUnsupported, {"Cast to DOUBLE"});
+  }
+  {  // Squeezing a dim that is not 1 would change the element count.
+    ModelMaker mm = one_op("Squeeze", {"x", "axes"});
+    mm.init64("axes", {0});
+    expect_error([&] { mm.import(); }, ErrorCode::kInvalidModel,
+                 {"cannot squeeze dim 0 of size 2"});
+  }
+  {  // Where's condition must be bool: a float would be read byte by byte.
+    ModelMaker mm = one_op("Where", {"x", "x", "x"});
+    expect_error([&] { mm.import(); }, ErrorCode::kInvalidModel, {"condition is float32"});
+  }
 }
 
 TEST(OnnxImportErrors, Cycle) {

@@ -4,7 +4,8 @@
 // TensorProtos computed by ONNX's numpy reference implementation.
 //
 // One GoogleTest case per directory. A case braid does not claim to handle (the importer
-// throws kUnsupported for the op, an attribute or a dtype; a non-float input or output) is
+// throws kUnsupported for the op, an attribute or a dtype; an input or output other than
+// float32, int64 or bool) is
 // skipped with the reason, so the skip list names what is missing; a full run ends with the
 // skip reasons counted. Everything braid accepts must match ONNX's outputs, within ONNX's own
 // tolerances, on the CPU executor (sequential schedule) and on the reference executor, the
@@ -52,12 +53,14 @@ fs::path node_test_dir() {
 constexpr double kRtol = 1e-4;
 constexpr double kAtol = 1e-5;
 
-// A float tensor read from a .pb file; `dtype` is set (and `data` empty) when it is not float.
+// A tensor read from a .pb file as float values: float32 as is, int64 and bool converted (as
+// braid's executors take and return them). `dtype` is set (and `data` empty) for other types.
 struct FloatTensor {
   std::string name;
   std::vector<int64_t> dims;
   std::vector<float> data;
-  std::string dtype;  // empty for float32
+  std::string dtype;  // empty for float32, int64 and bool
+  bool is_float = true;
 };
 
 FloatTensor read_tensor_file(const fs::path& path) {
@@ -69,6 +72,29 @@ FloatTensor read_tensor_file(const fs::path& path) {
   FloatTensor out;
   out.name = t.name();
   out.dims.assign(t.dims().begin(), t.dims().end());
+  int64_t elements = 1;
+  for (int64_t d : out.dims) elements *= d;
+  if (t.data_type() == onnx::TensorProto::INT64 || t.data_type() == onnx::TensorProto::BOOL) {
+    out.is_float = false;
+    const bool is_int64 = t.data_type() == onnx::TensorProto::INT64;
+    if (t.has_raw_data()) {
+      const size_t size = is_int64 ? sizeof(int64_t) : 1;
+      BRAID_CHECK(t.raw_data().size() == static_cast<size_t>(elements) * size,
+                  ErrorCode::kInvalidModel, path.string(), ": raw_data size does not fit the dims");
+      for (int64_t i = 0; i < elements; ++i) {
+        int64_t v = 0;
+        std::memcpy(&v, t.raw_data().data() + i * size, size);
+        out.data.push_back(is_int64 ? static_cast<float>(v) : (v & 0xff) != 0 ? 1.0f : 0.0f);
+      }
+    } else if (is_int64) {
+      for (int64_t v : t.int64_data()) out.data.push_back(static_cast<float>(v));
+    } else {
+      for (int32_t v : t.int32_data()) out.data.push_back(v != 0 ? 1.0f : 0.0f);
+    }
+    BRAID_CHECK(static_cast<int64_t>(out.data.size()) == elements, ErrorCode::kInvalidModel,
+                path.string(), ": data size does not fit the dims");
+    return out;
+  }
   if (t.data_type() != onnx::TensorProto::FLOAT) {
     out.dtype = onnx::TensorProto_DataType_IsValid(t.data_type())
                     ? onnx::TensorProto_DataType_Name(
@@ -201,13 +227,15 @@ struct AdaptedCase {
 
 // Two adaptations, neither of which changes what the node computes:
 //  1. Graph inputs that braid takes only as constants become initializers holding this data
-//     set's values: int64 and bool inputs (Reshape shapes, Split sizes, Pad pads, Dropout's
-//     training_mode) and float scalars (Pad's constant_value, Dropout's ratio). braid plans
-//     shapes and memory at import time, so it has no runtime shape inputs.
+//     set's values: float scalars (Pad's constant_value, Dropout's ratio) always, int64 and
+//     bool inputs (Reshape shapes, Split sizes, Pad pads, Slice bounds, Dropout's
+//     training_mode) when `freeze_typed` (the test tries without first: Gather's indices,
+//     Where's condition and Equal's operands are runtime inputs to braid). braid plans shapes
+//     and memory at import time, so it has no runtime shape inputs.
 //  2. Auxiliary outputs braid does not compute (LayerNormalization's Mean and InvStdDev,
 //     Dropout's mask, MaxPool's Indices, BatchNormalization's running statistics) are dropped
 //     from the graph outputs when nothing else reads them; the other outputs are still compared.
-AdaptedCase adapt(const onnx::ModelProto& original, const fs::path& data_set) {
+AdaptedCase adapt(const onnx::ModelProto& original, const fs::path& data_set, bool freeze_typed) {
   AdaptedCase c{original, {}, {}, {}};
   onnx::GraphProto* g = c.model.mutable_graph();
   const std::vector<std::string> fed_names = runtime_input_names(original.graph());
@@ -219,8 +247,8 @@ AdaptedCase adapt(const onnx::ModelProto& original, const fs::path& data_set) {
     // Sequence, optional and shapeless inputs stay: the importer rejects them.
     if (!in->type().has_tensor_type() || !in->type().tensor_type().has_shape()) continue;
     const auto& tt = in->type().tensor_type();
-    const bool flag_or_sizes =
-        tt.elem_type() == onnx::TensorProto::INT64 || tt.elem_type() == onnx::TensorProto::BOOL;
+    const bool flag_or_sizes = freeze_typed && (tt.elem_type() == onnx::TensorProto::INT64 ||
+                                                tt.elem_type() == onnx::TensorProto::BOOL);
     const bool float_scalar =
         tt.elem_type() == onnx::TensorProto::FLOAT && tt.shape().dim_size() == 0;
     // Other types (uint8 data, ...) stay inputs, which the importer names as unsupported.
@@ -316,33 +344,42 @@ TEST_P(OnnxNodeTest, MatchesOnnxReferenceOutputs) {
     ASSERT_EQ(count_tensor_files(set, "output"),
               static_cast<size_t>(original.graph().output_size()))
         << "output_N.pb files vs graph outputs";
-    AdaptedCase c = adapt(original, set);
+    AdaptedCase c;
+    models::ImportedModel m;
+    std::string first_reason;  // why the import without frozen inputs failed
+    for (bool freeze_typed : {false, true}) {
+      c = adapt(original, set, freeze_typed);
+      // The node tests have static shapes; the first input's dim 0 is the batch the importer
+      // gives to any symbolic dim 0.
+      models::OnnxImportOptions options;
+      if (!c.fed.empty()) {
+        if (auto first = try_read_tensor_file(tensor_file(set, "input", c.fed[0]));
+            first && !first->dims.empty() && first->dims[0] > 0)
+          options.batch = first->dims[0];
+      }
+      try {
+        m = models::import_onnx_bytes(c.model.SerializeAsString(), name, options);
+        break;
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::kUnsupported) throw;
+        std::string reason = e.what();
+        if (reason.starts_with(name + ": ")) reason = reason.substr(name.size() + 2);
+        if (!freeze_typed) {  // try again with int64/bool inputs as constants
+          first_reason = reason;
+          continue;
+        }
+        if (reason != first_reason) reason = first_reason + " (as constants: " + reason + ")";
+        GTEST_SKIP() << note_skip(reason);
+      }
+    }
     std::string notes;
     for (const std::string& n : c.notes) notes += (notes.empty() ? "" : "; ") + n;
     if (!notes.empty()) RecordProperty("adapted", notes);
     SCOPED_TRACE("adapted: " + (notes.empty() ? "no" : notes));
+    const ir::Graph& g = *m.graph;
 
     // Read after the import: sequence and optional inputs (rejected there) are no TensorProtos.
     std::vector<FloatTensor> inputs, outputs;
-
-    // The node tests have static shapes; the first input's dim 0 is the batch the importer
-    // gives to any symbolic dim 0.
-    models::OnnxImportOptions options;
-    if (!c.fed.empty()) {
-      if (auto first = try_read_tensor_file(tensor_file(set, "input", c.fed[0]));
-          first && !first->dims.empty() && first->dims[0] > 0)
-        options.batch = first->dims[0];
-    }
-    models::ImportedModel m;
-    try {
-      m = models::import_onnx_bytes(c.model.SerializeAsString(), name, options);
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kUnsupported) throw;
-      std::string reason = e.what();
-      if (reason.starts_with(name + ": ")) reason = reason.substr(name.size() + 2);
-      GTEST_SKIP() << note_skip(reason);
-    }
-    const ir::Graph& g = *m.graph;
 
     for (size_t i : c.fed) {
       inputs.push_back(read_tensor_file(tensor_file(set, "input", i)));
@@ -389,8 +426,13 @@ TEST_P(OnnxNodeTest, MatchesOnnxReferenceOutputs) {
       EXPECT_EQ(type.shape, want.dims)
           << "output '" << want.name << "': braid infers " << ir::to_string(type.shape)
           << ", ONNX gives " << shape_string(want.dims);
-      if (std::string d = compare(model->output(*request, i), want); !d.empty())
-        ADD_FAILURE() << name << ": output '" << want.name << "' on the CPU executor: " << d;
+      // The CPU executor returns float32 outputs only; int64/bool ones are checked on the
+      // reference executor.
+      if (type.dtype == ir::DType::kFloat32)
+        if (std::string d = compare(model->output(*request, i), want); !d.empty())
+          ADD_FAILURE() << name << ": output '" << want.name << "' on the CPU executor: " << d;
+      EXPECT_EQ(type.dtype == ir::DType::kFloat32, want.is_float)
+          << "output '" << want.name << "': braid's dtype is " << ir::to_string(type.dtype);
       if (std::string d = compare(reference[i], want); !d.empty())
         ADD_FAILURE() << name << ": output '" << want.name << "' on the reference executor: " << d;
     }

@@ -338,7 +338,8 @@ void CpuPreparedModel::set_input(Request& r, size_t i, std::span<const float> da
   BRAID_CHECK(static_cast<int64_t>(data.size()) == g.value(v).type.elements(),
               ErrorCode::kInvalidArgument, "input '", g.value(v).name, "' needs ",
               g.value(v).type.elements(), " values, got ", data.size());
-  std::memcpy(request.arena() + memory_.offset[index(v)], data.data(), data.size_bytes());
+  // int64 and bool inputs convert from the float values given (ir::store_floats).
+  ir::store_floats(g.value(v).type.dtype, data, request.arena() + memory_.offset[index(v)]);
 }
 
 std::span<const float> CpuPreparedModel::output(const Request& r, size_t i) const {
@@ -347,6 +348,9 @@ std::span<const float> CpuPreparedModel::output(const Request& r, size_t i) cons
   BRAID_CHECK(i < g.outputs().size(), ErrorCode::kInvalidArgument, "output #", i,
               " does not exist");
   ValueId v = g.outputs()[i];
+  BRAID_CHECK(g.value(v).type.dtype == ir::DType::kFloat32, ErrorCode::kUnsupported, "output '",
+              g.value(v).name, "' is ", ir::to_string(g.value(v).type.dtype),
+              "; the CPU executor returns float32 outputs only");
   const auto* data = reinterpret_cast<const float*>(request.arena() + memory_.offset[index(v)]);
   return {data, static_cast<size_t>(g.value(v).type.elements())};
 }

@@ -4,6 +4,7 @@
 #include "exec/cpu/cpu_kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <numeric>
@@ -196,6 +197,8 @@ std::vector<EltwiseStep> eltwise_steps(const ir::Node& node) {
     }
     case ir::OpKind::HardSwish:
       return {{algorithm::eltwise_hardswish}};
+    case ir::OpKind::Sqrt:
+      return {{algorithm::eltwise_sqrt}};
     default:
       BRAID_ASSERT(false, "node '", node.name, "' is not an activation");
   }
@@ -259,9 +262,10 @@ class CopyKernel final : public Kernel {
   TensorRef src_, dst_;
 };
 
-// Add/Mul whose inputs both broadcast (neither has the output's shape; oneDNN's binary
-// primitive needs src0 to) and Sum with broadcasting: numpy broadcasting by explicit strides,
-// one output row at a time.
+// Add/Mul/Sub/Div whose inputs both broadcast (oneDNN's binary primitive needs src0 to have
+// the output's shape; for Sub and Div that must be the first input), Pow (oneDNN has no binary
+// pow) and Sum with broadcasting: numpy broadcasting by explicit strides, one output row at a
+// time.
 class BroadcastKernel final : public Kernel {
  public:
   BroadcastKernel(ir::OpKind kind, std::vector<TensorRef> src, TensorRef dst)
@@ -294,10 +298,24 @@ class BroadcastKernel final : public Kernel {
         const int64_t step = strides_[k].back();
         if (k == 0) {
           for (int64_t j = 0; j < row; ++j) out[j] = in[j * step];
-        } else if (kind_ == ir::OpKind::Mul) {
-          for (int64_t j = 0; j < row; ++j) out[j] *= in[j * step];
-        } else {
-          for (int64_t j = 0; j < row; ++j) out[j] += in[j * step];
+          continue;
+        }
+        switch (kind_) {
+          case ir::OpKind::Mul:
+            for (int64_t j = 0; j < row; ++j) out[j] *= in[j * step];
+            break;
+          case ir::OpKind::Sub:
+            for (int64_t j = 0; j < row; ++j) out[j] -= in[j * step];
+            break;
+          case ir::OpKind::Div:
+            for (int64_t j = 0; j < row; ++j) out[j] /= in[j * step];
+            break;
+          case ir::OpKind::Pow:
+            for (int64_t j = 0; j < row; ++j) out[j] = std::pow(out[j], in[j * step]);
+            break;
+          default:  // Add, Sum
+            for (int64_t j = 0; j < row; ++j) out[j] += in[j * step];
+            break;
         }
       }
     }
@@ -527,15 +545,18 @@ std::unique_ptr<Kernel> build_concat(const BuildContext& c, const Chain& chain) 
   return k;
 }
 
-// Whether Add/Mul maps onto oneDNN's binary primitive: src0 must have the output's dims; src1
-// may broadcast. Returns the inputs in (src0, src1) order (both ops commute).
+// Whether Add/Mul/Sub/Div maps onto oneDNN's binary primitive: src0 must have the output's
+// dims; src1 may broadcast. Returns the inputs in (src0, src1) order; Add and Mul commute, so
+// either input may be src0; Pow has no binary primitive.
 std::optional<std::pair<ValueId, ValueId>> binary_operands(const BuildContext& c,
                                                            const ir::Node& node) {
   const Dims out = to_dims(c.shape(node.outputs[0]));
   if (out.size() > DNNL_MAX_NDIMS) return std::nullopt;
+  if (node.kind == ir::OpKind::Pow) return std::nullopt;
   const ValueId a = node.inputs[0], b = node.inputs[1];
   if (pad_front(to_dims(c.shape(a)), out.size()) == out) return std::pair{a, b};
-  if (pad_front(to_dims(c.shape(b)), out.size()) == out) return std::pair{b, a};
+  const bool commutes = node.kind == ir::OpKind::Add || node.kind == ir::OpKind::Mul;
+  if (commutes && pad_front(to_dims(c.shape(b)), out.size()) == out) return std::pair{b, a};
   return std::nullopt;
 }
 
@@ -549,8 +570,10 @@ std::unique_ptr<Kernel> build_binary(const BuildContext& c, const Chain& chain) 
   const Dims out = to_dims(c.shape(chain.output));
   const TensorRef src0 = c.ref(operands->first), src1 = c.ref(operands->second);
   const TensorRef dst = c.ref(chain.output);
-  const algorithm alg =
-      node.kind == ir::OpKind::Mul ? algorithm::binary_mul : algorithm::binary_add;
+  const algorithm alg = node.kind == ir::OpKind::Mul   ? algorithm::binary_mul
+                        : node.kind == ir::OpKind::Sub ? algorithm::binary_sub
+                        : node.kind == ir::OpKind::Div ? algorithm::binary_div
+                                                       : algorithm::binary_add;
   dnnl::post_ops po;
   append_activations(po, chain);
   auto k = std::make_unique<DnnlKernel>(c.engine);
@@ -803,6 +826,26 @@ std::unique_ptr<Kernel> build(const BuildContext& c, const Chain& chain) {
         return std::make_unique<PadKernel>(src, dst, a.pads, a.value);
       return std::make_unique<WindowPadKernel>(c, src, dst, a.pads, a.value);
     }
+    case ir::OpKind::Erf:
+      return build_erf(c, chain);
+    case ir::OpKind::Sub:
+    case ir::OpKind::Div:
+    case ir::OpKind::Pow:
+      return build_binary(c, chain);
+    case ir::OpKind::Sqrt:
+      return build_eltwise(c, chain);
+    case ir::OpKind::Where:
+      return build_where(c, chain);
+    case ir::OpKind::Expand:
+      return build_expand(c, chain);
+    case ir::OpKind::Gather:
+      return build_gather(c, chain);
+    case ir::OpKind::Cast:
+      return build_cast(c, chain);
+    case ir::OpKind::Equal:
+      return build_equal(c, chain);
+    case ir::OpKind::Slice:
+      return build_slice(c, chain);
   }
   BRAID_ASSERT(false, "unhandled op kind");
 }
@@ -880,6 +923,8 @@ Chain plan_chain(const BuildContext& c, std::span<const NodeId> ops, size_t at) 
     }
     case ir::OpKind::Add:
     case ir::OpKind::Mul:
+    case ir::OpKind::Sub:
+    case ir::OpKind::Div:
       post_ops = binary_operands(c, head).has_value();
       break;
     case ir::OpKind::BatchNormalization: {
@@ -931,9 +976,14 @@ std::vector<std::string> implementation_names(const Kernel& kernel) {
 
 bool supports(const ir::Graph& graph, NodeId id) {
   const ir::Node& node = graph.node(id);
+  // Data movement and comparisons run on any dtype; arithmetic on float32 only.
+  const bool any_dtype = node.kind == ir::OpKind::Where || node.kind == ir::OpKind::Expand ||
+                         node.kind == ir::OpKind::Gather || node.kind == ir::OpKind::Cast ||
+                         node.kind == ir::OpKind::Equal || node.kind == ir::OpKind::Slice ||
+                         ir::is_view(node.kind);
   auto ok = [&](ValueId v) {
     const ir::TensorType& t = graph.value(v).type;
-    return t.dtype == ir::DType::kFloat32 && t.rank() <= DNNL_MAX_NDIMS;
+    return (any_dtype || t.dtype == ir::DType::kFloat32) && t.rank() <= DNNL_MAX_NDIMS;
   };
   if (!std::all_of(node.inputs.begin(), node.inputs.end(), ok) ||
       !std::all_of(node.outputs.begin(), node.outputs.end(), ok))
@@ -968,6 +1018,18 @@ bool supports(const ir::Graph& graph, NodeId id) {
     case ir::OpKind::Identity:
     case ir::OpKind::Pad:
       return true;
+    case ir::OpKind::Erf:
+    case ir::OpKind::Sub:
+    case ir::OpKind::Div:
+    case ir::OpKind::Pow:
+    case ir::OpKind::Sqrt:
+    case ir::OpKind::Where:
+    case ir::OpKind::Expand:
+    case ir::OpKind::Gather:
+    case ir::OpKind::Cast:
+    case ir::OpKind::Equal:
+    case ir::OpKind::Slice:
+      return true;
   }
   return false;
 }
@@ -982,9 +1044,10 @@ std::vector<std::unique_ptr<Kernel>> make_unit_kernels(const ir::Graph& graph,
   Bytes scratch = 0;
   for (NodeId id : ops) {  // all of them first: fused ops are never dispatched on their own
     const ir::Node& node = graph.node(id);
-    BRAID_CHECK(supports(graph, id), ErrorCode::kUnsupported, "node '", node.name, "' (",
-                ir::to_onnx_name(node.kind),
-                "): the CPU executor runs float32 tensors of rank <= ", DNNL_MAX_NDIMS, " only");
+    BRAID_CHECK(
+        supports(graph, id), ErrorCode::kUnsupported, "node '", node.name, "' (",
+        ir::to_onnx_name(node.kind), "): the CPU executor runs tensors of rank <= ", DNNL_MAX_NDIMS,
+        ", and int64/bool ones only in Gather, Cast, Equal, Where, Expand, Slice and views");
   }
   for (size_t at = 0; at < ops.size();) {
     const ir::Node& node = graph.node(ops[at]);

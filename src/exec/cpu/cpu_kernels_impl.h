@@ -131,4 +131,13 @@ std::unique_ptr<Kernel> build_global_average_pool(const BuildContext& c, const C
 std::unique_ptr<Kernel> build_matmul(const BuildContext& c, const Chain& chain);
 std::unique_ptr<Kernel> build_gemm(const BuildContext& c, const Chain& chain);
 
+// Builders in cpu_kernels_tensor.cc: plain loops, any dtype.
+std::unique_ptr<Kernel> build_erf(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_where(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_equal(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_expand(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_slice(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_gather(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_cast(const BuildContext& c, const Chain& chain);
+
 }  // namespace braid::exec::cpu::detail

@@ -60,6 +60,10 @@ cuda::UnaryOp unary_of(ir::OpKind kind, const ir::OpAttrs& attrs) {
     }
     case ir::OpKind::HardSwish:
       return cuda::Unary::kHardSwish;
+    case ir::OpKind::Erf:
+      return cuda::Unary::kErf;
+    case ir::OpKind::Sqrt:
+      return cuda::Unary::kSqrt;
     default:
       return cuda::Unary::kCopy;
   }
@@ -351,6 +355,21 @@ void Compiler::compile_op(const ir::Node& n, std::vector<Op>& out) {
     case ir::OpKind::Gemm:
       compile_gemm(n, out);
       return;
+    case ir::OpKind::Erf:
+    case ir::OpKind::Sqrt:
+      return compile_unary(n, out);
+    case ir::OpKind::Sub:
+    case ir::OpKind::Div:
+    case ir::OpKind::Pow:
+      return compile_binary(n, out);
+    // Not yet on CUDA: int64/bool tensors and index ops (CudaExecutor::supports says no).
+    case ir::OpKind::Where:
+    case ir::OpKind::Expand:
+    case ir::OpKind::Gather:
+    case ir::OpKind::Cast:
+    case ir::OpKind::Equal:
+    case ir::OpKind::Slice:
+      break;
   }
   BRAID_THROW(ErrorCode::kUnsupported, "cuda: op '", n.name, "' (", ir::to_string(n.kind),
               ") is not supported");
@@ -370,7 +389,11 @@ void Compiler::compile_unary(const ir::Node& n, std::vector<Op>& out) {
 void Compiler::compile_binary(const ir::Node& n, std::vector<Op>& out) {
   const ir::Shape& ys = shape(n.outputs[0]);
   auto y = locate(n.outputs[0]);
-  const cuda::Binary op = n.kind == ir::OpKind::Mul ? cuda::Binary::kMul : cuda::Binary::kAdd;
+  const cuda::Binary op = n.kind == ir::OpKind::Mul   ? cuda::Binary::kMul
+                          : n.kind == ir::OpKind::Sub ? cuda::Binary::kSub
+                          : n.kind == ir::OpKind::Div ? cuda::Binary::kDiv
+                          : n.kind == ir::OpKind::Pow ? cuda::Binary::kPow
+                                                      : cuda::Binary::kAdd;
   if (n.inputs.size() == 1) {
     compile_copy(n.inputs[0], n.outputs[0], out);
     return;

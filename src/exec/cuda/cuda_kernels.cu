@@ -48,6 +48,10 @@ __device__ float apply(UnaryOp op, float x) {
       return x * fminf(fmaxf(x * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
     case Unary::kCopy:
       return x;
+    case Unary::kErf:
+      return erff(x);
+    case Unary::kSqrt:
+      return sqrtf(x);
   }
   return x;
 }
@@ -90,7 +94,23 @@ __global__ void binary_kernel(Binary op, const float* a, Strided al, const float
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const float u = a[offset_of(i, al)], v = b[offset_of(i, bl)];
-    y[i] = op == Binary::kAdd ? u + v : u * v;
+    switch (op) {
+      case Binary::kAdd:
+        y[i] = u + v;
+        break;
+      case Binary::kMul:
+        y[i] = u * v;
+        break;
+      case Binary::kSub:
+        y[i] = u - v;
+        break;
+      case Binary::kDiv:
+        y[i] = u / v;
+        break;
+      case Binary::kPow:
+        y[i] = powf(u, v);
+        break;
+    }
   }
 }
 

@@ -27,7 +27,9 @@ enum class Unary : int {
   kClip,         // min(max(x, alpha), beta)
   kHardSigmoid,  // max(0, min(1, alpha * x + beta))
   kHardSwish,    // x * max(0, min(1, x / 6 + 1/2))
-  kCopy
+  kCopy,
+  kErf,
+  kSqrt
 };
 // An element-wise function with its parameters (unused by the functions that take none).
 struct UnaryOp {
@@ -37,7 +39,7 @@ struct UnaryOp {
   float alpha;
   float beta;
 };
-enum class Binary : int { kAdd, kMul };
+enum class Binary : int { kAdd, kMul, kSub, kDiv, kPow };
 
 // dst[offset(i, dst)] = src[offset(i, src)] for every index i of dst's dims (src uses dst's
 // dims with its own strides): Concat windows, Split, Transpose, broadcasts, copies.

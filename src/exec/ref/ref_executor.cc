@@ -11,15 +11,23 @@ std::vector<std::vector<float>> run_reference(const ir::Graph& graph, const ir::
               graph.name(), "' has ", graph.inputs().size(), " inputs, got ", inputs.size());
   weights.check_complete(graph);
 
-  // One buffer per value; parameters are read straight from `weights`.
+  // One buffer per value, in floats but sized for its dtype's bytes; parameters are read
+  // straight from `weights`. int64 and bool inputs convert from the float values given.
+  auto buffer_of = [](const ir::TensorType& t) {
+    return std::vector<float>((t.bytes() + sizeof(float) - 1) / sizeof(float));
+  };
   std::vector<std::vector<float>> values(graph.num_values());
   std::vector<const float*> pointers(graph.num_values(), nullptr);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const ir::Value& v = graph.value(graph.inputs()[i]);
+    const ValueId id = graph.inputs()[i];
+    const ir::Value& v = graph.value(id);
     BRAID_CHECK(static_cast<int64_t>(inputs[i].size()) == v.type.elements(),
                 ErrorCode::kInvalidArgument, "input '", v.name, "' needs ", v.type.elements(),
                 " values, got ", inputs[i].size());
-    pointers[index(graph.inputs()[i])] = inputs[i].data();
+    values[index(id)] = buffer_of(v.type);
+    ir::store_floats(v.type.dtype, inputs[i],
+                     reinterpret_cast<std::byte*>(values[index(id)].data()));
+    pointers[index(id)] = values[index(id)].data();
   }
   for (ValueId p : graph.parameters()) pointers[index(p)] = weights.data(p).data();
 
@@ -34,7 +42,7 @@ std::vector<std::vector<float>> run_reference(const ir::Graph& graph, const ir::
       in.push_back(pointers[index(v)]);
     }
     for (ValueId v : node.outputs) {
-      values[index(v)].resize(graph.value(v).type.elements());
+      values[index(v)] = buffer_of(graph.value(v).type);
       out.push_back(values[index(v)].data());
       pointers[index(v)] = values[index(v)].data();
     }
@@ -43,8 +51,9 @@ std::vector<std::vector<float>> run_reference(const ir::Graph& graph, const ir::
 
   std::vector<std::vector<float>> result;
   for (ValueId v : graph.outputs()) {
-    const float* p = pointers[index(v)];
-    result.emplace_back(p, p + graph.value(v).type.elements());
+    const ir::TensorType& t = graph.value(v).type;
+    std::vector<float>& r = result.emplace_back(t.elements());
+    ir::load_floats(t.dtype, reinterpret_cast<const std::byte*>(pointers[index(v)]), r);
   }
   return result;
 }

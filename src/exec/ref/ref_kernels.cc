@@ -1,13 +1,16 @@
 #include "exec/ref/ref_kernels.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <numbers>
 #include <vector>
 
 #include "base/error.h"
+#include "ir/shape_inference.h"
 
 namespace braid::exec::ref {
 
@@ -155,7 +158,23 @@ void broadcast_elementwise(ir::OpKind kind, std::span<const float* const> in,
     double acc = in[0][offset_of(i, ys, strides[0])];
     for (size_t k = 1; k < in.size(); ++k) {
       const double v = in[k][offset_of(i, ys, strides[k])];
-      acc = kind == ir::OpKind::Mul ? acc * v : acc + v;
+      switch (kind) {
+        case ir::OpKind::Mul:
+          acc *= v;
+          break;
+        case ir::OpKind::Sub:
+          acc -= v;
+          break;
+        case ir::OpKind::Div:
+          acc /= v;
+          break;
+        case ir::OpKind::Pow:
+          acc = std::pow(acc, v);
+          break;
+        default:
+          acc += v;
+          break;  // Add, Sum
+      }
     }
     y[i] = static_cast<float>(acc);
   }
@@ -368,9 +387,124 @@ void unary(const ir::Node& node, int64_t n, const float* x, float* y) {
       case ir::OpKind::HardSwish:
         y[i] = static_cast<float>(x[i] * static_cast<double>(hard_sigmoid(x[i], 1.0f / 6, 0.5f)));
         break;
+      case ir::OpKind::Erf:
+        y[i] = static_cast<float>(std::erf(static_cast<double>(x[i])));
+        break;
+      case ir::OpKind::Sqrt:
+        y[i] = static_cast<float>(std::sqrt(static_cast<double>(x[i])));
+        break;
       default:
         BRAID_ASSERT(false, "not a unary op");
     }
+  }
+}
+
+// ---- ops on any dtype: elements are moved as bytes of the value's element size ----
+
+const std::byte* bytes_of(const float* p) {
+  return reinterpret_cast<const std::byte*>(p);
+}
+std::byte* bytes_of(float* p) {
+  return reinterpret_cast<std::byte*>(p);
+}
+
+// Expand: element i of y is the broadcast element of x.
+void expand(const Shape& xs, const std::byte* x, int64_t size, const Shape& ys, std::byte* y) {
+  const std::vector<int64_t> strides = broadcast_strides(xs, ys);
+  const int64_t n = ir::num_elements(ys);
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(y + i * size, x + offset_of(i, ys, strides) * size, static_cast<size_t>(size));
+}
+
+void where(std::span<const Shape* const> shapes, std::span<const float* const> in, int64_t size,
+           const Shape& ys, std::byte* y) {
+  std::vector<std::vector<int64_t>> strides;
+  for (const Shape* s : shapes) strides.push_back(broadcast_strides(*s, ys));
+  const auto* condition = reinterpret_cast<const uint8_t*>(in[0]);
+  const int64_t n = ir::num_elements(ys);
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t pick = condition[offset_of(i, ys, strides[0])] != 0 ? 1 : 2;
+    std::memcpy(y + i * size, bytes_of(in[pick]) + offset_of(i, ys, strides[pick]) * size,
+                static_cast<size_t>(size));
+  }
+}
+
+// Gather: y[outer, j, inner] = x[outer, indices[j], inner], negative indices from the end.
+void gather(int64_t axis, const Shape& xs, const std::byte* x, std::span<const int64_t> indices,
+            int64_t size, std::byte* y) {
+  const int64_t outer = product(xs, 0, axis), dim = xs[axis];
+  const int64_t inner = product(xs, axis + 1, xs.size()) * size;
+  std::byte* at = y;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t index : indices) {
+      BRAID_CHECK(index >= -dim && index < dim, ErrorCode::kInvalidArgument, "Gather: index ",
+                  index, " out of range for dim ", dim);
+      if (index < 0) index += dim;
+      std::memcpy(at, x + (o * dim + index) * inner, static_cast<size_t>(inner));
+      at += inner;
+    }
+}
+
+// One element of any dtype, as double (float32 and int64 up to 2^53 convert exactly).
+double load(ir::DType t, const float* p, int64_t i) {
+  switch (t) {
+    case ir::DType::kFloat32:
+      return p[i];
+    case ir::DType::kInt64:
+      return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
+    case ir::DType::kBool:
+      return reinterpret_cast<const uint8_t*>(p)[i] != 0 ? 1.0 : 0.0;
+  }
+  BRAID_ASSERT(false, "bad dtype");
+}
+
+void cast(ir::DType from, const float* x, ir::DType to, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; ++i) {
+    // int64 -> int64 copies exactly; everything else goes through double.
+    if (from == ir::DType::kInt64 && to == ir::DType::kInt64) {
+      reinterpret_cast<int64_t*>(y)[i] = reinterpret_cast<const int64_t*>(x)[i];
+      continue;
+    }
+    const double v = load(from, x, i);
+    switch (to) {
+      case ir::DType::kFloat32:
+        y[i] = static_cast<float>(v);
+        break;
+      case ir::DType::kInt64:
+        reinterpret_cast<int64_t*>(y)[i] = static_cast<int64_t>(v);
+        break;
+      case ir::DType::kBool:
+        reinterpret_cast<uint8_t*>(y)[i] = v != 0.0 ? 1 : 0;
+        break;
+    }
+  }
+}
+
+void equal(ir::DType t, std::span<const Shape* const> shapes, std::span<const float* const> in,
+           const Shape& ys, float* y) {
+  const std::vector<int64_t> a = broadcast_strides(*shapes[0], ys);
+  const std::vector<int64_t> b = broadcast_strides(*shapes[1], ys);
+  const int64_t n = ir::num_elements(ys);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t ia = offset_of(i, ys, a), ib = offset_of(i, ys, b);
+    const bool same = t == ir::DType::kInt64 ? reinterpret_cast<const int64_t*>(in[0])[ia] ==
+                                                   reinterpret_cast<const int64_t*>(in[1])[ib]
+                                             : load(t, in[0], ia) == load(t, in[1], ib);
+    reinterpret_cast<uint8_t*>(y)[i] = same ? 1 : 0;
+  }
+}
+
+void slice(const std::vector<ir::SliceDim>& dims, const Shape& xs, const std::byte* x, int64_t size,
+           const Shape& ys, std::byte* y) {
+  const std::vector<int64_t> x_strides = row_major_strides(xs);
+  const int64_t n = ir::num_elements(ys);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, offset = 0;
+    for (size_t d = ys.size(); d-- > 0;) {
+      offset += (dims[d].start + (rest % ys[d]) * dims[d].step) * x_strides[d];
+      rest /= ys[d];
+    }
+    std::memcpy(y + i * size, x + offset * size, static_cast<size_t>(size));
   }
 }
 
@@ -384,6 +518,7 @@ void run_op(const ir::Graph& graph, NodeId id, std::span<const float* const> in,
   auto shape = [&](size_t i) -> const Shape& { return graph.value(node.inputs[i]).type.shape; };
   const Shape& ys = graph.value(node.outputs[0]).type.shape;
   const int64_t y_elements = ir::num_elements(ys);
+  const int64_t y_size = ir::size_of(graph.value(node.outputs[0]).type.dtype);
   float* y = out[0];
 
   switch (node.kind) {
@@ -463,7 +598,7 @@ void run_op(const ir::Graph& graph, NodeId id, std::span<const float* const> in,
     case ir::OpKind::Reshape:
     case ir::OpKind::Flatten:
     case ir::OpKind::Identity:
-      std::copy_n(in[0], y_elements, y);
+      std::memcpy(y, in[0], static_cast<size_t>(graph.value(node.outputs[0]).type.bytes()));
       return;
     case ir::OpKind::Transpose:
       transpose(std::get<ir::TransposeAttrs>(node.attrs), shape(0), in[0], ys, y);
@@ -473,6 +608,48 @@ void run_op(const ir::Graph& graph, NodeId id, std::span<const float* const> in,
       return;
     case ir::OpKind::Pad:
       pad(std::get<ir::PadAttrs>(node.attrs), shape(0), in[0], ys, y);
+      return;
+    case ir::OpKind::Erf:
+    case ir::OpKind::Sqrt:
+      unary(node, y_elements, in[0], y);
+      return;
+    case ir::OpKind::Sub:
+    case ir::OpKind::Div:
+    case ir::OpKind::Pow: {
+      const std::array<const Shape*, 2> shapes = {&shape(0), &shape(1)};
+      broadcast_elementwise(node.kind, in, shapes, ys, y);
+      return;
+    }
+    case ir::OpKind::Where: {
+      const std::array<const Shape*, 3> shapes = {&shape(0), &shape(1), &shape(2)};
+      where(shapes, in, y_size, ys, bytes_of(y));
+      return;
+    }
+    case ir::OpKind::Expand:
+      expand(shape(0), bytes_of(in[0]), y_size, ys, bytes_of(y));
+      return;
+    case ir::OpKind::Gather: {
+      const auto& a = std::get<ir::GatherAttrs>(node.attrs);
+      const int64_t axis = normalize_axis(a.axis, static_cast<int64_t>(shape(0).size()));
+      std::span<const int64_t> indices = a.indices;
+      if (in.size() > 1)
+        indices = {reinterpret_cast<const int64_t*>(in[1]),
+                   static_cast<size_t>(ir::num_elements(shape(1)))};
+      gather(axis, shape(0), bytes_of(in[0]), indices, y_size, bytes_of(y));
+      return;
+    }
+    case ir::OpKind::Cast:
+      cast(graph.value(node.inputs[0]).type.dtype, in[0], std::get<ir::CastAttrs>(node.attrs).to,
+           y_elements, y);
+      return;
+    case ir::OpKind::Equal: {
+      const std::array<const Shape*, 2> shapes = {&shape(0), &shape(1)};
+      equal(graph.value(node.inputs[0]).type.dtype, shapes, in, ys, y);
+      return;
+    }
+    case ir::OpKind::Slice:
+      slice(ir::slice_dims(std::get<ir::SliceAttrs>(node.attrs), shape(0), node.name), shape(0),
+            bytes_of(in[0]), y_size, ys, bytes_of(y));
       return;
   }
   BRAID_ASSERT(false, "unhandled op kind");

@@ -8,7 +8,10 @@
 //
 // Parameters are passed exactly like activations: one pointer per node input, in node input
 // order; one pointer per node output. Shapes come from the graph (shape inference has already
-// put them on every Value). Buffers must not overlap.
+// put them on every Value). Buffers must not overlap. A value of dtype int64 or bool is passed
+// through the same pointer type: it points at the value's bytes (8 or 1 per element), and the
+// few ops that take such values (Gather, Cast, Equal, Where, Expand, Slice, the views) read
+// and write it as its dtype.
 //
 // Where ONNX leaves a choice open, the reference follows ONNX Runtime / PyTorch:
 //  - AveragePool with count_include_pad=1 divides by the part of the window that lies inside

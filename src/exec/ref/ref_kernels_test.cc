@@ -276,5 +276,103 @@ TEST(RefKernels, RunReferenceChainsNodesAndReportsOutputsInOrder) {
   EXPECT_THROW(run_reference(g, ir::Weights(g.num_values()), short_in), Error);
 }
 
+// ---- transformer ops, with int64 and bool tensors (given and returned as float values) ----
+
+// A one-op graph over inputs of the given types; outputs come back as float values.
+std::vector<std::vector<float>> run_typed(OpKind kind, ir::OpAttrs attrs,
+                                          std::vector<ir::TensorType> types,
+                                          std::vector<std::vector<float>> inputs) {
+  ir::GraphBuilder b("typed");
+  std::vector<ValueId> in;
+  for (size_t i = 0; i < types.size(); ++i)
+    in.push_back(b.add_input("x" + std::to_string(i), types[i]));
+  b.mark_output(b.add_op(kind, std::move(attrs), in, "op"));
+  const ir::Graph g = std::move(b).build();
+  return run_reference(g, ir::Weights(g.num_values()), inputs);
+}
+
+ir::TensorType i64(Shape shape) {
+  return {ir::DType::kInt64, std::move(shape)};
+}
+ir::TensorType boolean(Shape shape) {
+  return {ir::DType::kBool, std::move(shape)};
+}
+
+TEST(RefKernels, SubDivPowBroadcastByHand) {
+  // x = [[1, 2, 3], [4, 5, 6]], y = [1, 2, 4] broadcast over rows.
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6}, y = {1, 2, 4};
+  expect_near(run_one(OpKind::Sub, {}, {{2, 3}, {3}}, {x, y})[0], {0, 0, -1, 3, 3, 2});
+  expect_near(run_one(OpKind::Sub, {}, {{3}, {2, 3}}, {y, x})[0], {0, 0, 1, -3, -3, -2});
+  expect_near(run_one(OpKind::Div, {}, {{2, 3}, {3}}, {x, y})[0], {1, 1, 0.75f, 4, 2.5f, 1.5f});
+  expect_near(run_one(OpKind::Pow, {}, {{2, 3}, {}}, {x, {2}})[0], {1, 4, 9, 16, 25, 36});
+  expect_near(run_one(OpKind::Pow, {}, {{3}, {3}}, {{4, 9, 2}, {0.5f, -0.5f, 3}})[0],
+              {2, 1.0f / 3, 8}, 1e-7f);
+}
+
+TEST(RefKernels, ErfSqrtByHand) {
+  // erf(0) = 0, erf(-x) = -erf(x); erf(1) = 0.8427007929.
+  expect_near(run_one(OpKind::Erf, {}, {{3}}, {{0, 1, -1}})[0], {0, 0.84270079f, -0.84270079f},
+              1e-7f);
+  expect_near(run_one(OpKind::Sqrt, {}, {{3}}, {{0, 4, 2.25f}})[0], {0, 2, 1.5f});
+}
+
+TEST(RefKernels, WhereEqualCastByHand) {
+  // Equal on int64 [3] vs [1]: [5, 7, 5] == 5 -> [1, 0, 1]; Where picks x there, y elsewhere.
+  expect_near(run_typed(OpKind::Equal, {}, {i64({3}), i64({1})}, {{5, 7, 5}, {5}})[0], {1, 0, 1});
+  expect_near(run_typed(OpKind::Where, {}, {boolean({3}), f32({3}), f32({1})},
+                        {{1, 0, 1}, {10, 20, 30}, {-1}})[0],
+              {10, -1, 30});
+  // Cast float -> int64 truncates toward zero; -> bool is "not zero".
+  expect_near(run_typed(OpKind::Cast, ir::CastAttrs{ir::DType::kInt64}, {f32({4})},
+                        {{2.7f, -2.7f, 0.5f, -0.5f}})[0],
+              {2, -2, 0, 0});
+  expect_near(
+      run_typed(OpKind::Cast, ir::CastAttrs{ir::DType::kBool}, {f32({3})}, {{0.0f, -0.1f, 3}})[0],
+      {0, 1, 1});
+}
+
+TEST(RefKernels, GatherByHand) {
+  // An embedding table [4, 2] = rows [0,1], [2,3], [4,5], [6,7]; ids [[3, 0], [-1, 1]]
+  // (-1 is the last row).
+  expect_near(run_typed(OpKind::Gather, ir::GatherAttrs{}, {f32({4, 2}), i64({2, 2})},
+                        {iota(8), {3, 0, -1, 1}})[0],
+              {6, 7, 0, 1, 6, 7, 2, 3});
+  // Constant scalar index 1 along axis 1 of [2, 3]: column 1 -> [1, 4].
+  expect_near(run_typed(OpKind::Gather, ir::GatherAttrs{.axis = 1, .indices = {1}}, {f32({2, 3})},
+                        {iota(6)})[0],
+              {1, 4});
+  // Rejection: an out-of-range index would read outside the table.
+  EXPECT_THROW(
+      run_typed(OpKind::Gather, ir::GatherAttrs{}, {f32({4, 2}), i64({1})}, {iota(8), {4}}), Error);
+}
+
+TEST(RefKernels, SliceAndExpandByHand) {
+  // x = 0..11 as [3, 4]. Rows from the end backwards (start -1, end INT64_MIN, step -2): rows
+  // 2, 0; columns 1..3 -> [[9, 10, 11], [1, 2, 3]].
+  expect_near(
+      run_one(
+          OpKind::Slice,
+          ir::SliceAttrs{
+              .starts = {-1, 1}, .ends = {INT64_MIN, INT64_MAX}, .axes = {0, -1}, .steps = {-2, 1}},
+          {{3, 4}}, {iota(12)})[0],
+      {9, 10, 11, 1, 2, 3});
+  // Expand [3, 1] -> [2, 3, 2]: each row value repeated, the block twice.
+  expect_near(run_one(OpKind::Expand, ir::ExpandAttrs{{2, 1, 2}}, {{3, 1}}, {{1, 2, 3}})[0],
+              {1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3});
+}
+
+// Rejection: arithmetic ops read their inputs as float32; an int64 one would be misread.
+TEST(RefKernels, Int64IntoFloatOpIsUnsupported) {
+  ir::GraphBuilder b("int");
+  const ValueId x = b.add_input("x", i64({2}));
+  try {
+    b.add_op(OpKind::Add, {}, {x, x}, "add");
+    FAIL() << "expected braid::Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("input #0 is int64"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace braid::exec::ref

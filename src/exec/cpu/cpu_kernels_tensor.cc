@@ -1,0 +1,361 @@
+// Plain-loop CPU kernels for the ops oneDNN 2.6 has no primitive for, most of them from
+// transformer exports: Erf, Where, Expand, Gather, Cast, Equal and Slice. They run on plain
+// tensors of any dtype (layout.h never blocks their operands). Index arithmetic is planned at
+// build time (per-input strides over the output's dims, the Slice's first element), so
+// execute() only walks rows: the innermost dim is a strided loop, the others an odometer.
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+#include "exec/cpu/cpu_kernels_impl.h"
+#include "ir/shape_inference.h"
+
+namespace braid::exec::cpu::detail {
+namespace {
+
+std::byte* bytes(const TensorRef& ref, std::byte* arena) {
+  return reinterpret_cast<std::byte*>(ref.data(arena));
+}
+
+// The output of an op walked row by row (its innermost dim), with each input's element offset
+// of the row's first element: input k reads element base[k] + sum(index[d] * strides[k][d]).
+class RowWalk {
+ public:
+  RowWalk(const ir::Shape& out, std::vector<Dims> strides, std::vector<int64_t> base)
+      : dims_(to_dims(out)), strides_(std::move(strides)), base_(std::move(base)) {
+    row_ = dims_.back();
+    rows_ = ir::num_elements(out) / row_;
+    for (Dims& s : strides_) s = pad_front(s, dims_.size());
+  }
+
+  // Strides that read a tensor of `shape` numpy-broadcast to `out` (0 where broadcast).
+  static Dims broadcast_strides(const ir::Shape& shape, const ir::Shape& out) {
+    const Dims in = pad_front(to_dims(shape), to_dims(out).size());
+    Dims strides = row_major_strides(in);
+    for (size_t d = 0; d < in.size(); ++d)
+      if (in[d] == 1) strides[d] = 0;
+    return strides;
+  }
+
+  int64_t row() const { return row_; }
+  int64_t step(size_t k) const { return strides_[k].back(); }
+
+  // f(r, offsets): row r of the output; offsets[k] = input k's first element of that row.
+  template <typename F>
+  void for_each_row(F&& f) const {
+    std::vector<int64_t> offsets(strides_.size());
+    for (int64_t r = 0; r < rows_; ++r) {
+      for (size_t k = 0; k < strides_.size(); ++k) {
+        int64_t offset = base_[k];
+        for (int64_t rest = r, d = static_cast<int64_t>(dims_.size()) - 2; d >= 0; --d) {
+          offset += (rest % dims_[d]) * strides_[k][d];
+          rest /= dims_[d];
+        }
+        offsets[k] = offset;
+      }
+      f(r, offsets);
+    }
+  }
+
+ private:
+  Dims dims_;
+  std::vector<Dims> strides_;
+  std::vector<int64_t> base_;
+  int64_t row_ = 1, rows_ = 1;
+};
+
+// Copies elements of `size` bytes by a RowWalk over one input (Expand, Slice).
+template <typename T>
+void strided_copy(const RowWalk& walk, const std::byte* src, std::byte* dst) {
+  const T* x = reinterpret_cast<const T*>(src);
+  T* y = reinterpret_cast<T*>(dst);
+  const int64_t row = walk.row(), step = walk.step(0);
+  walk.for_each_row([&](int64_t r, const std::vector<int64_t>& at) {
+    const T* in = x + at[0];
+    T* out = y + r * row;
+    for (int64_t j = 0; j < row; ++j) out[j] = in[j * step];
+  });
+}
+
+// Dispatches on an element size of 1, 4 or 8 bytes: moving data needs no dtype, only a width.
+template <template <typename> class Op, typename... Args>
+void by_width(int64_t size, Args&&... args) {
+  switch (size) {
+    case 1:
+      return Op<uint8_t>::run(std::forward<Args>(args)...);
+    case 4:
+      return Op<uint32_t>::run(std::forward<Args>(args)...);
+    case 8:
+      return Op<uint64_t>::run(std::forward<Args>(args)...);
+    default:
+      BRAID_ASSERT(false, "element size ", size);
+  }
+}
+
+template <typename T>
+struct StridedCopy {
+  static void run(const RowWalk& walk, const std::byte* src, std::byte* dst) {
+    strided_copy<T>(walk, src, dst);
+  }
+};
+
+// Expand and Slice: one input read through a RowWalk.
+class CopyWalkKernel final : public Kernel {
+ public:
+  CopyWalkKernel(TensorRef src, TensorRef dst, RowWalk walk)
+      : src_(std::move(src)), dst_(std::move(dst)), walk_(std::move(walk)) {}
+  void execute(const KernelContext& context) const override {
+    by_width<StridedCopy>(ir::size_of(dst_.type.dtype), walk_, bytes(src_, context.arena),
+                          bytes(dst_, context.arena));
+  }
+
+ private:
+  TensorRef src_, dst_;
+  RowWalk walk_;
+};
+
+template <typename T>
+struct WhereRows {
+  static void run(const RowWalk& walk, const uint8_t* condition, const std::byte* x_bytes,
+                  const std::byte* y_bytes, std::byte* out_bytes) {
+    const T* x = reinterpret_cast<const T*>(x_bytes);
+    const T* y = reinterpret_cast<const T*>(y_bytes);
+    T* out = reinterpret_cast<T*>(out_bytes);
+    const int64_t row = walk.row(), sc = walk.step(0), sx = walk.step(1), sy = walk.step(2);
+    walk.for_each_row([&](int64_t r, const std::vector<int64_t>& at) {
+      for (int64_t j = 0; j < row; ++j)
+        out[r * row + j] = condition[at[0] + j * sc] ? x[at[1] + j * sx] : y[at[2] + j * sy];
+    });
+  }
+};
+
+class WhereKernel final : public Kernel {
+ public:
+  WhereKernel(std::vector<TensorRef> src, TensorRef dst, RowWalk walk)
+      : src_(std::move(src)), dst_(std::move(dst)), walk_(std::move(walk)) {}
+  void execute(const KernelContext& context) const override {
+    const auto* condition = reinterpret_cast<const uint8_t*>(bytes(src_[0], context.arena));
+    by_width<WhereRows>(ir::size_of(dst_.type.dtype), walk_, condition,
+                        bytes(src_[1], context.arena), bytes(src_[2], context.arena),
+                        bytes(dst_, context.arena));
+  }
+
+ private:
+  std::vector<TensorRef> src_;
+  TensorRef dst_;
+  RowWalk walk_;
+};
+
+template <typename T>
+struct EqualRows {
+  static void run(const RowWalk& walk, const std::byte* a_bytes, const std::byte* b_bytes,
+                  uint8_t* out) {
+    const T* a = reinterpret_cast<const T*>(a_bytes);
+    const T* b = reinterpret_cast<const T*>(b_bytes);
+    const int64_t row = walk.row(), sa = walk.step(0), sb = walk.step(1);
+    walk.for_each_row([&](int64_t r, const std::vector<int64_t>& at) {
+      for (int64_t j = 0; j < row; ++j)
+        out[r * row + j] = a[at[0] + j * sa] == b[at[1] + j * sb] ? 1 : 0;
+    });
+  }
+};
+
+class EqualKernel final : public Kernel {
+ public:
+  EqualKernel(std::vector<TensorRef> src, TensorRef dst, RowWalk walk)
+      : src_(std::move(src)), dst_(std::move(dst)), walk_(std::move(walk)) {}
+  void execute(const KernelContext& context) const override {
+    const std::byte* a = bytes(src_[0], context.arena);
+    const std::byte* b = bytes(src_[1], context.arena);
+    auto* out = reinterpret_cast<uint8_t*>(bytes(dst_, context.arena));
+    switch (src_[0].type.dtype) {
+      case ir::DType::kFloat32:  // compared as floats: -0 == +0, NaN != NaN
+        return EqualRows<float>::run(walk_, a, b, out);
+      case ir::DType::kInt64:
+        return EqualRows<int64_t>::run(walk_, a, b, out);
+      case ir::DType::kBool:
+        return EqualRows<uint8_t>::run(walk_, a, b, out);
+    }
+  }
+
+ private:
+  std::vector<TensorRef> src_;
+  TensorRef dst_;
+  RowWalk walk_;
+};
+
+// Gather: for each outer index and each index, one contiguous block of `inner` bytes.
+class GatherKernel final : public Kernel {
+ public:
+  GatherKernel(TensorRef data, std::optional<TensorRef> indices, std::vector<int64_t> constant,
+               TensorRef dst, int64_t axis)
+      : data_(std::move(data)),
+        indices_(std::move(indices)),
+        constant_(std::move(constant)),
+        dst_(std::move(dst)) {
+    const ir::Shape& xs = data_.type.shape;
+    dim_ = xs[axis];
+    outer_ = 1;
+    for (int64_t d = 0; d < axis; ++d) outer_ *= xs[d];
+    inner_bytes_ = ir::size_of(data_.type.dtype);
+    for (size_t d = axis + 1; d < xs.size(); ++d) inner_bytes_ *= xs[d];
+  }
+
+  void execute(const KernelContext& context) const override {
+    std::span<const int64_t> indices = constant_;
+    if (indices_)
+      indices = {reinterpret_cast<const int64_t*>(bytes(*indices_, context.arena)),
+                 static_cast<size_t>(indices_->type.elements())};
+    const std::byte* x = bytes(data_, context.arena);
+    std::byte* y = bytes(dst_, context.arena);
+    const auto block = static_cast<size_t>(inner_bytes_);
+    for (int64_t o = 0; o < outer_; ++o)
+      for (int64_t index : indices) {
+        // Out-of-range indices (ONNX: an error) read row 0 rather than outside the tensor;
+        // kernels cannot throw mid-run, and the reference executor reports them.
+        if (index < 0) index += dim_;
+        if (index < 0 || index >= dim_) index = 0;
+        std::memcpy(y, x + (o * dim_ + index) * inner_bytes_, block);
+        y += block;
+      }
+  }
+
+ private:
+  TensorRef data_;
+  std::optional<TensorRef> indices_;
+  std::vector<int64_t> constant_;
+  TensorRef dst_;
+  int64_t dim_ = 1, outer_ = 1, inner_bytes_ = 1;
+};
+
+template <typename From, typename To>
+void convert(const std::byte* src, std::byte* dst, int64_t n) {
+  const From* x = reinterpret_cast<const From*>(src);
+  To* y = reinterpret_cast<To*>(dst);
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<To, uint8_t>) {
+      y[i] = x[i] != From{0} ? 1 : 0;
+    } else {
+      y[i] = static_cast<To>(x[i]);  // float -> int64 truncates toward zero, as ONNX Cast
+    }
+  }
+}
+
+template <typename From>
+void convert_to(ir::DType to, const std::byte* src, std::byte* dst, int64_t n) {
+  switch (to) {
+    case ir::DType::kFloat32:
+      return convert<From, float>(src, dst, n);
+    case ir::DType::kInt64:
+      return convert<From, int64_t>(src, dst, n);
+    case ir::DType::kBool:
+      return convert<From, uint8_t>(src, dst, n);
+  }
+}
+
+class CastKernel final : public Kernel {
+ public:
+  CastKernel(TensorRef src, TensorRef dst) : src_(std::move(src)), dst_(std::move(dst)) {}
+  void execute(const KernelContext& context) const override {
+    const std::byte* x = bytes(src_, context.arena);
+    std::byte* y = bytes(dst_, context.arena);
+    const int64_t n = dst_.type.elements();
+    switch (src_.type.dtype) {
+      case ir::DType::kFloat32:
+        return convert_to<float>(dst_.type.dtype, x, y, n);
+      case ir::DType::kInt64:
+        return convert_to<int64_t>(dst_.type.dtype, x, y, n);
+      case ir::DType::kBool:
+        return convert_to<uint8_t>(dst_.type.dtype, x, y, n);
+    }
+  }
+
+ private:
+  TensorRef src_, dst_;
+};
+
+class ErfKernel final : public Kernel {
+ public:
+  ErfKernel(TensorRef src, TensorRef dst) : src_(std::move(src)), dst_(std::move(dst)) {}
+  void execute(const KernelContext& context) const override {
+    const float* x = src_.data(context.arena);
+    float* y = dst_.data(context.arena);
+    const int64_t n = dst_.type.elements();
+    for (int64_t i = 0; i < n; ++i) y[i] = std::erf(x[i]);
+  }
+
+ private:
+  TensorRef src_, dst_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> build_erf(const BuildContext& c, const Chain& chain) {
+  return std::make_unique<ErfKernel>(c.ref(chain.head->inputs[0]), c.ref(chain.output));
+}
+
+std::unique_ptr<Kernel> build_where(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const ir::Shape& ys = c.shape(chain.output);
+  std::vector<Dims> strides;
+  std::vector<TensorRef> src;
+  for (ValueId v : node.inputs) {
+    strides.push_back(RowWalk::broadcast_strides(c.shape(v), ys));
+    src.push_back(c.ref(v));
+  }
+  return std::make_unique<WhereKernel>(std::move(src), c.ref(chain.output),
+                                       RowWalk(ys, std::move(strides), {0, 0, 0}));
+}
+
+std::unique_ptr<Kernel> build_equal(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const ir::Shape& ys = c.shape(chain.output);
+  std::vector<Dims> strides = {RowWalk::broadcast_strides(c.shape(node.inputs[0]), ys),
+                               RowWalk::broadcast_strides(c.shape(node.inputs[1]), ys)};
+  return std::make_unique<EqualKernel>(std::vector{c.ref(node.inputs[0]), c.ref(node.inputs[1])},
+                                       c.ref(chain.output),
+                                       RowWalk(ys, std::move(strides), {0, 0}));
+}
+
+std::unique_ptr<Kernel> build_expand(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const ir::Shape& ys = c.shape(chain.output);
+  return std::make_unique<CopyWalkKernel>(
+      c.ref(node.inputs[0]), c.ref(chain.output),
+      RowWalk(ys, {RowWalk::broadcast_strides(c.shape(node.inputs[0]), ys)}, {0}));
+}
+
+std::unique_ptr<Kernel> build_slice(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const ir::Shape& xs = c.shape(node.inputs[0]);
+  const std::vector<ir::SliceDim> dims =
+      ir::slice_dims(std::get<ir::SliceAttrs>(node.attrs), xs, node.name);
+  // Output index k along dim d reads input index start + k * step.
+  const Dims x_strides = row_major_strides(to_dims(xs));
+  Dims strides(xs.size());
+  int64_t base = 0;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    strides[d] = dims[d].step * x_strides[d];
+    base += dims[d].start * x_strides[d];
+  }
+  if (xs.empty()) strides = {1};
+  return std::make_unique<CopyWalkKernel>(c.ref(node.inputs[0]), c.ref(chain.output),
+                                          RowWalk(c.shape(chain.output), {strides}, {base}));
+}
+
+std::unique_ptr<Kernel> build_gather(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const auto& a = std::get<ir::GatherAttrs>(node.attrs);
+  const int64_t rank = static_cast<int64_t>(c.shape(node.inputs[0]).size());
+  const int64_t axis = a.axis < 0 ? a.axis + rank : a.axis;
+  std::optional<TensorRef> indices;
+  if (node.inputs.size() > 1) indices = c.ref(node.inputs[1]);
+  return std::make_unique<GatherKernel>(c.ref(node.inputs[0]), indices, a.indices,
+                                        c.ref(chain.output), axis);
+}
+
+std::unique_ptr<Kernel> build_cast(const BuildContext& c, const Chain& chain) {
+  return std::make_unique<CastKernel>(c.ref(chain.head->inputs[0]), c.ref(chain.output));
+}
+
+}  // namespace braid::exec::cpu::detail
