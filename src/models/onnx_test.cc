@@ -711,6 +711,43 @@ TEST(OnnxImportErrors, TransformerOpRejections) {
   }
 }
 
+// PyTorch writes GELU's sqrt(2), 1 and 0.5 as Constant nodes as often as initializers; the
+// pattern is planned before the walk reads those, so both forms must be recognized.
+TEST(OnnxImport, ErfGeluWithConstantNodeScalarsBecomesOneGelu) {
+  ModelMaker mm(13);
+  mm.input("x", {2, 4});
+  auto scalar = [&](const std::string& name, float v, bool as_tensor) {
+    onnx::AttributeProto* a = mm.node("Constant", name, {}, {name})->add_attribute();
+    if (as_tensor) {
+      a->set_name("value");
+      a->set_type(onnx::AttributeProto::TENSOR);
+      a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+      a->mutable_t()->add_float_data(v);
+    } else {
+      a->set_name("value_float");
+      a->set_type(onnx::AttributeProto::FLOAT);
+      a->set_f(v);
+    }
+  };
+  scalar("sqrt2", 1.41421356f, true);
+  scalar("one", 1.0f, false);
+  scalar("half", 0.5f, true);
+  mm.node("Div", "div", {"x", "sqrt2"}, {"d"});
+  mm.node("Erf", "erf", {"d"}, {"e"});
+  mm.node("Add", "add", {"e", "one"}, {"a"});
+  mm.node("Mul", "mul", {"x", "a"}, {"m"});
+  mm.node("Mul", "half_mul", {"m", "half"}, {"y"});
+  mm.output("y", {2, 4});
+  ImportedModel m = mm.import();
+  ASSERT_EQ(m.graph->num_nodes(), 1u);
+  const ir::Node& gelu = m.graph->nodes()[0];
+  EXPECT_EQ(gelu.kind, OpKind::Gelu);
+  EXPECT_FALSE(std::get<GeluAttrs>(gelu.attrs).tanh_approximation);
+  // A different constant (not 1) is no GELU: the five nodes stay.
+  mm.g->mutable_node(1)->mutable_attribute(0)->set_f(2.0f);
+  EXPECT_EQ(mm.import().graph->num_nodes(), 5u);
+}
+
 TEST(OnnxImportErrors, Cycle) {
   ModelMaker mm;
   mm.input("x", {1, 4});
