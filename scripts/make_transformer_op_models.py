@@ -3,8 +3,9 @@
 
   .venv/bin/python scripts/make_transformer_op_models.py OUT_DIR
 
-Writes OUT_DIR/<name>.onnx and OUT_DIR/<name>.input_<i>.bin (raw float32 values in the graph's
-input order; int64 and bool inputs hold integral values, converted by braid and ort_run.py).
+Writes OUT_DIR/<name>.onnx, OUT_DIR/<name>.input_<i>.bin (raw float32 values in the graph's
+input order, as braid's executors take them; int64 and bool inputs hold integral values) and
+OUT_DIR/<name>.input_<i>.npy (the same values in the input's declared type, for ort_run.py).
 One model per op (Erf, Sub, Div, Pow, Sqrt, Where, Expand, Gather, Cast, Equal, Slice,
 Unsqueeze/Squeeze, 6-D Transpose, 4-D MatMul), the two GELU patterns PyTorch exports before
 opset 20, and a tiny BERT-like and ViT-like model built the way torch.onnx exports them
@@ -30,12 +31,13 @@ class Model:
 
     def __init__(self, name, opset=17):
         self.name, self.opset = name, opset
-        self.nodes, self.inits, self.inputs, self.feeds = [], [], [], []
+        self.nodes, self.inits, self.inputs, self.feeds, self.elems = [], [], [], [], []
         self.count = 0
 
     def input(self, name, data, elem=TensorProto.FLOAT):
         self.inputs.append(helper.make_tensor_value_info(name, elem, list(data.shape)))
         self.feeds.append(np.asarray(data, dtype=np.float32))
+        self.elems.append(elem)
         return name
 
     def const(self, data, name=None):
@@ -61,8 +63,10 @@ class Model:
         model.graph.output.extend(known[o] for o in outputs)
         onnx.checker.check_model(model, full_check=True)
         onnx.save(model, os.path.join(out_dir, f"{self.name}.onnx"))
-        for i, feed in enumerate(self.feeds):
+        typed = {TensorProto.FLOAT: np.float32, TensorProto.INT64: np.int64, TensorProto.BOOL: np.bool_}
+        for i, (feed, elem) in enumerate(zip(self.feeds, self.elems)):
             feed.tofile(os.path.join(out_dir, f"{self.name}.input_{i}.bin"))
+            np.save(os.path.join(out_dir, f"{self.name}.input_{i}.npy"), feed.astype(typed[elem]))
 
 
 def gelu_erf(m, x, hf_order=False):

@@ -35,12 +35,14 @@ TEST(CliOps, ListsRunAndFoldedOpsWithOpsets) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["min_opset"], 1);
   EXPECT_EQ(j["max_opset"], 21);
-  bool gather_folds = false, conv_runs = false;
+  bool shape_only_folds = false, gather_folds_and_runs = false, conv_runs = false;
   for (const auto& op : j["ops"]) {
-    if (op["op_type"] == "Gather") gather_folds = op["folds"] && !op["runs"];
+    if (op["op_type"] == "Shape") shape_only_folds = op["folds"] && !op["runs"];
+    if (op["op_type"] == "Gather") gather_folds_and_runs = op["folds"] && op["runs"];
     if (op["op_type"] == "Conv") conv_runs = op["runs"] && op["min_opset"] == 1;
   }
-  EXPECT_TRUE(gather_folds);
+  EXPECT_TRUE(shape_only_folds);
+  EXPECT_TRUE(gather_folds_and_runs);
   EXPECT_TRUE(conv_runs);
 }
 

@@ -50,7 +50,8 @@ void expect_close(std::span<const float> got, std::span<const float> want,
                      << first << ": " << got[first] << " vs ORT " << want[first];
 }
 
-// Runs a model on ORT (scripts/ort_run.py); returns its outputs.
+// Runs a model on ORT (scripts/ort_run.py, inputs as .npy in their declared types); returns its
+// outputs.
 std::vector<std::vector<float>> run_ort(const fs::path& onnx, std::span<const fs::path> inputs,
                                         const fs::path& out_dir, size_t num_outputs) {
   std::string command = testing::venv_python().string() + " " +
@@ -89,11 +90,12 @@ TEST_P(TransformerOps, MatchesOnnxRuntime) {
   const models::LoadedModel m = models::load_model(onnx.string());
   const ir::Graph& g = *m.graph;
 
-  std::vector<fs::path> input_files;
+  std::vector<fs::path> input_files;  // for ORT
   std::vector<std::vector<float>> inputs;
   for (size_t i = 0; i < g.inputs().size(); ++i) {
-    input_files.push_back(dir_ / (name + ".input_" + std::to_string(i) + ".bin"));
-    inputs.push_back(read_floats(input_files.back()));
+    const std::string stem = name + ".input_" + std::to_string(i);
+    input_files.push_back(dir_ / (stem + ".npy"));
+    inputs.push_back(read_floats(dir_ / (stem + ".bin")));
   }
   const auto expected = run_ort(onnx, input_files, dir_ / (name + ".ort"), g.outputs().size());
 
