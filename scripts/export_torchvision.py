@@ -2,7 +2,8 @@
 """Exports every torchvision classifier and a BERT-base to ONNX with random weights (`make models`).
 
 For each model NAME this writes, under --out:
-  NAME.onnx             batch 1, opset 14, eval mode (BatchNorm folded into Conv, Dropout gone)
+  NAME.onnx             batch 1, opset 14, eval mode (BatchNorm folded into Conv, Dropout gone);
+                        BatchNorm statistics are those of a random batch (calibrate_batchnorm)
   NAME.INPUT.npy        one seeded input per graph input, named after it (`input` for the CNNs;
                         `input_ids`, `token_type_ids`, `attention_mask` for BERT), so braid and
                         ONNX Runtime run on the same data (`braid run NAME.onnx --input
@@ -34,6 +35,7 @@ import torchvision
 
 OPSET = 14
 SEED = 0
+CALIBRATION_BATCH = 4  # random images whose statistics become the BatchNorm running stats
 PROTOBUF_LIMIT_BYTES = 2**31  # a serialized ModelProto must stay under 2 GiB
 
 
@@ -170,6 +172,31 @@ def all_specs():
 
 # ------------------------------------------------------------------------------------------------
 
+def calibrate_batchnorm(model, inputs):
+    """Sets every BatchNorm's running statistics to those of a random batch.
+
+    Fresh BatchNorm layers hold mean 0 and variance 1, so in eval mode they pass activations
+    through unscaled, and with random weights the signal vanishes or explodes with depth:
+    GoogLeNet's logits then depend on its input by 2e-12 of their scale (the FC bias is all that
+    is left), EfficientNet-B0's are 4e-14 in size. A test comparing such outputs checks almost
+    nothing. Statistics of a random batch make every BatchNorm normalize as it would after
+    training, so outputs are O(1) and depend on the input. Returns False if there is no BatchNorm.
+    """
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return False
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # a cumulative average: one batch sets the statistics exactly
+    g = torch.Generator().manual_seed(SEED + 1)
+    batch = [torch.randn((CALIBRATION_BATCH,) + tuple(x.shape[1:]), generator=g) for x in inputs.values()]
+    model.train()
+    with torch.no_grad():
+        model(*batch)
+    model.eval()
+    return True
+
+
 def input_path(out_dir, name, input_name):
     return os.path.join(out_dir, f"{name}.{input_name}.npy")
 
@@ -185,6 +212,8 @@ def export(name, spec, out_dir):
         return None
     model = build()
     model.eval()
+    if any(v.dtype.is_floating_point for v in inputs.values()):
+        calibrate_batchnorm(model, inputs)
     weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     if weight_bytes >= PROTOBUF_LIMIT_BYTES:
         return (f"{weight_bytes / 2**30:.2f} GiB of weights: past protobuf's 2 GiB limit, the model "
@@ -194,10 +223,11 @@ def export(name, spec, out_dir):
         np.save(tmp, v.numpy())
         os.replace(tmp, input_path(out_dir, name, k))
     tmp = path + ".tmp"
-    with torch.no_grad():
-        torch.onnx.export(model, tuple(inputs.values()), tmp, opset_version=opset,
-                          input_names=list(inputs), output_names=output_names,
-                          do_constant_folding=True, training=torch.onnx.TrainingMode.EVAL)
+    # Not under torch.no_grad(): there, torch 1.13's MultiheadAttention takes its fused fast path
+    # (aten::_native_multi_head_attention), which has no ONNX export (ViT).
+    torch.onnx.export(model, tuple(inputs.values()), tmp, opset_version=opset,
+                      input_names=list(inputs), output_names=output_names,
+                      do_constant_folding=True, training=torch.onnx.TrainingMode.EVAL)
     os.replace(tmp, path)  # never leave a half-written file that would be skipped next time
     print(f"models: wrote {path}", flush=True)
     return None

@@ -1,11 +1,11 @@
 // Every model `make models` exports (scripts/export_torchvision.py: torchvision 0.14's 80
 // classifiers and BERT-base at opsets 14 and 17, random weights) imports, runs on braid's CPU
 // executor under sequential, ios and a random 3-stream schedule, and matches ONNX Runtime on the
-// seeded input saved beside it, element-wise within ort_oracle.h's kFp32 (|a-b| <= 1e-4 +
-// 1e-3 |b|). Skips when models/ is absent; docs/models.md is the latest table of its results.
-//
-// Time: the 80 classifiers total ~1 TFLOP per run; each model runs once on ORT and three times
-// on braid. Expect 10 to 40 minutes on 2 cores (label `models`; `ctest -LE models` leaves it out).
+// seeded input saved beside it, element-wise within ort_oracle.h's kFp32 (|a-b| <= 1e-4 scale +
+// 1e-3 |b|, scale = max |b| of the output). Skips when models/ is absent; docs/models.md is the
+// latest table of its results. Time: the 80 classifiers total ~1 TFLOP per run; each model runs
+// once on ORT and three times on braid. Expect 10 to 40 minutes on 2 cores (label `models`; `ctest
+// -LE models` leaves it out).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,11 +1,13 @@
 #include "ort_oracle.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "base/error.h"
@@ -136,29 +138,36 @@ void expect_outputs_match(const std::vector<std::vector<float>>& expected,
                           const std::vector<std::vector<float>>& got, Tolerance tolerance,
                           const std::string& tag) {
   ASSERT_EQ(got.size(), expected.size()) << tag << ": output count";
-  double max_abs_error = 0, worst_ratio = 0;
+  double min_scale = std::numeric_limits<double>::infinity(), max_relative_error = 0,
+         worst_ratio = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_EQ(got[i].size(), expected[i].size()) << tag << " output " << i << ": element count";
+    double scale = 0;
+    for (float b : expected[i]) scale = std::max(scale, std::abs(double(b)));
+    EXPECT_TRUE(std::isfinite(scale) && scale > 0)
+        << tag << " output " << i << ": ORT's output has scale " << scale << "; nothing to compare";
+    min_scale = std::min(min_scale, scale);
     size_t outside = 0, worst = 0;
-    double output_worst_ratio = -1;
+    double output_worst_ratio = 0;
     for (size_t k = 0; k < got[i].size(); ++k) {
       double a = got[i][k], b = expected[i][k];
       double error = std::abs(a - b);
-      double ratio = error / (tolerance.atol + tolerance.rtol * std::abs(b));
-      if (!(ratio <= 1)) ++outside;  // NaN counts as outside
-      bool worse = std::isnan(ratio) || ratio > output_worst_ratio;
-      if (!std::isnan(output_worst_ratio) && worse) output_worst_ratio = ratio, worst = k;
-      max_abs_error = std::max(max_abs_error, error);
+      double ratio = error / (tolerance.atol * scale + tolerance.rtol * std::abs(b));
+      if (std::isnan(ratio)) ratio = std::numeric_limits<double>::infinity();  // NaN: outside
+      if (ratio > 1) ++outside;
+      if (ratio > output_worst_ratio) output_worst_ratio = ratio, worst = k;
+      max_relative_error = std::max(max_relative_error, error / scale);
     }
-    worst_ratio = std::isnan(output_worst_ratio) ? output_worst_ratio
-                                                 : std::max(worst_ratio, output_worst_ratio);
+    worst_ratio = std::max(worst_ratio, output_worst_ratio);
     EXPECT_EQ(outside, 0u) << tag << " output " << i << ": " << outside << " of " << got[i].size()
-                           << " elements outside |a-b| <= " << tolerance.atol << " + "
-                           << tolerance.rtol << "|b|; worst at " << worst << ": braid "
+                           << " elements outside |a-b| <= " << tolerance.atol << " * " << scale
+                           << " + " << tolerance.rtol << "|b|; worst at " << worst << ": braid "
                            << got[i][worst] << ", ORT " << expected[i][worst];
   }
-  ::testing::Test::RecordProperty(tag + "_max_abs_error", std::to_string(max_abs_error));
-  ::testing::Test::RecordProperty(tag + "_worst_ratio", std::to_string(worst_ratio));
+  auto sci = [](double x) { return fmt::format("{:.3e}", x); };
+  ::testing::Test::RecordProperty(tag + "_scale", sci(min_scale));
+  ::testing::Test::RecordProperty(tag + "_max_relative_error", sci(max_relative_error));
+  ::testing::Test::RecordProperty(tag + "_worst_ratio", sci(worst_ratio));
 }
 
 }  // namespace braid::testing
