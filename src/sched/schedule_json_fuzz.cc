@@ -1,4 +1,5 @@
-// libFuzzer entry point for schedule JSON (schedule_json.cc) and the validator behind it. The
+// libFuzzer entry point for schedule JSON text (parse_schedule_text, which read_schedule_file and
+// so `braid run --schedule` use) and the validator behind it. The
 // graph is tests/golden/diamond.dag.json (a -> {b, c} -> d), so the golden diamond schedules are
 // valid seeds. Any bytes must end in a braid::Error or a Schedule; a schedule that check() finds
 // no error in must lower (lower.h asserts on what validation should have refused: a deadlock, a
@@ -8,8 +9,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "models/dag_json.h"
@@ -35,14 +34,12 @@ constexpr std::string_view kDiamond = R"({
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const braid::ir::UnitGraph graph = braid::models::parse_dag_json_text(kDiamond, "diamond");
-  nlohmann::json j =
-      nlohmann::json::parse(data, data + size, /*cb=*/nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return 0;  // read_schedule_file reports malformed JSON itself
   braid::sched::Schedule s;
   try {
-    s = braid::sched::schedule_from_json(j, graph);
+    s = braid::sched::parse_schedule_text(
+        std::string_view(reinterpret_cast<const char*>(data), size), graph, "fuzz.schedule.json");
   } catch (const braid::Error&) {
-    return 0;  // rejected with a message naming the JSON path: fine
+    return 0;  // rejected with a message naming the JSON path or position: fine
   }
   if (braid::sched::has_errors(braid::sched::check(graph, s))) return 0;
   // Valid: every consumer may rely on it. An exception or an assertion here is a bug.
