@@ -3,9 +3,11 @@
 // executor under sequential, ios and a random 3-stream schedule, and matches ONNX Runtime on the
 // seeded input saved beside it, element-wise within ort_oracle.h's kFp32 (|a-b| <= 1e-4 scale +
 // 1e-3 |b|, scale = max |b| of the output). Skips when models/ is absent; docs/models.md is the
-// latest table of its results. Time: the 80 classifiers total ~1 TFLOP per run; each model runs
-// once on ORT and three times on braid. Expect 10 to 40 minutes on 2 cores (label `models`; `ctest
-// -LE models` leaves it out).
+// latest table of its results.
+//
+// Time: each model runs once on ORT and three times on braid; the 41 models up to ResNet-50's size
+// took 195 s on 2 shared cores, the large ones (VGG, ViT-L, RegNet-32GF) take up to a minute each.
+// Label `models`: `ctest -LE models` leaves it out.
 #include <gtest/gtest.h>
 
 #include <algorithm>
