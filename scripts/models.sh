@@ -5,7 +5,7 @@
 # Used by tests/e2e/exported_models_test.cc, ort_oracle_test.cc and
 # zoo_framework_test.cc. Idempotent: models already written are kept. Uses Debian's
 # CPU-only torch under /usr/bin/python3; PyPI's torch pulls gigabytes of CUDA wheels
-# we do not need. Exporting all 83 takes ~30 min on 2 cores and ~15 GB of disk.
+# we do not need. Exporting all 82 takes over an hour on 2 cores and ~17 GB of disk.
 #   scripts/models.sh [NAME...]      # default: all (--list prints the names)
 set -euo pipefail
 cd "$(dirname "$0")/.."
