@@ -6,8 +6,8 @@
 // latest table of its results.
 //
 // Time: each model runs once on ORT and three times on braid; the 41 models up to ResNet-50's size
-// took 195 s on 2 shared cores, the large ones (VGG, ViT-L, RegNet-32GF) take up to a minute each.
-// Label `models`: `ctest -LE models` leaves it out.
+// took 195 s on 2 shared cores; the large ones (VGG, RegNet-32GF, EfficientNetV2-L) 10 to 20 s
+// each. Label `models`: `ctest -LE models` leaves it out.
 #include <gtest/gtest.h>
 
 #include <algorithm>
