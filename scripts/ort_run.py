@@ -1,17 +1,32 @@
 #!/usr/bin/env python3
-"""ONNX Runtime as the oracle: runs MODEL.onnx on raw float32 inputs, writes raw float32 outputs.
+"""ONNX Runtime as the oracle: runs MODEL.onnx on given inputs, writes raw outputs.
 
-  .venv/bin/python scripts/ort_run.py MODEL.onnx OUT_DIR IN0.bin [IN1.bin ...]
+  .venv/bin/python scripts/ort_run.py MODEL.onnx OUT_DIR IN0 [IN1 ...]
 
-Inputs are given in the graph's input order; outputs are written as OUT_DIR/output_<i>.bin in
-the graph's output order. ORT runs sequentially, one thread, all graph optimizations off, so it
-computes the graph as written.
+Inputs are given in the graph's input order, each a .npy file or a raw .bin file in the input's
+declared element type (float32, int64 or bool). The script writes, in OUT_DIR:
+  input_<i>.bin, input_<i>.dtype   what it fed (raw, C order) and its numpy dtype name
+  output_<i>.bin                   each output as raw float32, in the graph's output order
+ORT runs sequentially, one thread, all graph optimizations off, so it computes the graph as
+written.
 """
 import os
 import sys
 
 import numpy as np
 import onnxruntime as ort
+
+DTYPES = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(bool)": np.bool_}
+
+
+def load_input(info, path):
+    dtype = DTYPES.get(info.type)
+    if dtype is None:
+        raise ValueError(f"input '{info.name}' is {info.type}; this script feeds {', '.join(DTYPES)}")
+    data = np.load(path) if path.endswith(".npy") else np.fromfile(path, dtype=dtype)
+    if data.dtype != dtype:
+        raise ValueError(f"input '{info.name}' is {info.type}, {path} holds {data.dtype}")
+    return np.ascontiguousarray(data.reshape(info.shape))
 
 
 def main():
@@ -27,11 +42,17 @@ def main():
     if len(declared) != len(inputs):
         print(f"{model}: {len(declared)} inputs, {len(inputs)} given", file=sys.stderr)
         return 2
-    feeds = {}
-    for info, path in zip(declared, inputs):
-        data = np.fromfile(path, dtype=np.float32)
-        feeds[info.name] = data.reshape(info.shape)
     os.makedirs(out_dir, exist_ok=True)
+    feeds = {}
+    for i, (info, path) in enumerate(zip(declared, inputs)):
+        try:
+            feeds[info.name] = load_input(info, path)
+        except ValueError as e:
+            print(f"{model}: {e}", file=sys.stderr)
+            return 2
+        feeds[info.name].tofile(os.path.join(out_dir, f"input_{i}.bin"))
+        with open(os.path.join(out_dir, f"input_{i}.dtype"), "w") as f:
+            f.write(str(feeds[info.name].dtype))
     for i, value in enumerate(session.run(None, feeds)):
         np.asarray(value, dtype=np.float32).tofile(os.path.join(out_dir, f"output_{i}.bin"))
     return 0
