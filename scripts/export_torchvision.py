@@ -1,77 +1,274 @@
 #!/usr/bin/env python3
-"""Exports torchvision models to ONNX with random weights (run by `make models`).
+"""Exports every torchvision classifier and a BERT-base to ONNX with random weights (`make models`).
 
-Each model is built with weights=None, put in eval mode (so the exporter folds
-BatchNorm into Conv and drops Dropout), traced at batch 1 and written to
-<out>/<name>.onnx. Files that exist are skipped, so the script is idempotent.
-braid's framework-form builders (src/models/zoo/{googlenet,resnet50,
-tv_inception_v3,tv_squeezenet}.cc) mirror these graphs; zoo_framework_test.cc
-checks that both fuse to the same units and edges.
+For each model NAME this writes, under --out:
+  NAME.onnx             batch 1, opset 14, eval mode (BatchNorm folded into Conv, Dropout gone);
+                        BatchNorm statistics are those of a random batch (calibrate_batchnorm)
+  NAME.INPUT.npy        one seeded input per graph input, named after it (`input` for the CNNs;
+                        `input_ids`, `token_type_ids`, `attention_mask` for BERT), so braid and
+                        ONNX Runtime run on the same data (`braid run NAME.onnx --input
+                        input=NAME.input.npy`, tests/e2e/exported_models_test.cc)
+  skipped.txt           the models not written, one per line, with the reason
 
-Needs torch and torchvision (Debian's python3-torch 1.13 under /usr/bin/python3).
+The classifiers are torchvision 0.14's list_models(module=torchvision.models): 80 models, ViT-B/16
+and Swin-T among them, built with weights=None (nothing is downloaded). Debian bookworm packages
+no transformers, so BERT-base (Devlin et al. 2019; HuggingFace's BertModel layout) is written here
+in plain torch: bert_base at opset 14 (GELU as Erf, LayerNorm decomposed into ReduceMean/Sub/Pow/
+Sqrt/Div) and bert_base_opset17 (LayerNorm as one LayerNormalization node).
+
+Models whose weights pass protobuf's 2 GiB limit (vit_h_14, regnet_y_128gf) need ONNX external
+data, which braid's importer does not read; they are listed in skipped.txt instead.
+
+Idempotent: a model whose .onnx and inputs exist is skipped; files are written to a temporary name
+and renamed, so an interrupted run never leaves a file that looks finished.
+
+Needs Debian's python3-torch 1.13 and python3-torchvision 0.14 under /usr/bin/python3.
 """
 import argparse
+import math
 import os
 import sys
 
+import numpy as np
 import torch
 import torchvision
 
-# Opset 13: what torch 1.13 exports most completely; all ops used here exist there.
-OPSET = 13
+OPSET = 14
+SEED = 0
+CALIBRATION_BATCH = 4  # random images whose statistics become the BatchNorm running stats
+PROTOBUF_LIMIT_BYTES = 2**31  # a serialized ModelProto must stay under 2 GiB
 
 
-def make_model(name):
-    m = torchvision.models
+# ------------------------------------------------------------------------------------------------
+# BERT-base, random weights: the architecture of HuggingFace's BertModel (embeddings, 12 encoder
+# layers, pooler), written with torch.nn so that no transformers package is needed.
+
+class BertConfig:
+    vocab_size = 30522
+    hidden = 768
+    layers = 12
+    heads = 12
+    intermediate = 3072
+    max_positions = 512
+    type_vocab_size = 2
+    layer_norm_eps = 1e-12
+    seq_len = 128  # the exported input length
+    padding = 16   # trailing positions masked out in the saved attention_mask
+
+
+class BertEmbeddings(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.word = torch.nn.Embedding(c.vocab_size, c.hidden)
+        self.position = torch.nn.Embedding(c.max_positions, c.hidden)
+        self.token_type = torch.nn.Embedding(c.type_vocab_size, c.hidden)
+        self.norm = torch.nn.LayerNorm(c.hidden, eps=c.layer_norm_eps)
+        self.register_buffer("position_ids", torch.arange(c.max_positions).unsqueeze(0))
+
+    def forward(self, input_ids, token_type_ids):
+        positions = self.position_ids[:, : input_ids.shape[1]]
+        x = self.word(input_ids) + self.token_type(token_type_ids) + self.position(positions)
+        return self.norm(x)
+
+
+class BertLayer(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.heads, self.head_size = c.heads, c.hidden // c.heads
+        self.query = torch.nn.Linear(c.hidden, c.hidden)
+        self.key = torch.nn.Linear(c.hidden, c.hidden)
+        self.value = torch.nn.Linear(c.hidden, c.hidden)
+        self.attention_out = torch.nn.Linear(c.hidden, c.hidden)
+        self.attention_norm = torch.nn.LayerNorm(c.hidden, eps=c.layer_norm_eps)
+        self.intermediate = torch.nn.Linear(c.hidden, c.intermediate)
+        self.gelu = torch.nn.GELU()  # the erf form, as BERT defines it
+        self.out = torch.nn.Linear(c.intermediate, c.hidden)
+        self.out_norm = torch.nn.LayerNorm(c.hidden, eps=c.layer_norm_eps)
+
+    def split_heads(self, x):
+        b, s, _ = x.shape
+        return x.view(b, s, self.heads, self.head_size).permute(0, 2, 1, 3)
+
+    def forward(self, x, mask_bias):
+        q = self.split_heads(self.query(x))
+        k = self.split_heads(self.key(x))
+        v = self.split_heads(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_size) + mask_bias
+        context = torch.matmul(torch.softmax(scores, dim=-1), v)
+        b, _, s, _ = context.shape
+        context = context.permute(0, 2, 1, 3).reshape(b, s, self.heads * self.head_size)
+        x = self.attention_norm(self.attention_out(context) + x)
+        return self.out_norm(self.out(self.gelu(self.intermediate(x))) + x)
+
+
+class BertModel(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.embeddings = BertEmbeddings(c)
+        self.layers = torch.nn.ModuleList(BertLayer(c) for _ in range(c.layers))
+        self.pooler = torch.nn.Linear(c.hidden, c.hidden)
+        for m in self.modules():  # BERT's initializer: N(0, 0.02), zero biases
+            if isinstance(m, (torch.nn.Linear, torch.nn.Embedding)):
+                torch.nn.init.normal_(m.weight, std=0.02)
+            if isinstance(m, torch.nn.Linear):
+                torch.nn.init.zeros_(m.bias)
+
+    def forward(self, input_ids, token_type_ids, attention_mask):
+        # 0 where attended, -10000 where masked, broadcast over heads and query positions.
+        mask_bias = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * -10000.0
+        x = self.embeddings(input_ids, token_type_ids)
+        for layer in self.layers:
+            x = layer(x, mask_bias)
+        pooled = torch.tanh(self.pooler(x[:, 0]))
+        return x, pooled
+
+
+def bert_inputs(c):
+    g = torch.Generator().manual_seed(SEED)
+    input_ids = torch.randint(0, c.vocab_size, (1, c.seq_len), generator=g, dtype=torch.int64)
+    token_type_ids = torch.zeros(1, c.seq_len, dtype=torch.int64)
+    token_type_ids[:, c.seq_len // 2:] = 1  # two segments, as in next-sentence pairs
+    attention_mask = torch.ones(1, c.seq_len, dtype=torch.int64)
+    attention_mask[:, c.seq_len - c.padding:] = 0
+    return {"input_ids": input_ids, "token_type_ids": token_type_ids,
+            "attention_mask": attention_mask}
+
+
+# ------------------------------------------------------------------------------------------------
+# The list of models: name -> (build(), inputs(), output names, opset)
+
+def classifier_spec(name):
+    kwargs = {"weights": None}
+    size = 224
     if name == "googlenet":
         # aux_logits=False: the aux heads only run in training mode anyway.
-        return m.googlenet(weights=None, aux_logits=False, init_weights=True,
-                           transform_input=False), 224
+        kwargs.update(aux_logits=False, init_weights=True, transform_input=False)
     if name == "inception_v3":
-        return m.inception_v3(weights=None, aux_logits=False, init_weights=True,
-                              transform_input=False), 299
-    if name == "squeezenet1_0":
-        return m.squeezenet1_0(weights=None), 224
-    if name == "resnet50":
-        return m.resnet50(weights=None), 224
-    raise ValueError(f"unknown model {name}")
+        kwargs.update(aux_logits=False, init_weights=True, transform_input=False)
+        size = 299
+
+    def build():
+        return torchvision.models.get_model(name, **kwargs)
+
+    def inputs():
+        g = torch.Generator().manual_seed(SEED)
+        return {"input": torch.randn(1, 3, size, size, generator=g)}
+
+    return build, inputs, ["output"], OPSET
 
 
-MODELS = ["googlenet", "inception_v3", "squeezenet1_0", "resnet50"]
+def bert_spec(opset):
+    c = BertConfig()
+    return (lambda: BertModel(c)), (lambda: bert_inputs(c)), ["last_hidden_state", "pooler_output"], opset
 
 
-def export(name, out_dir):
-    path = os.path.join(out_dir, f"{name}.onnx")
-    if os.path.exists(path):
-        print(f"models: {path} exists, skipped")
-        return
-    torch.manual_seed(0)
-    model, size = make_model(name)
-    model.eval()
-    x = torch.randn(1, 3, size, size)
-    tmp = path + ".tmp"
+def all_specs():
+    specs = {name: classifier_spec(name)
+             for name in sorted(torchvision.models.list_models(module=torchvision.models))}
+    specs["bert_base"] = bert_spec(OPSET)
+    specs["bert_base_opset17"] = bert_spec(17)  # LayerNorm exports as LayerNormalization from 17
+    return specs
+
+
+# ------------------------------------------------------------------------------------------------
+
+def calibrate_batchnorm(model, inputs):
+    """Sets every BatchNorm's running statistics to those of a random batch.
+
+    Fresh BatchNorm layers hold mean 0 and variance 1, so in eval mode they pass activations
+    through unscaled, and with random weights the signal vanishes or explodes with depth:
+    GoogLeNet's logits then depend on its input by 2e-12 of their scale (the FC bias is all that
+    is left), EfficientNet-B0's are 4e-14 in size. A test comparing such outputs checks almost
+    nothing. Statistics of a random batch make every BatchNorm normalize as it would after
+    training, so outputs are O(1) and depend on the input. Returns False if there is no BatchNorm.
+    """
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return False
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # a cumulative average: one batch sets the statistics exactly
+    g = torch.Generator().manual_seed(SEED + 1)
+    batch = [torch.randn((CALIBRATION_BATCH,) + tuple(x.shape[1:]), generator=g) for x in inputs.values()]
+    model.train()
     with torch.no_grad():
-        torch.onnx.export(model, x, tmp, opset_version=OPSET,
-                          input_names=["input"], output_names=["output"],
-                          do_constant_folding=True,
-                          training=torch.onnx.TrainingMode.EVAL)
+        model(*batch)
+    model.eval()
+    return True
+
+
+def input_path(out_dir, name, input_name):
+    return os.path.join(out_dir, f"{name}.{input_name}.npy")
+
+
+def export(name, spec, out_dir):
+    """Returns None when the model is written or present, else the reason it was skipped."""
+    build, make_inputs, output_names, opset = spec
+    path = os.path.join(out_dir, f"{name}.onnx")
+    torch.manual_seed(SEED)
+    inputs = make_inputs()
+    if os.path.exists(path) and all(os.path.exists(input_path(out_dir, name, k)) for k in inputs):
+        print(f"models: {path} exists, skipped", flush=True)
+        return None
+    model = build()
+    model.eval()
+    if any(v.dtype.is_floating_point for v in inputs.values()):
+        calibrate_batchnorm(model, inputs)
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    if weight_bytes >= PROTOBUF_LIMIT_BYTES:
+        return (f"{weight_bytes / 2**30:.2f} GiB of weights: past protobuf's 2 GiB limit, the model "
+                "needs ONNX external data, which braid's importer does not read")
+    for k, v in inputs.items():
+        tmp = input_path(out_dir, name, k) + ".tmp.npy"
+        np.save(tmp, v.numpy())
+        os.replace(tmp, input_path(out_dir, name, k))
+    tmp = path + ".tmp"
+    # Not under torch.no_grad(): there, torch 1.13's MultiheadAttention takes its fused fast path
+    # (aten::_native_multi_head_attention), which has no ONNX export (ViT).
+    torch.onnx.export(model, tuple(inputs.values()), tmp, opset_version=opset,
+                      input_names=list(inputs), output_names=output_names,
+                      do_constant_folding=True, training=torch.onnx.TrainingMode.EVAL)
     os.replace(tmp, path)  # never leave a half-written file that would be skipped next time
-    print(f"models: wrote {path}")
+    print(f"models: wrote {path}", flush=True)
+    return None
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="models/")
-    ap.add_argument("names", nargs="*", metavar="NAME",
-                    help="models to export (default: all of " + ", ".join(MODELS) + ")")
+    ap.add_argument("--list", action="store_true", help="print the model names and exit")
+    ap.add_argument("names", nargs="*", metavar="NAME", help="models to export (default: all)")
     args = ap.parse_args()
+    specs = all_specs()
+    if args.list:
+        print("\n".join(specs))
+        return 0
     for name in args.names:
-        if name not in MODELS:
-            ap.error(f"unknown model '{name}' (choose from {', '.join(MODELS)})")
+        if name not in specs:
+            ap.error(f"unknown model '{name}' (--list prints the {len(specs)} names)")
     os.makedirs(args.out, exist_ok=True)
-    for name in args.names or MODELS:
-        export(name, args.out)
-    return 0
+    skipped_path = os.path.join(args.out, "skipped.txt")
+    skipped = {}
+    if os.path.exists(skipped_path):
+        with open(skipped_path) as f:
+            skipped = dict(line.rstrip("\n").split(": ", 1) for line in f if ": " in line)
+    failed = 0
+    for name in args.names or specs:
+        if name in skipped:
+            print(f"models: {name} skipped: {skipped[name]}", flush=True)
+            continue
+        try:
+            reason = export(name, specs[name], args.out)
+        except Exception as e:  # one model's exporter failure must not stop the other 82
+            failed += 1
+            print(f"models: {name} failed to export: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            continue
+        if reason:
+            print(f"models: {name} skipped: {reason}", flush=True)
+            skipped[name] = reason
+            with open(skipped_path, "w") as f:
+                f.writelines(f"{k}: {v}\n" for k, v in sorted(skipped.items()))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -1,34 +1,41 @@
 #!/usr/bin/env bash
-# Builds the ONNX importer fuzzer (libFuzzer + AddressSanitizer, clang) in build-fuzz/ and runs it
-# on a seed corpus of small valid and broken models.
+# Builds the parser fuzzers (libFuzzer + AddressSanitizer, clang) in build-fuzz/ and runs each on
+# a seed corpus: onnx_import_fuzz (small valid and broken models), dag_json_fuzz (.dag.json; the
+# golden DAGs) and schedule_json_fuzz (schedule JSON on the golden diamond; its schedules).
 #
-#   scripts/fuzz.sh [SECONDS]          # default 60; exits non-zero when the fuzzer finds a crash
+#   scripts/fuzz.sh [SECONDS] [TARGET...]   # SECONDS per target, default 60; default all three;
+#                                           # exits non-zero when a fuzzer finds a crash
 #
 # Environment: BRAID_FUZZ_BUILD_DIR (default build-fuzz), CXX_FUZZ (default clang++),
 # BRAID_PYTHON (default .venv/bin/python; used only to write the seeds).
-# Crashing inputs land in $BUILD/fuzz/crash-*; replay one with
-#   $BUILD/src/models/onnx_import_fuzz $BUILD/fuzz/crash-<hash>
+# Crashing inputs land in $BUILD/fuzz/TARGET/crash-*; replay one with
+#   $BUILD/src/models/onnx_import_fuzz $BUILD/fuzz/onnx_import_fuzz/crash-<hash>
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BRAID_FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=${1:-60}
+shift || true
+targets=("$@")
+[[ ${#targets[@]} -gt 0 ]] || targets=(onnx_import_fuzz dag_json_fuzz schedule_json_fuzz)
 cxx=${CXX_FUZZ:-clang++}
 python=${BRAID_PYTHON:-$root/.venv/bin/python}
 
 # Every braid library is instrumented for coverage (fuzzer-no-link); the fuzz target itself links
-# libFuzzer's main (-fsanitize=fuzzer, from src/models/CMakeLists.txt).
+# libFuzzer's main (-fsanitize=fuzzer, in the CMakeLists.txt beside each target).
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER="$cxx" -DBRAID_BUILD_FUZZERS=ON -DBRAID_BUILD_TESTS=OFF \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address -fno-omit-frame-pointer" >/dev/null
-ninja -C "$build" -j2 onnx_import_fuzz
+ninja -C "$build" -j2 "${targets[@]}"
 
-corpus=$build/fuzz/corpus   # grows as the fuzzer finds new coverage
-seeds=$build/fuzz/seeds     # regenerated each run
-mkdir -p "$corpus" "$seeds"
+# Seeds, regenerated each run; each target's corpus (fuzz/TARGET/corpus) grows as it finds coverage.
+seeds=$build/fuzz/seeds
+mkdir -p "$seeds/onnx_import_fuzz" "$seeds/dag_json_fuzz" "$seeds/schedule_json_fuzz"
+cp "$root"/tests/golden/*.dag.json "$seeds/dag_json_fuzz/"
+cp "$root"/tests/golden/diamond.*.schedule.json "$seeds/schedule_json_fuzz/"
 if [[ -x "$python" ]]; then
-  "$python" "$root/scripts/make_bad_onnx.py" "$seeds"
-  "$python" - "$seeds" <<'PY'
+  "$python" "$root/scripts/make_bad_onnx.py" "$seeds/onnx_import_fuzz"
+  "$python" - "$seeds/onnx_import_fuzz" <<'PY'
 import sys
 import numpy as np
 import onnx
@@ -84,8 +91,16 @@ save("block", [
    [w("g", [4]), w("b", [4]), w("w", [4, 8]), i64("split", [1, 1])], opset=20)
 PY
 else
-  echo "fuzz.sh: $python not found; starting from an empty corpus" >&2
+  echo "fuzz.sh: $python not found; the ONNX fuzzer starts from an empty corpus" >&2
 fi
 
-exec "$build/src/models/onnx_import_fuzz" "$corpus" "$seeds" -max_total_time="$seconds" \
-  -max_len=65536 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$build/fuzz/"
+status=0
+for target in "${targets[@]}"; do
+  binary=$(find "$build/src" -name "$target" -type f -perm -u+x | head -n 1)
+  corpus=$build/fuzz/$target/corpus
+  mkdir -p "$corpus"
+  echo "== $target: $seconds s"
+  "$binary" "$corpus" "$seeds/$target" -max_total_time="$seconds" -max_len=65536 -timeout=10 \
+    -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$build/fuzz/$target/" || status=1
+done
+exit $status

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# `make models`: exports real torchvision models to models/<name>.onnx with random
-# weights, for the framework-form tests (zoo_framework_test.cc). Idempotent: files
-# that exist are kept. Uses Debian's CPU-only torch under /usr/bin/python3; PyPI's
-# torch pulls gigabytes of CUDA wheels we do not need to trace four CNNs.
+# `make models`: exports torchvision 0.14's 80 classifiers and a BERT-base to
+# models/<name>.onnx with random weights and one seeded input per graph input
+# (models/<name>.<input>.npy); models/skipped.txt says which were not written and why.
+# Used by tests/e2e/exported_models_test.cc, ort_oracle_test.cc and
+# zoo_framework_test.cc. Idempotent: models already written are kept. Uses Debian's
+# CPU-only torch under /usr/bin/python3; PyPI's torch pulls gigabytes of CUDA wheels
+# we do not need. Exporting all 82 takes over an hour on 2 cores and ~17 GB of disk.
+#   scripts/models.sh [NAME...]      # default: all (--list prints the names)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

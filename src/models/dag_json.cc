@@ -191,7 +191,7 @@ ir::UnitGraph parse_dag_json_text(std::string_view text, std::string_view source
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number overflow
     BRAID_THROW(ErrorCode::kInvalidModel, source, ": malformed JSON: ", e.what());
   }
   return parse_dag_json(j, source);

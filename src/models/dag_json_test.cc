@@ -110,6 +110,19 @@ TEST(DagJson, RejectsBadKind) {
                "nodes[0].kind: expected \"compute\", \"memory\" or \"unknown\", got 'gpu'");
 }
 
+// nlohmann reports a number too large for a double as out_of_range, not parse_error: it must still
+// be a clear "malformed JSON" error, not std::terminate (found by dag_json_fuzz).
+TEST(DagJson, RejectsNumberOverflowAsMalformedJson) {
+  try {
+    parse_dag_json_text(R"({"format": 1E999999, "nodes": []})", "big.dag.json");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
+    EXPECT_NE(std::string(e.what()).find("big.dag.json: malformed JSON"), std::string::npos)
+        << e.what();
+  }
+}
+
 // A cycle has no valid schedule: every executor would deadlock on it.
 TEST(DagJson, RejectsCycles) {
   expect_error(R"({"format": "braid.dag/1", "nodes": [{"name": "a"}, {"name": "b"}, {"name": "c"}],

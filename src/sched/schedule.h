@@ -127,6 +127,10 @@ Schedule schedule_from_json(const nlohmann::json& json, const ir::UnitGraph& gra
 // to_json as file text: two-space indent, with short arrays and objects kept on one line
 // ({"device":0,"kind":"concurrent","groups":[["a"],["b","c"]]}). Ends with a newline.
 std::string to_json_text(const Schedule& s, const ir::UnitGraph& graph);
+// schedule_from_json on text; kInvalidSchedule for malformed JSON (with its position), every error
+// prefixed with `source`.
+Schedule parse_schedule_text(std::string_view text, const ir::UnitGraph& graph,
+                             std::string_view source);
 // Files: kNotFound for a missing file, kInvalidSchedule for malformed JSON (with its position).
 Schedule read_schedule_file(const std::filesystem::path& path, const ir::UnitGraph& graph);
 void write_schedule_file(const Schedule& s, const ir::UnitGraph& graph,

@@ -309,23 +309,28 @@ Schedule schedule_from_json(const nlohmann::json& j, const ir::UnitGraph& graph)
   return s;
 }
 
+Schedule parse_schedule_text(std::string_view text, const ir::UnitGraph& graph,
+                             std::string_view source) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number overflow
+    BRAID_THROW(ErrorCode::kInvalidSchedule, source, ": malformed JSON: ", e.what());
+  }
+  try {
+    return schedule_from_json(j, graph);
+  } catch (const Error& e) {
+    BRAID_THROW(e.code(), source, ": ", e.what());
+  }
+}
+
 Schedule read_schedule_file(const std::filesystem::path& path, const ir::UnitGraph& graph) {
   std::ifstream in(path, std::ios::binary);
   BRAID_CHECK(in.good() && !std::filesystem::is_directory(path), ErrorCode::kNotFound,
               "cannot open schedule file '", path.string(), "'");
   std::ostringstream text;
   text << in.rdbuf();
-  json j;
-  try {
-    j = json::parse(text.str());
-  } catch (const json::parse_error& e) {
-    BRAID_THROW(ErrorCode::kInvalidSchedule, path.string(), ": malformed JSON: ", e.what());
-  }
-  try {
-    return schedule_from_json(j, graph);
-  } catch (const Error& e) {
-    BRAID_THROW(e.code(), path.string(), ": ", e.what());
-  }
+  return parse_schedule_text(text.str(), graph, path.string());
 }
 
 void write_schedule_file(const Schedule& s, const ir::UnitGraph& graph,

@@ -232,6 +232,21 @@ TEST(ScheduleJson, FileErrors) {
   }
 }
 
+// nlohmann reports a number too large for a double as out_of_range, not parse_error: `braid run
+// --schedule` must still exit 2 with "malformed JSON", not terminate (found by
+// schedule_json_fuzz's sibling, dag_json_fuzz).
+TEST(ScheduleJson, NumberOverflowIsMalformedJson) {
+  try {
+    parse_schedule_text(R"({"format": "braid.schedule/1", "predicted_ms": 1E999999})", diamond(),
+                        "big.json");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidSchedule);
+    EXPECT_NE(std::string(e.what()).find("big.json: malformed JSON"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Schedule, PlacementsAndStreams) {
   ir::UnitGraph g = diamond();
   Schedule s = stream_example(g);

@@ -194,7 +194,8 @@ class Checker {
       if (!inserted)
         error(path + ": stream " + std::to_string(lane.device) + ":" + std::to_string(lane.stream) +
               " is listed twice (also " + item("streams", it->second) + ")");
-      if (lane.units.empty()) error(path + ": a stream needs at least one unit");
+      // A model with no units (only aliases and constants) runs as one empty stream.
+      if (lane.units.empty() && n_ > 0) error(path + ": a stream needs at least one unit");
       for (size_t k = 0; k < lane.units.size(); ++k)
         check_unit(lane.units[k], item(path + ".units", k));
       for (auto [times, key] :

@@ -49,10 +49,9 @@ TEST(CliOps, ListsRunAndFoldedOpsWithOpsets) {
 // inspect printed -11.46 GFLOPs: the batch CLI11 clamped to INT64_MAX overflowed the sizes.
 TEST(CliLimits, HugeBatchOrImageSizeExitsTwo) {
   expect_exit_two("inspect inception_v3 --batch 99999999999999999999",
-                  {"does not fit in a 64-bit integer"});
-  expect_exit_two("inspect squeezenet --batch 2147483647",
-                  {"exceeds the limit", "--max-tensor-elements"});
-  expect_exit_two("inspect squeezenet --image-size 100000",
+                  {"--batch: 99999999999999999999 is out of range", "from 1 to 65536"});
+  expect_exit_two("inspect squeezenet --batch 2147483647", {"is out of range"});
+  expect_exit_two("inspect inception_v3 --batch 65536",
                   {"tensor 'input'", "exceeds the limit", "--max-tensor-elements"});
   expect_exit_two("inspect squeezenet --max-tensor-elements 0", {"--max-tensor-elements"});
 }

@@ -510,8 +510,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Within the flags' ranges but beyond the tensor limit: refused before any allocation.
         RangeCase{
             "run inception_v3 --batch 65536",
-            "elements, the limit (a smaller --batch, --image-size or --seq-len, or raise it with "
-            "--max-tensor-elements)"},
+            "elements, which exceeds the limit of 2147483648 (raise with --max-tensor-elements)"},
         RangeCase{"run squeezenet --image-size 16384", "--max-tensor-elements"},
         RangeCase{"inspect bert --seq-len 8192 --batch 64", "the limit"}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
@@ -531,9 +530,7 @@ TEST(Cli, HugeOnnxTensorIsRefusedNotAllocated) {
        {"inspect " + onnx, "run " + onnx + " --algo sequential --cost roofline"}) {
     r = run_command(cli() + " " + args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
-    EXPECT_NE(r.err.find("tensor 'x' [100000,100000] has more than 2147483648 elements"),
-              std::string::npos)
-        << r.err;
+    EXPECT_NE(r.err.find("'x' has more than 2147483648 elements"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("--max-tensor-elements"), std::string::npos) << r.err;
   }
 }
