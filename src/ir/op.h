@@ -182,8 +182,8 @@ struct SliceAttrs {
 using OpAttrs =
     std::variant<std::monostate, ConvAttrs, PoolAttrs, AxisAttrs, GemmAttrs, BatchNormAttrs,
                  LayerNormAttrs, ReshapeAttrs, TransposeAttrs, SplitAttrs, PadAttrs, GeluAttrs,
-                 ClipAttrs, HardSigmoidAttrs, ReduceAttrs, LrnAttrs,
-                 ExpandAttrs, GatherAttrs, CastAttrs, SliceAttrs>;
+                 ClipAttrs, HardSigmoidAttrs, ReduceAttrs, LrnAttrs, ExpandAttrs, GatherAttrs,
+                 CastAttrs, SliceAttrs>;
 
 // True for ops that only relabel their input's memory (no arithmetic).
 bool is_view(OpKind);
