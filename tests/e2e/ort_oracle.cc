@@ -119,11 +119,26 @@ std::vector<std::vector<float>> run_cpu_executor(const models::LoadedModel& mode
               g.inputs().size(), " inputs, ORT was given ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::Value& v = g.value(g.inputs()[i]);
-    // The executor's set_input takes float32; other dtypes need an executor that takes them.
-    BRAID_CHECK(v.type.dtype == ir::DType::kFloat32 && inputs[i].dtype == ir::DType::kFloat32,
-                ErrorCode::kUnsupported, "input '", v.name, "' is ", ir::to_string(v.type.dtype),
-                "; the executor's set_input takes float32 only");
-    prepared->set_input(*request, i, as_floats(inputs[i].bytes));
+    // set_input takes float values and converts them to the input's dtype: exact for int64
+    // values up to 2^24 (token ids), checked here.
+    BRAID_CHECK(v.type.dtype == inputs[i].dtype, ErrorCode::kInvalidArgument, "input '", v.name,
+                "' is ", ir::to_string(v.type.dtype), ", ORT was given ",
+                ir::to_string(inputs[i].dtype));
+    if (inputs[i].dtype == ir::DType::kInt64) {
+      std::vector<int64_t> ints(inputs[i].bytes.size() / sizeof(int64_t));
+      std::memcpy(ints.data(), inputs[i].bytes.data(), ints.size() * sizeof(int64_t));
+      std::vector<float> values;
+      for (int64_t x : ints) {
+        BRAID_CHECK(x >= -(int64_t{1} << 24) && x <= (int64_t{1} << 24), ErrorCode::kUnsupported,
+                    "input '", v.name, "' holds ", x, ", not exact as the float set_input takes");
+        values.push_back(static_cast<float>(x));
+      }
+      prepared->set_input(*request, i, values);
+    } else {
+      BRAID_CHECK(inputs[i].dtype == ir::DType::kFloat32, ErrorCode::kUnsupported, "input '",
+                  v.name, "' is ", ir::to_string(inputs[i].dtype));
+      prepared->set_input(*request, i, as_floats(inputs[i].bytes));
+    }
   }
   prepared->run(*request);
   std::vector<std::vector<float>> outputs;
