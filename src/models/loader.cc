@@ -61,10 +61,9 @@ LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
                 "' is not a zoo model and has no .onnx or .dag.json extension");
     m.source = ModelSource::kZoo;
     m.graph = std::make_shared<const ir::Graph>(build_zoo_model(spec, options.zoo));
+    ir::check_limits(*m.graph, options.limits);  // the ONNX importer checks its own graph
+    if (options.with_weights) m.weights = ir::Weights::generate(*m.graph, options.seed);
   }
-  ir::check_limits(*m.graph, options.limits);
-  if (m.source == ModelSource::kZoo && options.with_weights)
-    m.weights = ir::Weights::generate(*m.graph, options.seed);
   m.units = ir::fuse(m.graph);
   if (!options.name.empty())
     m.units.set_name(options.name);
