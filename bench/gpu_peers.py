@@ -205,8 +205,9 @@ def markdown(rows: list[dict]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("models", nargs="*", default=list(MODELS), choices=list(MODELS),
-                        metavar="MODEL", help=f"torchvision names: {', '.join(MODELS)}")
+    # Checked below, not with choices=: argparse checks an empty or default list against them.
+    parser.add_argument("models", nargs="*", metavar="MODEL",
+                        help=f"torchvision names: {', '.join(MODELS)} (default: all)")
     parser.add_argument("--braid", default=str(REPO / "build" / "braid"))
     parser.add_argument("--device", default="cuda:0")
     parser.add_argument("--algos", default=DEFAULT_ALGOS, help="braid rows (auto included)")
@@ -222,6 +223,10 @@ def main() -> int:
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--markdown", help="write the tables here")
     args = parser.parse_args()
+    args.models = args.models or list(MODELS)
+    unknown = [m for m in args.models if m not in MODELS]
+    if unknown:
+        parser.error(f"unknown model {', '.join(unknown)}; known: {', '.join(MODELS)}")
     if not args.dry_run:
         try:
             import torch
@@ -234,8 +239,15 @@ def main() -> int:
     rows = []
     for name in args.models:
         rows += bench_model(args, name)
+        if not args.dry_run:
+            write_report(args, rows)  # after every model: a run cut short keeps what it measured
     if args.dry_run:
         return 0
+    print(markdown(rows))
+    return 0
+
+
+def write_report(args, rows: list[dict]) -> None:
     report = {"when": datetime.datetime.now().isoformat(timespec="seconds"),
               "device": args.device, "rounds": args.rounds, "iters": args.iters, "rows": rows}
     try:
@@ -246,11 +258,8 @@ def main() -> int:
         pass
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
-    text = markdown(rows)
     if args.markdown:
-        Path(args.markdown).write_text(text + "\n")
-    print(text)
-    return 0
+        Path(args.markdown).write_text(markdown(rows) + "\n")
 
 
 if __name__ == "__main__":

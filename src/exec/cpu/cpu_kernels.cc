@@ -874,6 +874,19 @@ std::optional<ValueId> bias_of(const BuildContext& c, const ir::Node& add, Value
   return other;
 }
 
+// Whether `activation` can extend `chain`'s eltwise post-ops. oneDNN 2.7's post-op chain gives
+// every eltwise step of one algorithm the first such step's alpha and beta (seen on Debian 12's
+// oneDNN: Conv, Clip(0, 6), Clip(0, 1) clipped to 6), so a step that would repeat an algorithm
+// with other parameters ends the chain and runs as its own kernel.
+bool joins_post_ops(const Chain& chain, const ir::Node& activation) {
+  for (const EltwiseStep& step : eltwise_steps(activation))
+    for (const ir::Node* earlier : chain.activations)
+      for (const EltwiseStep& before : eltwise_steps(*earlier))
+        if (before.alg == step.alg && (before.alpha != step.alpha || before.beta != step.beta))
+          return false;
+  return true;
+}
+
 Chain plan_chain(const BuildContext& c, std::span<const NodeId> ops, size_t at) {
   Chain chain;
   chain.head = &c.graph.node(ops[at]);
@@ -941,7 +954,7 @@ Chain plan_chain(const BuildContext& c, std::span<const NodeId> ops, size_t at) 
   }
   while (post_ops) {
     const ir::Node* n = next();
-    if (n == nullptr || !ir::is_activation(n->kind)) break;
+    if (n == nullptr || !ir::is_activation(n->kind) || !joins_post_ops(chain, *n)) break;
     chain.activations.push_back(n);
     take(n);
   }

@@ -699,6 +699,29 @@ TEST(CpuKernelsUnits, SqueezeExciteBlock) {
   }
 }
 
+// oneDNN 2.7 gives every eltwise post-op of one algorithm the first one's alpha and beta: a conv
+// fusing Clip(0, 6) then HardSigmoid (linear, then clip to [0, 1]) clipped to 6 (found by the
+// CUDA executor's test on an H100, which disagreed with this executor). Such chains must split.
+TEST(CpuKernelsUnits, ChainRepeatingAnEltwiseAlgorithmWithOtherParameters) {
+  const ConvProblem p{{2, 8, 6, 6}, ir::ConvAttrs{.kernel = {3, 3}, .pads = {1, 1, 1, 1}}, 8, true};
+  {
+    ir::GraphBuilder b("relu6_hsig_clip");
+    ValueId y = add_conv(b, b.add_input("x", f32(p.x)), p);
+    y = b.add_op(OpKind::Clip, ir::ClipAttrs{0.0f, 6.0f}, {y}, "relu6");
+    y = b.add_op(OpKind::HardSigmoid, ir::HardSigmoidAttrs{0.3f, 0.4f}, {y}, "hsig");
+    y = b.add_op(OpKind::HardSwish, {}, {y}, "hswish");
+    b.mark_output(b.add_op(OpKind::Clip, ir::ClipAttrs{.max = 0.5f}, {y}, "clip"));
+    check_graph(std::move(b).build(), kReduction, "conv relu6 hsig hswish clip", 5);
+  }
+  {
+    ir::GraphBuilder b("hsig_hsig");
+    ValueId y = add_conv(b, b.add_input("x", f32(p.x)), p);
+    y = b.add_op(OpKind::HardSigmoid, ir::HardSigmoidAttrs{0.3f, 0.4f}, {y}, "hsig1");
+    b.mark_output(b.add_op(OpKind::HardSigmoid, ir::HardSigmoidAttrs{0.5f, 0.1f}, {y}, "hsig2"));
+    check_graph(std::move(b).build(), kReduction, "conv hsig hsig", 6);
+  }
+}
+
 TEST(CpuKernelsConformance, AddMul) {
   for (int i = 0; i < 2 * kCasesPerOp; ++i) {
     const OpKind kind = i % 2 == 0 ? OpKind::Add : OpKind::Mul;
