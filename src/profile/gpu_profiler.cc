@@ -1,6 +1,8 @@
 #include "profile/gpu_profiler.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "base/error.h"
 #include "cost/machine.h"
@@ -8,6 +10,7 @@
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/cuda_stage_timer.h"
 #include "ir/analysis.h"
+#include "profile/stage_timing.h"
 
 namespace braid::profile {
 
@@ -25,6 +28,16 @@ GpuProfiler::GpuProfiler(const ir::UnitGraph& units, std::shared_ptr<const ir::W
   BRAID_CHECK(options_.runs >= 1 && options_.copies.max_copies >= 1 && options_.warmup >= 0,
               ErrorCode::kInvalidArgument, "profiler options: runs and max copies must be >= 1");
   exec::check_cuda_device(options_.device);
+  if (!options_.cold_l2) {
+    const char* env = std::getenv("BRAID_CUDA_STAGE_L2");
+    const std::string l2 = env != nullptr ? env : "";
+    BRAID_CHECK(l2.empty() || l2 == "cold" || l2 == "warm", ErrorCode::kInvalidArgument,
+                "BRAID_CUDA_STAGE_L2='", l2, "': expected cold or warm");
+    options_.cold_l2 = l2.empty()
+                           ? evict_l2_between_copies(model_bytes(*units.graph()),
+                                                     exec::cuda_l2_cache_bytes(options_.device))
+                           : l2 == "cold";
+  }
   device_ = exec::cuda_device_description(options_.device);
   if (options_.use_cache) {
     cost::Machine machine = cost::this_machine();
@@ -51,8 +64,8 @@ Micros GpuProfiler::stage_latency(std::span<const std::vector<UnitId>> groups) c
 cost::Measurement GpuProfiler::profile_stage(std::span<const std::vector<UnitId>> groups) const {
   // method=: graph replay of the compiled model; entries of the older method (a fresh executor
   // per stage, eager runs: mostly overhead) are never reused.
-  const std::string key =
-      cost::stage_key(units(), groups) + "\nexecutor=" + name_ + "\nmethod=graph-replay-v2";
+  const std::string key = cost::stage_key(units(), groups) + "\nexecutor=" + name_ +
+                          "\nmethod=graph-replay-v3-" + (*options_.cold_l2 ? "cold-l2" : "warm-l2");
   std::lock_guard lock(mutex_);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   cost::Measurement m;
@@ -101,12 +114,15 @@ cost::Measurement GpuProfiler::measure(std::span<const std::vector<UnitId>> grou
   // The copies that fill a replay, from the units' own costs once measured, else from one probe.
   std::optional<Micros> estimate = stage_estimate(groups, unit_costs_);
   if (!estimate) {
-    const exec::StageTimes probe = timer_->time_stage(groups, {.copies = 1, .replays = 1});
+    const exec::StageTimes probe =
+        timer_->time_stage(groups, {.copies = 1, .replays = 1, .cold_l2 = *options_.cold_l2});
     estimate = Micros(std::max(0.0, probe.stage_us.front() - probe.empty_us.front()));
   }
   const int copies = copies_for(*estimate, options_.copies);
-  const exec::StageTimes t = timer_->time_stage(
-      groups, {.copies = copies, .replays = options_.runs, .warmup = options_.warmup});
+  const exec::StageTimes t = timer_->time_stage(groups, {.copies = copies,
+                                                         .replays = options_.runs,
+                                                         .warmup = options_.warmup,
+                                                         .cold_l2 = *options_.cold_l2});
   return summarize_stage_times(t.stage_us, t.empty_us, copies);
 }
 

@@ -37,6 +37,10 @@ struct GpuProfilerOptions {
   int warmup = 2;        // untimed replays of each stage graph
   int runs = 6;          // timed replays, each paired with an empty-graph replay
   CopiesOptions copies;  // K copies of the stage in one graph
+  // Evict the L2 cache before every copy (exec/cuda/cuda_stage_timer.h). nullopt: when the
+  // model is larger than half the L2 (evict_l2_between_copies), unless the environment variable
+  // BRAID_CUDA_STAGE_L2 says `cold` or `warm` (to compare the two).
+  std::optional<bool> cold_l2;
   uint64_t input_seed = 1;
   bool use_cache = true;
   std::filesystem::path cache_dir;  // empty: cost::ProfileCache::default_dir()

@@ -29,6 +29,16 @@ std::optional<Micros> stage_estimate(std::span<const std::vector<UnitId>> groups
   return slowest;
 }
 
+bool evict_l2_between_copies(int64_t model_bytes, int64_t l2_bytes) {
+  return model_bytes > l2_bytes / 2;
+}
+
+int64_t model_bytes(const ir::Graph& graph) {
+  int64_t bytes = 0;
+  for (const ir::Value& v : graph.values()) bytes += v.type.bytes();
+  return bytes;
+}
+
 cost::Measurement summarize_stage_times(std::span<const double> stage_us,
                                         std::span<const double> empty_us, int copies) {
   BRAID_CHECK(!stage_us.empty() && stage_us.size() == empty_us.size() && copies >= 1,

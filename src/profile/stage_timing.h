@@ -6,6 +6,7 @@
 //   cost::Measurement m = summarize_stage_times(stage_us, empty_us, k);
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "base/ids.h"
 #include "base/units.h"
 #include "cost/profile_cache.h"
+#include "ir/graph.h"
 
 namespace braid::profile {
 
@@ -30,6 +32,17 @@ int copies_for(Micros estimate, const CopiesOptions& options);
 // then times one probe replay instead.
 std::optional<Micros> stage_estimate(std::span<const std::vector<UnitId>> groups,
                                      std::span<const std::optional<Micros>> unit_costs);
+
+// Whether stage timing evicts the L2 cache before every copy (exec/cuda/cuda_stage_timer.h): when
+// what one run of the model touches (`model_bytes`: weights and activations) exceeds half the L2
+// — NVIDIA's A100/H100 L2 is two partitions, each caching for the SMs near it — a unit's weights
+// were evicted by the rest of the model since its last run. Below that they stay in the L2 from
+// run to run, and copies that find them there time what a run sees. On an H100 (50 MiB L2)
+// evicting put the sum of unit costs 1–6% above the replayed sequential run on six zoo models
+// (19–25% below without) and a 64x64 SqueezeNet 32% above (docs/gpu.md).
+bool evict_l2_between_copies(int64_t model_bytes, int64_t l2_bytes);
+// Every value of `graph` once (weights and activations, no storage reuse): what one run touches.
+int64_t model_bytes(const ir::Graph& graph);
 
 // Per replay i: (stage_us[i] - empty_us[i]) / copies, the launch of an empty graph subtracted;
 // never below 0 (a stage shorter than the launch noise). Median, p10 and p90 over the replays;

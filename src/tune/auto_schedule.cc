@@ -170,6 +170,10 @@ int default_auto_rounds(const std::string& device) {
   return cuda_device(device) ? 200 : 20;
 }
 
+int default_auto_max_measured(const std::string& device) {
+  return cuda_device(device) ? static_cast<int>(std::size(kCandidates)) : 4;
+}
+
 int default_auto_warmup(const std::string& device) {
   if (sim_device(device)) return 0;
   return cuda_device(device) ? 20 : 2;

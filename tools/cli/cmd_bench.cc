@@ -184,6 +184,7 @@ void add_bench_command(CLI::App& app) {
                 .schedule = options, .measure = measure, .batch = load.zoo.batch};
             auto_options.measure.iters = tune::default_auto_rounds(measure.device);
             auto_options.measure.warmup = tune::default_auto_warmup(measure.device);
+            auto_options.max_measured = tune::default_auto_max_measured(measure.device);
             s = tune::auto_schedule(m.units, weights, *cost, auto_options).schedule;
             s.algorithm = fmt::format("auto ({})", s.algorithm);
           } else {

@@ -146,6 +146,7 @@ void add_run_command(CLI::App& app) {
                         .warmup = tune::default_auto_warmup(device),
                         .input_seed = input_seed,
                         .inputs = inputs},
+            .max_measured = tune::default_auto_max_measured(device),
             .batch = flags.options.zoo.batch,
             .cache_dir = cost::ProfileCache::default_dir(),
             .reuse_cached = !retune};

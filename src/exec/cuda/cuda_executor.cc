@@ -278,6 +278,12 @@ std::string cuda_device_description(int device) {
          ", " + std::to_string(p.multiProcessorCount) + " SMs, driver " + std::to_string(driver);
 }
 
+int64_t cuda_l2_cache_bytes(int device) {
+  int bytes = 0;
+  BRAID_CU(cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device));
+  return bytes;
+}
+
 std::unique_ptr<Executor> make_cuda_executor(const CudaExecutorOptions& options) {
   check_cuda_device(options.device);
   return std::make_unique<CudaExecutor>(options);

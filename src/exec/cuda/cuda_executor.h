@@ -65,5 +65,7 @@ std::optional<double> cuda_last_run_us(const Request& request);
 
 // "NVIDIA H100 80GB HBM3, cc 9.0, 132 SMs, driver 13000": what a GPU profile is keyed by.
 std::string cuda_device_description(int device);
+// The device's L2 cache size in bytes (50 MiB on an H100 SXM); 0 without CUDA.
+int64_t cuda_l2_cache_bytes(int device);
 
 }  // namespace braid::exec

@@ -174,6 +174,16 @@ __global__ void mean_rows_kernel(const float* x, float* y, int64_t inner) {
   if (threadIdx.x == 0) y[blockIdx.x] = sum / float(inner);
 }
 
+__global__ void read_through_kernel(const float4* data, int64_t n4, float* sink) {
+  float sum = 0.0f;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float4 v = data[i];
+    sum += v.x + v.y + v.z + v.w;
+  }
+  if (sum == -1e30f) *sink = sum;
+}
+
 __global__ void layer_norm_kernel(const float* x, const float* scale, const float* bias, float* y,
                                   int64_t inner, float epsilon) {
   const float* row = x + blockIdx.x * inner;
@@ -252,6 +262,13 @@ void pool2d(const float* x, float* y, Pool2d p, cudaStream_t stream) {
 void mean_rows(const float* x, float* y, int64_t rows, int64_t inner, cudaStream_t stream) {
   if (rows == 0) return;
   mean_rows_kernel<<<rows, kThreads, 0, stream>>>(x, y, inner);
+}
+
+void read_through(const float* data, int64_t n, float* sink, cudaStream_t stream) {
+  const int64_t n4 = n / 4;  // the tail of fewer than 4 floats is not worth a kernel
+  if (n4 == 0) return;
+  read_through_kernel<<<blocks_for(n4), kThreads, 0, stream>>>(
+      reinterpret_cast<const float4*>(data), n4, sink);
 }
 
 void layer_norm(const float* x, const float* scale, const float* bias, float* y, int64_t outer,

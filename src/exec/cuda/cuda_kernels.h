@@ -68,6 +68,9 @@ struct Pool2d {
 void pool2d(const float* x, float* y, Pool2d p, cudaStream_t stream);
 // y[p] = mean of x[p * inner .. p * inner + inner).
 void mean_rows(const float* x, float* y, int64_t rows, int64_t inner, cudaStream_t stream);
+// Reads data[0 .. n) and writes `sink` only if the sum is exactly -1e30 (never, for the caller's
+// zeros): reads that cannot be elided, to evict the L2 cache before a timed stage.
+void read_through(const float* data, int64_t n, float* sink, cudaStream_t stream);
 // LayerNormalization over the last `inner` elements of each of `outer` rows.
 void layer_norm(const float* x, const float* scale, const float* bias, float* y, int64_t outer,
                 int64_t inner, float epsilon, cudaStream_t stream);

@@ -1,10 +1,12 @@
 #include "exec/cuda/cuda_stage_timer.h"
 
+#include <algorithm>
 #include <random>
 
 #include "base/error.h"
 #include "exec/cuda/cuda_compiler.h"
 #include "exec/cuda/cuda_executor.h"
+#include "exec/cuda/cuda_kernels.h"
 #include "exec/cuda/cuda_request.h"
 #include "sched/lower.h"
 
@@ -12,6 +14,7 @@ namespace braid::exec {
 namespace {
 
 using cuda::CudaRequest;
+using cuda::DeviceBuffer;
 
 // Every unit in id order (a topological order) on one lane: the plan the model is compiled under.
 sched::ExecutionPlan sequential_plan(const ir::UnitGraph& units) {
@@ -91,6 +94,11 @@ class StageTimer final : public CudaStageTimer {
                                      .num_lanes = 1}) {
     fill(input_seed);
     empty_.make_empty();
+    int l2_bytes = 0;
+    BRAID_CU(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+    flush_floats_ = 2 * int64_t(std::max(l2_bytes, 1 << 20)) / int64_t(sizeof(float));
+    flush_ = DeviceBuffer((flush_floats_ + 1) * sizeof(float));  // + the sink
+    BRAID_CU(cudaMemset(flush_.get(), 0, (flush_floats_ + 1) * sizeof(float)));
   }
 
   StageTimes time_stage(std::span<const std::vector<UnitId>> groups,
@@ -100,17 +108,25 @@ class StageTimer final : public CudaStageTimer {
                 "stage timing: a stage needs groups, copies >= 1, replays >= 1");
     BRAID_CU(cudaSetDevice(options_.device));
     request_.add_lanes(groups.size());
-    GraphExec stage;
+    GraphExec stage, flushes;
     stage.capture(request_.main, [&] {
-      for (int k = 0; k < o.copies; ++k) issue_stage(groups);
+      for (int k = 0; k < o.copies; ++k) {
+        if (o.cold_l2) flush();
+        issue_stage(groups);
+      }
     });
+    if (o.cold_l2)
+      flushes.capture(request_.main, [&] {
+        for (int k = 0; k < o.copies; ++k) flush();
+      });
+    const GraphExec& baseline = o.cold_l2 ? flushes : empty_;
     for (int i = 0; i < o.warmup; ++i) {
-      empty_.timed_launch(request_);
+      baseline.timed_launch(request_);
       stage.timed_launch(request_);
     }
     StageTimes t;
     for (int i = 0; i < o.replays; ++i) {
-      t.empty_us.push_back(empty_.timed_launch(request_));
+      t.empty_us.push_back(baseline.timed_launch(request_));
       t.stage_us.push_back(stage.timed_launch(request_));
     }
     return t;
@@ -129,6 +145,12 @@ class StageTimer final : public CudaStageTimer {
       BRAID_CU(cudaEventRecord(r.joins[i], lane.stream));
       BRAID_CU(cudaStreamWaitEvent(r.main, r.joins[i], 0));
     }
+  }
+
+  // Reads twice the L2's size on main: what the stage reads next comes from device memory.
+  void flush() {
+    float* data = reinterpret_cast<float*>(flush_.get());
+    cuda::read_through(data, flush_floats_, data + flush_floats_, request_.main);
   }
 
   // Uniform [-1, 1] graph inputs, then one sequential run: every activation holds a real value
@@ -155,7 +177,9 @@ class StageTimer final : public CudaStageTimer {
   CudaExecutorOptions options_;
   cuda::CompiledModel compiled_;
   CudaRequest request_;
-  GraphExec empty_;  // nothing in it: what a graph launch alone costs
+  GraphExec empty_;     // nothing in it: what a graph launch alone costs
+  DeviceBuffer flush_;  // zeros, read to evict the L2 cache, and a float sink after them
+  int64_t flush_floats_ = 0;
 };
 
 }  // namespace

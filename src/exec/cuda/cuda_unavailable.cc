@@ -27,6 +27,10 @@ std::string cuda_device_description(int) {
   return "none";
 }
 
+int64_t cuda_l2_cache_bytes(int) {
+  return 0;
+}
+
 nlohmann::json measure_cuda_calibration(int, const std::vector<int>&, int) {
   BRAID_THROW(ErrorCode::kNotFound, cuda_unavailable_reason());
 }
