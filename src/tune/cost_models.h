@@ -1,0 +1,44 @@
+// Cost models by name: what `--cost` accepts on every command, and what the runtime and the
+// server use to schedule (one factory, not one per front end).
+//   dag       the latencies written in a .dag.json (the default for weighted DAGs)
+//   roofline  FLOPs and bytes only: no measurement
+//   hios      a weighted DAG under HIOS's simulated stage contention
+//   cpu       measured on this CPU, cached on disk (the default for real models)
+//   cuda:N    measured on GPU N with the CUDA executor, cached on disk
+//   sim:NAME  the GPU simulator on devices/NAME.json (or a .json path)
+//
+//   auto cost = tune::make_cost_model({.name = "sim:a100_40gb"}, units, weights);
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "cost/cost_model.h"
+#include "ir/unit_graph.h"
+#include "ir/weights.h"
+#include "profile/cpu_profiler.h"
+
+namespace braid::tune {
+
+struct CostSpec {
+  std::string name;                 // empty: dag for a weighted DAG, cpu otherwise
+  std::string transfers;            // braid.transfers/1 file: its link prices every transfer
+  profile::CpuProfilerOptions cpu;  // for cpu
+};
+
+// The names, in the order of the list above (cuda:N and sim:NAME as patterns).
+std::span<const std::string_view> cost_model_names();
+
+// Whether the cost model named by `spec` for the model `model_spec` (a zoo name or file) runs
+// the model, and so needs its weights.
+bool cost_needs_weights(const CostSpec& spec, const std::string& model_spec);
+
+// Throws braid::Error(kInvalidArgument) for an unknown name (listing cost_model_names()) or a
+// cost model the model cannot have (cpu for a weighted DAG, dag for a model without
+// latencies). `units` must outlive it; `weights` are needed by cpu and cuda:N only.
+std::unique_ptr<cost::CostModel> make_cost_model(const CostSpec& spec, const ir::UnitGraph& units,
+                                                 std::shared_ptr<const ir::Weights> weights);
+
+}  // namespace braid::tune
