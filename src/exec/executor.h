@@ -63,7 +63,9 @@ class PreparedModel {
   virtual Bytes activation_bytes() const = 0;
 };
 
-// What prepare() needs. The graph and weights are shared: requests never write them.
+// What prepare() needs. The graph and weights are shared: requests never write them. `units`
+// and `plan` are read by prepare() only (a prepared model keeps its own copies), so they may
+// go away once it returns.
 struct ModelBundle {
   std::shared_ptr<const ir::Graph> graph;
   std::shared_ptr<const ir::Weights> weights;

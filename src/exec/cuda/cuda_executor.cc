@@ -182,8 +182,8 @@ class CudaPrepared final : public PreparedModel {
 
   std::shared_ptr<const ir::Graph> graph_;
   std::shared_ptr<const ir::Weights> weights_;
-  const ir::UnitGraph& units_;
-  const sched::ExecutionPlan& plan_;
+  const ir::UnitGraph units_;  // copies: the prepared model owns what it runs
+  const sched::ExecutionPlan plan_;
   CudaExecutorOptions options_;
   cuda::CompiledModel compiled_;
   std::vector<int64_t> input_offsets_;

@@ -79,8 +79,8 @@ class SimPreparedModel final : public PreparedModel {
   }
 
  private:
-  const ir::UnitGraph& units_;
-  const sched::ExecutionPlan& plan_;
+  const ir::UnitGraph units_;  // copies: the prepared model owns what it runs
+  const sched::ExecutionPlan plan_;
   SimExecutorOptions options_;
   std::unique_ptr<PreparedModel> values_;
   std::vector<std::unique_ptr<sim::UnitKernels>> kernels_;

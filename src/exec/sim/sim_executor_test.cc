@@ -25,6 +25,27 @@ models::LoadedModel load(const std::string& name) {
   return models::load_model(name, options);
 }
 
+// A prepared model owns what it runs: the units and plan it was prepared from may go away
+// (the TOP runtime keeps prepared models, not the plans they came from).
+TEST(SimExecutor, OutlivesTheUnitsAndPlanItWasPreparedFrom) {
+  const models::LoadedModel m = load("googlenet");
+  cost::RooflineCostModel roofline(m.units);
+  auto executor =
+      make_sim_executor({.devices = {sim::load_device("v100")}, .compute_values = false});
+  const sched::Schedule s = sched::make_scheduler("lios", {})->schedule(m.units, roofline);
+  const sched::ExecutionPlan kept = sched::lower(m.units, s);
+  auto reference = executor->prepare({m.graph, nullptr, &m.units, &kept});
+  auto units = std::make_unique<ir::UnitGraph>(m.units);
+  auto plan = std::make_unique<sched::ExecutionPlan>(kept);
+  auto model = executor->prepare({m.graph, nullptr, units.get(), plan.get()});
+  units.reset();
+  plan.reset();
+  auto a = reference->new_request(), b = model->new_request();
+  reference->run(*a);
+  model->run(*b);
+  EXPECT_EQ(last_simulation(*b)->makespan_us, last_simulation(*a)->makespan_us);
+}
+
 TEST(SimExecutor, RunsWholeAndBlockByBlock) {
   const models::LoadedModel m = load("inception_v3");
   cost::RooflineCostModel roofline(m.units);
