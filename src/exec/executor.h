@@ -34,6 +34,13 @@ class RunObserver {
   virtual void on_unit(size_t lane, UnitId unit, Micros begin, Micros end) = 0;
 };
 
+// What one run_blocks call took on its device: CUDA events around the blocks on the GPU (what
+// IOS times: no host launch overhead before the first kernel), the simulated time on a simulated
+// GPU, the wall clock from dispatch to the last lane's end on the CPU.
+struct RunStats {
+  Micros device_time{0};
+};
+
 // One inference's state: activations and events. Made by PreparedModel::new_request.
 class Request {
  public:
@@ -53,10 +60,10 @@ class PreparedModel {
   virtual size_t num_blocks() const = 0;
   // Runs blocks [first, last). Blocks must run in order within a request; block 0 starts a new
   // inference.
-  virtual void run_blocks(Request& request, size_t first, size_t last,
-                          RunObserver* observer = nullptr) = 0;
-  void run(Request& request, RunObserver* observer = nullptr) {
-    run_blocks(request, 0, num_blocks(), observer);
+  virtual RunStats run_blocks(Request& request, size_t first, size_t last,
+                              RunObserver* observer = nullptr) = 0;
+  RunStats run(Request& request, RunObserver* observer = nullptr) {
+    return run_blocks(request, 0, num_blocks(), observer);
   }
 
   // Activation memory of one request (the memory plan's arena), graph inputs included.

@@ -107,7 +107,7 @@ class CpuPreparedModel final : public PreparedModel {
   void set_input(Request& request, size_t i, std::span<const float> data) const override;
   std::span<const float> output(const Request& request, size_t i) const override;
   size_t num_blocks() const override { return num_blocks_; }
-  void run_blocks(Request& request, size_t first, size_t last, RunObserver* observer) override;
+  RunStats run_blocks(Request& request, size_t first, size_t last, RunObserver* observer) override;
   Bytes activation_bytes() const override { return memory_.arena_bytes; }
 
  private:
@@ -355,7 +355,8 @@ std::span<const float> CpuPreparedModel::output(const Request& r, size_t i) cons
   return {data, static_cast<size_t>(g.value(v).type.elements())};
 }
 
-void CpuPreparedModel::run_blocks(Request& r, size_t first, size_t last, RunObserver* observer) {
+RunStats CpuPreparedModel::run_blocks(Request& r, size_t first, size_t last,
+                                      RunObserver* observer) {
   auto& request = static_cast<CpuRequest&>(r);
   BRAID_CHECK(first <= last && last <= num_blocks_, ErrorCode::kInvalidArgument, "blocks [", first,
               ", ", last, ") out of range: the model has ", num_blocks_);
@@ -367,6 +368,7 @@ void CpuPreparedModel::run_blocks(Request& r, size_t first, size_t last, RunObse
     request.start = Clock::now();
   }
   for (auto& t : request.timings()) t.clear();
+  const Clock::time_point dispatched = Clock::now();
   {
     std::lock_guard lock(job_mutex_);
     job_request_ = &request;
@@ -382,12 +384,14 @@ void CpuPreparedModel::run_blocks(Request& r, size_t first, size_t last, RunObse
     std::unique_lock lock(job_mutex_);
     done_cv_.wait(lock, [&] { return lanes_busy_ == 0; });
   }
+  const RunStats stats{.device_time = Clock::now() - dispatched};
   request.next_block = last;
   if (failure_) std::rethrow_exception(failure_);
   if (observer)
     for (size_t lane = 0; lane < request.timings().size(); ++lane)
       for (const UnitTiming& t : request.timings()[lane])
         observer->on_unit(lane, t.unit, t.begin - request.start, t.end - request.start);
+  return stats;
 }
 
 class CpuExecutor final : public Executor {

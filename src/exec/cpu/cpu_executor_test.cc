@@ -48,9 +48,10 @@ std::vector<std::vector<float>> run_cpu(const Model& m, const sched::Schedule& s
   auto request = model->new_request();
   for (size_t i = 0; i < m.inputs.size(); ++i) model->set_input(*request, i, m.inputs[i]);
   if (block_by_block) {
-    for (size_t b = 0; b < model->num_blocks(); ++b) model->run_blocks(*request, b, b + 1);
+    for (size_t b = 0; b < model->num_blocks(); ++b)
+      EXPECT_GT(model->run_blocks(*request, b, b + 1).device_time.count(), 0) << "block " << b;
   } else {
-    model->run(*request);
+    EXPECT_GT(model->run(*request).device_time.count(), 0);  // the wall clock of the run
   }
   std::vector<std::vector<float>> outs;
   for (size_t i = 0; i < m.graph->outputs().size(); ++i) {

@@ -60,7 +60,7 @@ class CudaPrepared final : public PreparedModel {
 
   // Replays the range's graph (captured on its first run) unless an observer wants per-unit
   // times, which need events around every unit: observed runs go eagerly (issue_program.h).
-  void run_blocks(Request& request, size_t first, size_t last, RunObserver* observer) override {
+  RunStats run_blocks(Request& request, size_t first, size_t last, RunObserver* observer) override {
     auto& r = static_cast<CudaRequest&>(request);
     BRAID_CU(cudaSetDevice(options_.device));
     const cuda::BlockRange range = cuda::block_range(plan_, first, last);
@@ -74,11 +74,12 @@ class CudaPrepared final : public PreparedModel {
                                     .captured = r.graphs.contains(range)});
     walk(r, program);
     BRAID_CU(cudaStreamSynchronize(r.main));
-    r.last_run_us = cuda::elapsed_us(r.started, r.finished);
-    if (observer == nullptr) return;
+    const RunStats stats{.device_time = Micros(cuda::elapsed_us(r.started, r.finished))};
+    if (observer == nullptr) return stats;
     for (const auto& [lane, unit, begin, end] : r.unit_events)
       observer->on_unit(lane, unit, Micros(cuda::elapsed_us(r.started, begin)),
                         Micros(cuda::elapsed_us(r.started, end)));
+    return stats;
   }
 
  private:
@@ -262,11 +263,6 @@ std::string cuda_unavailable_reason() {
     return std::string("no CUDA device (") + cudaGetErrorString(e) + ")";
   }
   return n == 0 ? "no CUDA device (none visible)" : "";
-}
-
-std::optional<double> cuda_last_run_us(const Request& request) {
-  const auto* r = dynamic_cast<const cuda::CudaRequest*>(&request);
-  return r != nullptr ? r->last_run_us : std::nullopt;
 }
 
 std::string cuda_device_description(int device) {

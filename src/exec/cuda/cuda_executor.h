@@ -58,11 +58,6 @@ inline void check_cuda_device(int device) {
 // Throws braid::Error(kNotFound) "no CUDA device" when options.device does not exist.
 std::unique_ptr<Executor> make_cuda_executor(const CudaExecutorOptions& options = {});
 
-// The device time of the request's last run_blocks: CUDA events on the request's main stream
-// after the inputs are copied in and before the outputs are copied out (what IOS times). Null
-// for requests of other executors.
-std::optional<double> cuda_last_run_us(const Request& request);
-
 // "NVIDIA H100 80GB HBM3, cc 9.0, 132 SMs, driver 13000": what a GPU profile is keyed by.
 std::string cuda_device_description(int device);
 // The device's L2 cache size in bytes (50 MiB on an H100 SXM); 0 without CUDA.

@@ -50,7 +50,6 @@ class CudaRequest final : public Request {
   cudaEvent_t fork = nullptr;
   cudaEvent_t started = nullptr, finished = nullptr;  // timing: around the run, never captured
   cudaStream_t main = nullptr;
-  std::optional<double> last_run_us;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> timing;  // per unit, when observed
   std::vector<std::tuple<size_t, UnitId, cudaEvent_t, cudaEvent_t>> unit_events;  // last run
   std::vector<float*> pinned;                    // graph inputs, then graph outputs

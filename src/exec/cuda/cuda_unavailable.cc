@@ -19,10 +19,6 @@ std::unique_ptr<Executor> make_cuda_executor(const CudaExecutorOptions&) {
   BRAID_THROW(ErrorCode::kNotFound, cuda_unavailable_reason());
 }
 
-std::optional<double> cuda_last_run_us(const Request&) {
-  return std::nullopt;
-}
-
 std::string cuda_device_description(int) {
   return "none";
 }

@@ -161,7 +161,7 @@ class MpiPreparedModel final : public PreparedModel {
   }
   size_t num_blocks() const override { return cpu_->num_blocks(); }
   Bytes activation_bytes() const override { return cpu_->activation_bytes(); }
-  void run_blocks(Request& request, size_t first, size_t last, RunObserver* observer) override {
+  RunStats run_blocks(Request& request, size_t first, size_t last, RunObserver* observer) override {
     // Fault injection for the failure test: this rank leaves before running (as if it died).
     if (const char* die = std::getenv("BRAID_MPI_TEST_EXIT_RANK");
         die && std::atoi(die) == mpi_rank())
@@ -169,8 +169,9 @@ class MpiPreparedModel final : public PreparedModel {
     if (const char* stall = std::getenv("BRAID_MPI_TEST_STALL_RANK");
         stall && std::atoi(stall) == mpi_rank())
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // alive but silent
-    cpu_->run_blocks(request, first, last, observer);
+    const RunStats stats = cpu_->run_blocks(request, first, last, observer);
     sends_.wait_all();
+    return stats;
   }
 
  private:

@@ -53,18 +53,18 @@ class SimPreparedModel final : public PreparedModel {
   size_t num_blocks() const override { return plan_.num_blocks; }
   Bytes activation_bytes() const override { return values_ ? values_->activation_bytes() : 0; }
 
-  void run_blocks(Request& request, size_t first, size_t last, RunObserver* observer) override {
+  RunStats run_blocks(Request& request, size_t first, size_t last, RunObserver* observer) override {
     auto& r = static_cast<SimRequest&>(request);
     if (values_) values_->run_blocks(*r.values, first, last, nullptr);
-    sim::PlanProgram p =
-        sim::plan_program(units_, plan_, kernel_ptrs_, first, last);
+    sim::PlanProgram p = sim::plan_program(units_, plan_, kernel_ptrs_, first, last);
     const bool timeline = options_.record_timeline || observer != nullptr;
     r.result = sim::simulate(p.program, options_.devices,
                              {.graph_replay = options_.graph_replay, .record_timeline = timeline});
     r.program = std::move(p.program);
     r.unit_kernels = std::move(p.unit_kernels);
     r.stream_lane = std::move(p.stream_lane);
-    if (observer == nullptr) return;
+    const RunStats stats{.device_time = Micros(r.result.makespan_us)};
+    if (observer == nullptr) return stats;
     for (size_t u = 0; u < units_.num_units(); ++u) {
       const auto& ks = r.unit_kernels[u];
       if (ks.empty()) continue;
@@ -76,6 +76,7 @@ class SimPreparedModel final : public PreparedModel {
       const size_t lane = r.stream_lane[r.result.kernels[ks.front()].stream];
       observer->on_unit(lane, UnitId(u), Micros(begin), Micros(end));
     }
+    return stats;
   }
 
  private:

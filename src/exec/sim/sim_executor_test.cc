@@ -42,8 +42,9 @@ TEST(SimExecutor, OutlivesTheUnitsAndPlanItWasPreparedFrom) {
   plan.reset();
   auto a = reference->new_request(), b = model->new_request();
   reference->run(*a);
-  model->run(*b);
+  const RunStats stats = model->run(*b);
   EXPECT_EQ(last_simulation(*b)->makespan_us, last_simulation(*a)->makespan_us);
+  EXPECT_EQ(stats.device_time.count(), last_simulation(*b)->makespan_us);  // run_blocks says it
 }
 
 TEST(SimExecutor, RunsWholeAndBlockByBlock) {
