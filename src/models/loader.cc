@@ -10,9 +10,12 @@ namespace braid::models {
 
 std::string_view to_string(ModelSource s) {
   switch (s) {
-    case ModelSource::kZoo: return "zoo";
-    case ModelSource::kOnnx: return "onnx";
-    case ModelSource::kDag: return "dag";
+    case ModelSource::kZoo:
+      return "zoo";
+    case ModelSource::kOnnx:
+      return "onnx";
+    case ModelSource::kDag:
+      return "dag";
   }
   return "?";
 }
@@ -23,8 +26,8 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }
 // --batch on an ONNX file fills symbolic batch dims; a file whose inputs all have a static dim 0
 // of another size cannot take it, and ignoring the flag would be silent.
-void check_batch_applied(const ir::Graph& graph, int64_t batch, std::string_view spec) {
-  if (batch == 1) return;  // the default: nothing asked
+void check_batch_applied(const ir::Graph& graph, int64_t batch, bool given, std::string_view spec) {
+  if (!given && batch == 1) return;  // the default: nothing asked
   std::string shapes;
   for (ValueId id : graph.inputs()) {
     const ir::Value& v = graph.value(id);
@@ -55,7 +58,7 @@ LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
                             .max_activation_bytes = options.limits.max_activation_bytes});
     m.graph = std::move(imported.graph);
     m.weights = std::move(imported.weights);
-    check_batch_applied(*m.graph, options.zoo.batch, spec);
+    check_batch_applied(*m.graph, options.zoo.batch, options.batch_given, spec);
   } else {
     BRAID_CHECK(spec.find('/') == std::string_view::npos, ErrorCode::kNotFound, "'", spec,
                 "' is not a zoo model and has no .onnx or .dag.json extension");

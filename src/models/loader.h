@@ -23,7 +23,9 @@ enum class ModelSource : uint8_t { kZoo, kOnnx, kDag };
 std::string_view to_string(ModelSource);
 
 struct LoadOptions {
-  ZooOptions zoo;      // batch applies to ONNX files too (an error where no input takes it)
+  ZooOptions zoo;  // batch applies to ONNX files too (an error where no input takes it)
+  // zoo.batch was asked for (the CLI's --batch given): an ONNX file must then take it, even 1.
+  bool batch_given = false;
   uint64_t seed = 42;  // zoo weights
   bool with_weights = true;
   // The model's name (reports, schedules, bench rows). Empty: the zoo name, an .onnx file's

@@ -543,6 +543,15 @@ TEST(Cli, BatchOnAStaticBatchOnnxIsAnError) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--batch 2 cannot apply"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("static batch dimension (input [1,3,64,64])"), std::string::npos) << r.err;
+  // An explicit --batch 1 on a static batch of 2 is the same mistake; the file's own batch fits.
+  const std::string two = scratch("static_batch2.onnx");
+  ASSERT_EQ(run_command(cli() + " export squeezenet --image-size 64 --batch 2 -o " + two).exit_code,
+            0);
+  r = run_command(cli() + " inspect " + two + " --batch 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--batch 1 cannot apply"), std::string::npos) << r.err;
+  EXPECT_EQ(run_command(cli() + " inspect " + two + " --batch 2").exit_code, 0);
+  EXPECT_EQ(run_command(cli() + " inspect " + two).exit_code, 0);
 }
 
 // A model is named after its file (exporters all call the graph "torch_jit"), or --name.

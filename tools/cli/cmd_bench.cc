@@ -101,7 +101,8 @@ void add_bench_command(CLI::App& app) {
       ->check(positive_int())
       ->capture_default_str();
   cmd->add_option("--batch", load.zoo.batch, "Batch size")
-      ->check(whole_number_in("the batch size", 1, kMaxBatch));
+      ->check(whole_number_in("the batch size", 1, kMaxBatch))
+      ->each([](const std::string&) { load.batch_given = true; });
   cmd->add_option("--image-size", load.zoo.image_size, "Input image size (0: each model's default)")
       ->check(whole_number_in("the image size", 0, kMaxImageSize, " (0: each model's default)"));
   add_limit_flags(*cmd, load);

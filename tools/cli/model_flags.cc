@@ -39,6 +39,7 @@ void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
   auto& zoo = flags.options.zoo;
   cmd.add_option("--batch", zoo.batch, "Batch size")
       ->check(whole_number_in("the batch size", 1, kMaxBatch))
+      ->each([&flags](const std::string&) { flags.options.batch_given = true; })
       ->capture_default_str();
   cmd.add_option("--image-size", zoo.image_size, "Input image size (0: the model's default)")
       ->check(whole_number_in("the image size", 0, kMaxImageSize, " (0: the model's default)"));
