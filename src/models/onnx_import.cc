@@ -543,6 +543,41 @@ class Importer {
     return true;
   }
 
+  // A kRewrite node: its steps become braid nodes, the intermediate ones named after the node.
+  void import_rewrite(int i, const OnnxOp& op, const NodeAttributes& attrs) {
+    const onnx::NodeProto& n = g_.node(i);
+    check_extra_outputs(i, 1);
+    const std::vector<ValueId> in = operands(i, op.max_operands);
+    std::vector<ir::TensorType> in_types;
+    for (ValueId v : in) in_types.push_back(b_.type(v));
+    const std::vector<onnx_detail::RewriteStep> steps =
+        op.rewrite(onnx_detail::OpContext{n, attrs, opset_, in_types, consts_});
+    BRAID_ASSERT(!steps.empty(), "a rewrite has at least one step");
+    const std::string name = n.name().empty() ? n.output(0) : n.name();
+    std::vector<ValueId> outputs;
+    for (size_t j = 0; j < steps.size(); ++j) {
+      const onnx_detail::RewriteStep& step = steps[j];
+      const bool last = j + 1 == steps.size();
+      std::vector<ValueId> step_in;
+      for (int k : step.operands) {
+        BRAID_ASSERT(k < static_cast<int>(in.size()) && -1 - k < static_cast<int>(j),
+                     "a step reads an operand or an earlier step");
+        step_in.push_back(k >= 0 ? in[k] : outputs[-1 - k]);
+      }
+      const std::string step_name = last ? name : name + "/" + step.suffix;
+      const NodeId id = b_.add_node(step.kind, step.attrs, std::move(step_in), step_name, 1,
+                                    {last ? n.output(0) : step_name});
+      const ir::TensorType& t = b_.type(b_.output(id));
+      BRAID_CHECK(t.elements() <= options_.max_tensor_elements, kUnsupported, describe(i),
+                  ": output '", b_.value(b_.output(id)).name, "' of shape ", ir::to_string(t.shape),
+                  " has ", t.elements(), " elements, which exceeds the limit of ",
+                  options_.max_tensor_elements, " (raise with --max-tensor-elements)");
+      outputs.push_back(b_.output(id));
+      node_ids_[b_.node(id).name] = id;
+    }
+    values_[n.output(0)] = outputs.back();
+  }
+
   void import_node(int i) {
     const onnx::NodeProto& n = g_.node(i);
     const NodeAttributes attrs(n, describe(i));
@@ -558,6 +593,7 @@ class Importer {
     if (auto g = erf_gelu_input_.find(i); g != erf_gelu_input_.end())
       return import_erf_gelu(i, g->second);
     if (op.role == OnnxOpRole::kConstant) return import_constant(i, attrs);
+    if (op.role == OnnxOpRole::kRewrite) return import_rewrite(i, op, attrs);
     const bool dropout = op.role == OnnxOpRole::kAlias;
     if (dropout) check_inference_dropout(i, attrs);
     if (dropout ||

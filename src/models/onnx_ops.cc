@@ -7,6 +7,8 @@
 //     attributes you understand (anything else is rejected), how many inputs are tensors of the
 //     graph (the rest are constants you read with OpContext::const_input), and, if the op has
 //     attributes, an `import_<op>` function above the table that returns its ir::OpAttrs.
+//  An op that braid computes with ops it already has is a kRewrite row instead: its
+//  `import_<op>` returns the RewriteStep list (Einsum: Transposes and a MatMul).
 // The graph walk (onnx_import.cc) does the rest: operands, outputs, names, shape checks.
 // Ops that only rename (Dropout) or define constants (Constant) are rows with their role; the
 // walk handles them. Ops that only relabel dims (Unsqueeze, Squeeze) are kReshape rows: their
@@ -20,6 +22,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "models/onnx_einsum.h"
 #include "models/onnx_fold.h"
 #include "models/onnx_import.h"
 
@@ -385,10 +388,21 @@ ir::OpAttrs import_squeeze(const OpContext& c) {
   return squeeze_attrs(c, false);
 }
 
+// Einsum-12 in the form attention exporters write (MaxViT): Transposes and a MatMul.
+std::vector<RewriteStep> import_einsum(const OpContext& c) {
+  const auto* equation = c.attrs.find("equation", onnx::AttributeProto::STRING);
+  BRAID_CHECK(equation != nullptr, kBad, c.who(), ": Einsum needs an equation");
+  const EinsumMatMul e = parse_einsum_matmul(equation->s(), c.who());
+  BRAID_CHECK(c.inputs.size() == 2, kBad, c.who(), ": Einsum equation '", equation->s(),
+              "' names 2 operands, the node has ", c.inputs.size());
+  return einsum_matmul_steps(e, c.inputs[0].shape, c.inputs[1].shape, c.who());
+}
+
 constexpr auto kAlias = OnnxOpRole::kAlias;
 constexpr auto kConstant = OnnxOpRole::kConstant;
 constexpr auto kKernel = OnnxOpRole::kKernel;
 constexpr auto kReshape = OnnxOpRole::kReshape;
+constexpr auto kRewrite = OnnxOpRole::kRewrite;
 constexpr int kAll = INT_MAX;
 
 // Every ONNX op type braid imports. Columns: op type, first opset, role, attributes,
@@ -478,6 +492,7 @@ const std::vector<OnnxOp> kOps = {
     {"Slice", 1, kKernel, {"starts", "ends", "axes"}, 1, false, import_slice},
     {"Unsqueeze", 1, kReshape, {"axes"}, 1, false, import_unsqueeze},
     {"Squeeze", 1, kReshape, {"axes"}, 1, false, import_squeeze},
+    {"Einsum", 12, kRewrite, {"equation"}, kAll, false, nullptr, import_einsum},
     {"Dropout", 1, kAlias, {"ratio", "seed", "is_test"}},
     {"Constant", 1, kConstant, {"value", "value_float", "value_floats", "value_int", "value_ints"}},
 };

@@ -15,6 +15,7 @@
 #include <climits>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -47,6 +48,16 @@ enum class OnnxOpRole {
   kAlias,     // renames its input (inference-time Dropout)
   kConstant,  // becomes a constant (Constant)
   kReshape,   // becomes a Reshape to its static result shape (Unsqueeze, Squeeze)
+  kRewrite,   // becomes a few braid ops (Einsum: Transposes and a MatMul), see RewriteStep
+};
+
+// One braid op of a kRewrite: the walk adds the steps in order, step j's node and output named
+// "<node>/<suffix>", the last one after the ONNX node and its output.
+struct RewriteStep {
+  ir::OpKind kind;
+  ir::OpAttrs attrs;
+  std::vector<int> operands;  // k >= 0: the node's tensor operand k; -1 - j: step j's output
+  std::string suffix;
 };
 
 struct OnnxOp {
@@ -59,6 +70,8 @@ struct OnnxOp {
   bool output_per_onnx_output = false;  // Split: one braid output per ONNX output, else one
   // Typed attributes for the node; nullptr for ops without any (ir::OpAttrs{} = monostate).
   ir::OpAttrs (*import)(const OpContext&) = nullptr;
+  // The braid ops of a kRewrite (non-empty; the last one writes the node's output).
+  std::vector<RewriteStep> (*rewrite)(const OpContext&) = nullptr;
 };
 
 // Every ONNX op type braid imports, in the order `braid ops` lists them.
