@@ -560,6 +560,29 @@ std::optional<std::pair<ValueId, ValueId>> binary_operands(const BuildContext& c
   return std::nullopt;
 }
 
+// A broadcasting binary op on plain tensors, its dims folded to a form oneDNN 2.6's jit binary
+// takes: src1 constant along the trailing dims becomes a per-channel operand ({1, P, S} against
+// {1, P, 1}: a decomposed LayerNorm's x - mean over [B, N, C] and [B, N, 1], which otherwise gets
+// ref:any), src1 varying only along them a row ({P, S} against {1, S}), a scalar {P} against
+// {1}. Consecutive dims where src1 broadcasts, or where it does not, merge; dims of size 1 drop.
+// nullopt for other patterns (several alternations), which keep their dims.
+std::optional<std::pair<Dims, Dims>> fold_broadcast(const Dims& out, const Dims& src1) {
+  std::vector<std::pair<memory::dim, bool>> runs;  // (elements, src1 broadcasts there)
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == 1) continue;
+    const bool broadcast = src1[i] == 1;
+    if (!runs.empty() && runs.back().second == broadcast)
+      runs.back().first *= out[i];
+    else
+      runs.emplace_back(out[i], broadcast);
+  }
+  if (runs.size() == 1 && runs[0].second) return std::pair{Dims{runs[0].first}, Dims{1}};
+  if (runs.size() != 2) return std::nullopt;
+  const memory::dim p = runs[0].first, s = runs[1].first;
+  if (runs[1].second) return std::pair{Dims{1, p, s}, Dims{1, p, 1}};
+  return std::pair{Dims{p, s}, Dims{1, s}};
+}
+
 std::unique_ptr<Kernel> build_binary(const BuildContext& c, const Chain& chain) {
   const ir::Node& node = *chain.head;
   const auto operands = binary_operands(c, node);
@@ -592,8 +615,11 @@ std::unique_ptr<Kernel> build_binary(const BuildContext& c, const Chain& chain) 
     return k;
   }
   // Broadcasting: plain only (layout.h keeps such operands plain).
-  const memory::desc src0_md = layout_md(out, dst.layout);
-  const memory::desc src1_md = plain_md(pad_front(to_dims(c.shape(operands->second)), out.size()));
+  const Dims src1_dims = pad_front(to_dims(c.shape(operands->second)), out.size());
+  const auto folded =
+      dst.layout == TensorLayout::kPlain ? fold_broadcast(out, src1_dims) : std::nullopt;
+  const memory::desc src0_md = folded ? plain_md(folded->first) : layout_md(out, dst.layout);
+  const memory::desc src1_md = plain_md(folded ? folded->second : src1_dims);
   dnnl::binary::primitive_desc pd({alg, src0_md, src1_md, src0_md}, make_attr(po), c.engine);
   Args args{{DNNL_ARG_SRC_0, k->input(src0_md, src0)},
             {DNNL_ARG_SRC_1, k->bind(src1_md, src1)},

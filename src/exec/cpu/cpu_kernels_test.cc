@@ -904,6 +904,41 @@ TEST(CpuKernelsUnits, MatMulFusesOnlyARowBias) {
   }
 }
 
+// A decomposed LayerNorm's (x - mean) / std broadcasts [1, G, N, C] against [1, G, N, 1]
+// (MaxViT's 88 Sub/Div): oneDNN's jit binary takes it once the dims are folded
+// (fold_broadcast); unfolded it was ref:any and took most of MaxViT's run. Other broadcasts fold
+// too, or keep their dims.
+TEST(CpuKernelsUnits, BroadcastingBinaryOpsGetJitKernels) {
+  struct Case {
+    Shape x, other;
+    bool jit;  // a form fold_broadcast folds
+  };
+  for (const auto& [x, other, jit] :
+       {Case{{1, 8, 7, 16}, {1, 8, 7, 1}, true}, Case{{2, 8, 7, 16}, {2, 8, 7, 1}, true},
+        Case{{2, 5, 8}, {2, 5, 1}, true}, Case{{1, 49, 64}, {1, 49, 1}, true},
+        Case{{3, 4, 5, 6}, {3, 4, 1, 1}, true}, Case{{2, 5, 8}, {1, 1, 8}, true},
+        Case{{2, 5, 8}, {8}, true}, Case{{2, 3}, {1}, true}, Case{{2, 5, 8}, {2, 1, 8}, false}}) {
+    for (const OpKind kind : {OpKind::Sub, OpKind::Div, OpKind::Add}) {
+      const std::string what = std::string(ir::to_string(kind)) + " " + str(x) + " " + str(other);
+      ir::GraphBuilder b("binary");
+      b.mark_output(
+          b.add_op(kind, {}, {b.add_input("x", f32(x)), b.add_input("y", f32(other))}, "op"));
+      const ir::Graph g = std::move(b).build();
+      const ir::Weights w = ir::Weights::generate(g, 5);
+      const PlainLayout arena(g);
+      const std::vector<NodeId> unit = {NodeId{0}};
+      Bytes scratch = 0;
+      const auto kernels = make_unit_kernels(g, unit, make_locator(g, w, arena),
+                                             {dnnl::engine(dnnl::engine::kind::cpu, 0)}, &scratch);
+      for (const auto& kernel : kernels) {
+        for (const std::string& impl : implementation_names(*kernel))
+          EXPECT_TRUE(!jit || !impl.starts_with("ref:")) << what << ": " << impl;
+      }
+      check_graph(g, kElementwise, what, 5);
+    }
+  }
+}
+
 TEST(CpuKernelsConformance, Gemm) {
   for (int i = 0; i < 2 * kCasesPerOp; ++i) {
     const uint64_t seed = seed_of(OpKind::Gemm, i);
