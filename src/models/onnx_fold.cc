@@ -316,8 +316,9 @@ std::vector<Tensor> fold_reshape(const FoldContext& c) {
   return reshaped(data, shape);
 }
 
-// Transpose: out[i_perm[0], ..., i_perm[r-1]] = data[i_0, ..., i_{r-1}]; no perm reverses the dims.
-// torch.nn.functional.pad exports its pads through one (Swin's window padding).
+// Transpose: output dim k is input dim perm[k]; no perm reverses the dims. Swin folds two: the
+// pads of its F.pad (exported through a Transpose) and the window partition of its constant
+// shifted-window mask, which the mask's Equal/Not/Where read.
 std::vector<Tensor> fold_transpose(const FoldContext& c) {
   const Tensor& data = input(c, 0);
   const int64_t r = static_cast<int64_t>(data.shape.size());
