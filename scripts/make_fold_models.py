@@ -117,6 +117,17 @@ CASES = {
         helper.make_node("Cast", ["gt"], ["gti"], to=TensorProto.INT64),
         helper.make_node("Mul", ["nli", "gti"], ["p"]),
         helper.make_node("Add", ["p", "s2"], ["c"])]),
+    # torch F.pad's pads as Swin exports them: reversed by Slice, Transpose [1, 0], Reshape.
+    "pads_transpose": (13, [
+        const("p", [[0, 0], [0, 0], [0, 3], [0, 1]]), const("st", [-1]), const("en", [-2**62]),
+        const("ax", [0]), const("sp", [-1]),
+        helper.make_node("Slice", ["p", "st", "en", "ax", "sp"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[1, 0]), const("m1", [-1]),
+        helper.make_node("Reshape", ["t", "m1"], ["c"])]),
+    "transpose_3d_default_perm": (13, [
+        const("v", np.arange(24).reshape(2, 3, 4).astype(np.float32).tolist(), np.float32),
+        helper.make_node("Transpose", ["v"], ["a"], perm=[1, 2, 0]),
+        helper.make_node("Transpose", ["a"], ["c"])]),
     "size_and_shape_start": (15, [
         helper.make_node("Shape", ["x0"], ["s"], start=1, end=-1),
         helper.make_node("Size", ["x0"], ["n"]), const("ax0", [0]),

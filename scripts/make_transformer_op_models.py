@@ -6,7 +6,7 @@
 Writes OUT_DIR/<name>.onnx, OUT_DIR/<name>.input_<i>.bin (raw float32 values in the graph's
 input order, as braid's executors take them; int64 and bool inputs hold integral values) and
 OUT_DIR/<name>.input_<i>.npy (the same values in the input's declared type, for ort_run.py).
-One model per op (Erf, Sub, Div, Pow, Sqrt, Where, Expand, Gather, Cast, Equal, Slice,
+One model per op (Erf, Sub, Div, Pow, Sqrt, Where, Expand, Gather, Cast, Equal, Not, Slice,
 Unsqueeze/Squeeze, 6-D Transpose, 4-D MatMul), the two GELU patterns PyTorch exports before
 opset 20, and a tiny BERT-like and ViT-like model built the way torch.onnx exports them
 (opset 17; LayerNormalization, as opset 17 exports emit it). Weights and inputs come from a fixed seed: nothing is downloaded.
@@ -216,6 +216,20 @@ def build_all(out_dir):
 
     build_tiny_bert(out_dir)
     build_tiny_vit(out_dir)
+    build_where_not_equal(out_dir)  # last: the models above keep their random values
+
+
+def build_where_not_equal(out_dir):
+    """Swin's shifted-window mask: attn_mask.masked_fill(attn_mask != 0, -100.0) exports `!=` as
+    Not(Equal(.)); the mask is a difference of window ids, an activation. Plus Not on a bool
+    graph input, read back through Cast."""
+    m = Model("where_not_equal")
+    ids = m.input("ids", rng.integers(0, 3, size=(2, 1, 6)).astype(np.float32))
+    d = m.op("Sub", [ids, m.op("Transpose", [ids], perm=[0, 2, 1])])  # [2, 6, 6]
+    zero = m.const(np.float32(0.0))
+    filled = m.op("Where", [m.op("Not", [m.op("Equal", [d, zero])]), m.const(np.float32(-100.0)), d])
+    flags = m.input("flags", rng.integers(0, 2, size=(3, 4)).astype(np.float32), TensorProto.BOOL)
+    m.save(out_dir, [filled, m.op("Cast", [m.op("Not", [flags])], to=TensorProto.FLOAT)])
 
 
 def build_tiny_bert(out_dir, seq=8, hidden=16, heads=2, vocab=30):

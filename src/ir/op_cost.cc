@@ -78,6 +78,7 @@ Wide wide_flops(const Graph& g, NodeId id) {
     case OpKind::Where:
     case OpKind::Cast:
     case OpKind::Equal:
+    case OpKind::Not:
       return out;
     case OpKind::Erf:
     case OpKind::Pow:  // exp(y * log(x)) and friends: a few instructions per element

@@ -223,6 +223,7 @@ bool takes_any_dtype(OpKind k) {
     case OpKind::Gather:
     case OpKind::Cast:
     case OpKind::Equal:
+    case OpKind::Not:
     case OpKind::Slice:
       return true;
     default:
@@ -487,6 +488,11 @@ std::vector<TensorType> infer_output_types(OpKind kind, const OpAttrs& attrs,
       BRAID_CHECK(in[0].dtype == in[1].dtype, kBad, "node '", node, "' (Equal): compares ",
                   to_string(in[0].dtype), " with ", to_string(in[1].dtype));
       return {{DType::kBool, broadcast(in[0].shape, in[1].shape, node, kind)}};
+    case OpKind::Not:
+      check_arity(in, 1, 1, node, kind);
+      BRAID_CHECK(in[0].dtype == DType::kBool, kBad, "node '", node, "' (Not): input is ",
+                  to_string(in[0].dtype), ", must be bool");
+      return {{DType::kBool, in[0].shape}};
     case OpKind::Slice: {
       check_arity(in, 1, 1, node, kind);
       Shape out;

@@ -145,7 +145,7 @@ bool is_parameter(const Graph& g, ValueId v) { return g.value(v).kind == ValueKi
 bool joins_producer(const Graph& g, const Node& n) {
   if (is_activation(n.kind) || n.kind == OpKind::BatchNormalization || is_view(n.kind) ||
       n.kind == OpKind::Transpose || n.kind == OpKind::Erf || n.kind == OpKind::Sqrt ||
-      n.kind == OpKind::Cast)
+      n.kind == OpKind::Cast || n.kind == OpKind::Not)
     return true;
   if (n.kind == OpKind::Add || n.kind == OpKind::Mul || n.kind == OpKind::Sub ||
       n.kind == OpKind::Div || n.kind == OpKind::Pow) {

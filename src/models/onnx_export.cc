@@ -309,6 +309,7 @@ class Exporter {
       case OpKind::Sqrt:
       case OpKind::Where:
       case OpKind::Equal:
+      case OpKind::Not:
         break;
       case OpKind::Expand:
         n->add_input(

@@ -316,6 +316,37 @@ std::vector<Tensor> fold_reshape(const FoldContext& c) {
   return reshaped(data, shape);
 }
 
+// Transpose: output dim k is input dim perm[k]; no perm reverses the dims. Swin folds two: the
+// pads of its F.pad (exported through a Transpose) and the window partition of its constant
+// shifted-window mask, which the mask's Equal/Not/Where read.
+std::vector<Tensor> fold_transpose(const FoldContext& c) {
+  const Tensor& data = input(c, 0);
+  const int64_t r = static_cast<int64_t>(data.shape.size());
+  std::vector<int64_t> perm(r);
+  for (int64_t k = 0; k < r; ++k) perm[k] = r - 1 - k;
+  perm = c.attrs.get_ints("perm").value_or(perm);
+  std::vector<bool> seen(r, false);
+  BRAID_CHECK(static_cast<int64_t>(perm.size()) == r, kBad, c.who(), ": Transpose perm has ",
+              perm.size(), " entries for rank ", r);
+  for (int64_t p : perm) {
+    BRAID_CHECK(p >= 0 && p < r && !seen[p], kBad, c.who(),
+                ": Transpose perm is not a permutation");
+    seen[p] = true;
+  }
+  ir::Shape shape(r);
+  for (int64_t k = 0; k < r; ++k) shape[k] = data.shape[perm[k]];
+  Tensor out = new_tensor(c, data.elem_type, shape);
+  const std::vector<int64_t> in_strides = strides_of(data.shape);
+  std::vector<int64_t> pos(r, 0);  // the output index, as an odometer
+  for (int64_t j = 0; j < out.elements(); ++j) {
+    int64_t i = 0;
+    for (int64_t k = 0; k < r; ++k) i += pos[k] * in_strides[perm[k]];
+    copy_element(data, i, out, j);
+    for (int64_t k = r - 1; k >= 0 && ++pos[k] == shape[k]; --k) pos[k] = 0;
+  }
+  return {std::move(out)};
+}
+
 std::vector<Tensor> fold_cast(const FoldContext& c) {
   const Tensor& data = input(c, 0);
   const int64_t to = c.attrs.get_int("to", 0);
@@ -567,6 +598,7 @@ const std::vector<FoldableOp> kFoldable = {
     {"Unsqueeze", 1, {"axes"}, false, fold_unsqueeze},
     {"Squeeze", 1, {"axes"}, false, fold_squeeze},
     {"Reshape", 1, {"shape", "allowzero"}, false, fold_reshape},
+    {"Transpose", 1, {"perm"}, false, fold_transpose},
     {"Cast", 6, {"to", "saturate"}, false, fold_cast},
     {"ConstantOfShape", 9, {"value"}, false, fold_constant_of_shape},
     {"Range", 11, {}, false, fold_range},

@@ -230,7 +230,8 @@ TEST(OnnxOps, EveryOpKindHasATableRow) {
     EXPECT_TRUE(it->folds && !it->runs) << folded;
   }
   // Folded on constants, run on activations.
-  for (const char* both : {"Gather", "Slice", "Unsqueeze", "Squeeze", "Cast", "Where"}) {
+  for (const char* both :
+       {"Gather", "Slice", "Unsqueeze", "Squeeze", "Cast", "Where", "Equal", "Not"}) {
     auto it =
         std::find_if(ops.begin(), ops.end(), [&](const auto& op) { return op.op_type == both; });
     ASSERT_NE(it, ops.end()) << both;

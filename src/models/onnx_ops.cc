@@ -485,6 +485,7 @@ const std::vector<OnnxOp> kOps = {
     {"Sqrt", 1, kKernel, {}},
     {"Where", 9, kKernel, {}},
     {"Equal", 1, kKernel, {}},
+    {"Not", 1, kKernel, {}},
     {"Expand", 8, kKernel, {}, 1, false, import_expand},
     // Two operands when the indices are computed at run time, one when they are a constant.
     {"Gather", 1, kKernel, {"axis"}, kAll, false, import_gather},

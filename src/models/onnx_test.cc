@@ -142,6 +142,8 @@ Graph transformer_graph() {
   b.mark_output(b.add_op(OpKind::Gather, GatherAttrs{.axis = 1, .indices = {1}}, {sl}, "first"));
   ValueId eq = b.add_op(OpKind::Equal, {}, {ids, ids}, "same");
   b.mark_output(b.add_op(OpKind::Cast, CastAttrs{DType::kFloat32}, {eq}, "same.f"));
+  ValueId differ = b.add_op(OpKind::Not, {}, {eq}, "differ");
+  b.mark_output(b.add_op(OpKind::Cast, CastAttrs{DType::kFloat32}, {differ}, "differ.f"));
   return std::move(b).build();
 }
 
@@ -708,6 +710,11 @@ TEST(OnnxImportErrors, TransformerOpRejections) {
   {  // Where's condition must be bool: a float would be read byte by byte.
     ModelMaker mm = one_op("Where", {"x", "x", "x"});
     expect_error([&] { mm.import(); }, ErrorCode::kInvalidModel, {"condition is float32"});
+  }
+  {  // Not on a float: its bytes are not bools, and ONNX defines Not on bool only.
+    ModelMaker mm = one_op("Not", {"x"});
+    expect_error([&] { mm.import(); }, ErrorCode::kInvalidModel,
+                 {"node 'op' (Not)", "input is float32, must be bool"});
   }
 }
 

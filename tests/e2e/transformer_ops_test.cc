@@ -1,5 +1,5 @@
 // The ops transformer exports run on activations (Erf, Sub, Div, Pow, Sqrt, Where, Expand,
-// Gather, Cast, Equal, Slice, Unsqueeze/Squeeze, 6-D Transpose, 4-D MatMul, the erf GELU), one
+// Gather, Cast, Equal, Not, Slice, Unsqueeze/Squeeze, 6-D Transpose, 4-D MatMul, the erf GELU), one
 // small model each, plus a tiny BERT-like and ViT-like model, against ONNX Runtime as the
 // oracle. scripts/make_transformer_op_models.py writes the models and their inputs (int64 and
 // bool inputs included); each runs on ORT, on braid's reference executor and on the CPU
@@ -130,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(Ops, TransformerOps,
                                            "gather_constant", "cast", "slice_roll", "slice_opset9",
                                            "unsqueeze_squeeze", "unsqueeze_opset11", "transpose_6d",
                                            "matmul_4d", "gelu_erf", "gelu_erf_shared", "tiny_bert",
-                                           "tiny_vit"),
+                                           "tiny_vit", "where_not_equal"),
                          [](const auto& info) { return std::string(info.param); });
 
 // PyTorch's two erf GELU patterns become braid Gelus; a pattern whose Div result has a second

@@ -870,6 +870,8 @@ std::unique_ptr<Kernel> build(const BuildContext& c, const Chain& chain) {
       return build_cast(c, chain);
     case ir::OpKind::Equal:
       return build_equal(c, chain);
+    case ir::OpKind::Not:
+      return build_not(c, chain);
     case ir::OpKind::Slice:
       return build_slice(c, chain);
   }
@@ -1026,8 +1028,8 @@ bool supports(const ir::Graph& graph, NodeId id) {
   // Data movement and comparisons run on any dtype; arithmetic on float32 only.
   const bool any_dtype = node.kind == ir::OpKind::Where || node.kind == ir::OpKind::Expand ||
                          node.kind == ir::OpKind::Gather || node.kind == ir::OpKind::Cast ||
-                         node.kind == ir::OpKind::Equal || node.kind == ir::OpKind::Slice ||
-                         ir::is_view(node.kind);
+                         node.kind == ir::OpKind::Equal || node.kind == ir::OpKind::Not ||
+                         node.kind == ir::OpKind::Slice || ir::is_view(node.kind);
   auto ok = [&](ValueId v) {
     const ir::TensorType& t = graph.value(v).type;
     return (any_dtype || t.dtype == ir::DType::kFloat32) && t.rank() <= DNNL_MAX_NDIMS;
@@ -1075,6 +1077,7 @@ bool supports(const ir::Graph& graph, NodeId id) {
     case ir::OpKind::Gather:
     case ir::OpKind::Cast:
     case ir::OpKind::Equal:
+    case ir::OpKind::Not:
     case ir::OpKind::Slice:
       return true;
   }
@@ -1094,7 +1097,7 @@ std::vector<std::unique_ptr<Kernel>> make_unit_kernels(const ir::Graph& graph,
     BRAID_CHECK(
         supports(graph, id), ErrorCode::kUnsupported, "node '", node.name, "' (",
         ir::to_onnx_name(node.kind), "): the CPU executor runs tensors of rank <= ", DNNL_MAX_NDIMS,
-        ", and int64/bool ones only in Gather, Cast, Equal, Where, Expand, Slice and views");
+        ", and int64/bool ones only in Gather, Cast, Equal, Not, Where, Expand, Slice and views");
   }
   for (size_t at = 0; at < ops.size();) {
     const ir::Node& node = graph.node(ops[at]);

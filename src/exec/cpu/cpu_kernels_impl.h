@@ -135,6 +135,7 @@ std::unique_ptr<Kernel> build_gemm(const BuildContext& c, const Chain& chain);
 std::unique_ptr<Kernel> build_erf(const BuildContext& c, const Chain& chain);
 std::unique_ptr<Kernel> build_where(const BuildContext& c, const Chain& chain);
 std::unique_ptr<Kernel> build_equal(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_not(const BuildContext& c, const Chain& chain);
 std::unique_ptr<Kernel> build_expand(const BuildContext& c, const Chain& chain);
 std::unique_ptr<Kernel> build_slice(const BuildContext& c, const Chain& chain);
 std::unique_ptr<Kernel> build_gather(const BuildContext& c, const Chain& chain);

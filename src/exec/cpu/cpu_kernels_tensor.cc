@@ -1,5 +1,5 @@
 // Plain-loop CPU kernels for the ops oneDNN 2.6 has no primitive for, most of them from
-// transformer exports: Erf, Where, Expand, Gather, Cast, Equal and Slice. They run on plain
+// transformer exports: Erf, Where, Expand, Gather, Cast, Equal, Not and Slice. They run on plain
 // tensors of any dtype (layout.h never blocks their operands). Index arithmetic is planned at
 // build time (per-input strides over the output's dims, the Slice's first element), so
 // execute() only walks rows: the innermost dim is a strided loop, the others an odometer.
@@ -184,6 +184,21 @@ class EqualKernel final : public Kernel {
   RowWalk walk_;
 };
 
+// Not on bool tensors (one byte per element, 0 or 1); any nonzero byte reads as true.
+class NotKernel final : public Kernel {
+ public:
+  NotKernel(TensorRef src, TensorRef dst) : src_(std::move(src)), dst_(std::move(dst)) {}
+  void execute(const KernelContext& context) const override {
+    const auto* x = reinterpret_cast<const uint8_t*>(bytes(src_, context.arena));
+    auto* y = reinterpret_cast<uint8_t*>(bytes(dst_, context.arena));
+    const int64_t n = dst_.type.elements();
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] != 0 ? 0 : 1;
+  }
+
+ private:
+  TensorRef src_, dst_;
+};
+
 // Gather: for each outer index and each index, one contiguous block of `inner` bytes.
 class GatherKernel final : public Kernel {
  public:
@@ -315,6 +330,10 @@ std::unique_ptr<Kernel> build_equal(const BuildContext& c, const Chain& chain) {
   return std::make_unique<EqualKernel>(std::vector{c.ref(node.inputs[0]), c.ref(node.inputs[1])},
                                        c.ref(chain.output),
                                        RowWalk(ys, std::move(strides), {0, 0}));
+}
+
+std::unique_ptr<Kernel> build_not(const BuildContext& c, const Chain& chain) {
+  return std::make_unique<NotKernel>(c.ref(chain.head->inputs[0]), c.ref(chain.output));
 }
 
 std::unique_ptr<Kernel> build_expand(const BuildContext& c, const Chain& chain) {

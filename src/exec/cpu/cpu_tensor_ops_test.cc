@@ -137,7 +137,8 @@ TEST(CpuTensorOps, ErfSqrt) {
   }
 }
 
-// Equal on int64 graph inputs (BERT's ids) and on float values, then Where on the bool.
+// Equal on int64 graph inputs (BERT's ids) and on float values, every other case negated by
+// Not, then Where on the bool.
 TEST(CpuTensorOps, WhereEqual) {
   for (int i = 0; i < kCases; ++i) {
     const uint64_t seed = seed_of(OpKind::Where, i);
@@ -154,7 +155,8 @@ TEST(CpuTensorOps, WhereEqual) {
       c = b.add_op(OpKind::Cast, ir::CastAttrs{DType::kFloat32},
                    {b.add_op(OpKind::Cast, ir::CastAttrs{DType::kInt64}, {c}, "ib")}, "fb");
     }
-    const ValueId cond = b.add_op(OpKind::Equal, {}, {a, c}, "eq");
+    ValueId cond = b.add_op(OpKind::Equal, {}, {a, c}, "eq");
+    if (i % 2 == 1) cond = b.add_op(OpKind::Not, {}, {cond}, "ne");  // Swin's masked_fill(m != 0)
     const ValueId x = b.add_input("x", {DType::kFloat32, r.broadcastable(out)});
     const ValueId y = r.coin() ? b.add_parameter("y", {DType::kFloat32, r.broadcastable(out)},
                                                  ir::ParamInit::normal(1.0f))

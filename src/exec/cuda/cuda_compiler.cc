@@ -368,6 +368,7 @@ void Compiler::compile_op(const ir::Node& n, std::vector<Op>& out) {
     case ir::OpKind::Gather:
     case ir::OpKind::Cast:
     case ir::OpKind::Equal:
+    case ir::OpKind::Not:
     case ir::OpKind::Slice:
       break;
   }

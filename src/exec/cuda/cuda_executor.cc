@@ -196,7 +196,8 @@ class CudaExecutor final : public Executor {
   explicit CudaExecutor(const CudaExecutorOptions& options)
       : options_(options), name_("cuda:" + std::to_string(options.device)) {}
   std::string_view name() const override { return name_; }
-  // Float32 tensors only; Where, Expand, Gather, Cast, Equal and Slice have no CUDA kernel yet.
+  // Float32 tensors only; Where, Expand, Gather, Cast, Equal, Not and Slice have no CUDA kernel
+  // yet.
   bool supports(const ir::Graph& graph, NodeId node) const override {
     const ir::Node& n = graph.node(node);
     auto is_float = [&](ValueId v) { return graph.value(v).type.dtype == ir::DType::kFloat32; };
@@ -216,6 +217,7 @@ class CudaExecutor final : public Executor {
       case ir::OpKind::Gather:
       case ir::OpKind::Cast:
       case ir::OpKind::Equal:
+      case ir::OpKind::Not:
       case ir::OpKind::Slice:
         return false;
       default:
@@ -231,8 +233,8 @@ class CudaExecutor final : public Executor {
       BRAID_CHECK(supports(*model.graph, NodeId(i)), ErrorCode::kUnsupported, "cuda: op '",
                   model.graph->node(NodeId(i)).name, "' (",
                   ir::to_onnx_name(model.graph->node(NodeId(i)).kind),
-                  ") is not supported (int64/bool tensors, Where, Expand, Gather, Cast, Equal "
-                  "and Slice run on the CPU executor only)");
+                  ") is not supported (int64/bool tensors, Where, Expand, Gather, Cast, Equal, "
+                  "Not and Slice run on the CPU executor only)");
     for (const sched::PlanLane& lane : model.plan->lanes)
       BRAID_CHECK(lane.device == 0, ErrorCode::kInvalidArgument, "cuda: the plan uses device ",
                   lane.device, "; one process runs one device (multi-device plans run under MPI)");

@@ -647,6 +647,12 @@ void run_op(const ir::Graph& graph, NodeId id, std::span<const float* const> in,
       equal(graph.value(node.inputs[0]).type.dtype, shapes, in, ys, y);
       return;
     }
+    case ir::OpKind::Not: {
+      const auto* x = reinterpret_cast<const uint8_t*>(in[0]);
+      auto* out = reinterpret_cast<uint8_t*>(y);
+      for (int64_t i = 0; i < y_elements; ++i) out[i] = x[i] != 0 ? 0 : 1;
+      return;
+    }
     case ir::OpKind::Slice:
       slice(ir::slice_dims(std::get<ir::SliceAttrs>(node.attrs), shape(0), node.name), shape(0),
             bytes_of(in[0]), y_size, ys, bytes_of(y));

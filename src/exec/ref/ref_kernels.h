@@ -10,7 +10,7 @@
 // order; one pointer per node output. Shapes come from the graph (shape inference has already
 // put them on every Value). Buffers must not overlap. A value of dtype int64 or bool is passed
 // through the same pointer type: it points at the value's bytes (8 or 1 per element), and the
-// few ops that take such values (Gather, Cast, Equal, Where, Expand, Slice, the views) read
+// few ops that take such values (Gather, Cast, Equal, Not, Where, Expand, Slice, the views) read
 // and write it as its dtype.
 //
 // Where ONNX leaves a choice open, the reference follows ONNX Runtime / PyTorch:

@@ -316,9 +316,10 @@ TEST(RefKernels, ErfSqrtByHand) {
   expect_near(run_one(OpKind::Sqrt, {}, {{3}}, {{0, 4, 2.25f}})[0], {0, 2, 1.5f});
 }
 
-TEST(RefKernels, WhereEqualCastByHand) {
+TEST(RefKernels, WhereEqualNotCastByHand) {
   // Equal on int64 [3] vs [1]: [5, 7, 5] == 5 -> [1, 0, 1]; Where picks x there, y elsewhere.
   expect_near(run_typed(OpKind::Equal, {}, {i64({3}), i64({1})}, {{5, 7, 5}, {5}})[0], {1, 0, 1});
+  expect_near(run_typed(OpKind::Not, {}, {boolean({2, 2})}, {{1, 0, 0, 1}})[0], {0, 1, 1, 0});
   expect_near(run_typed(OpKind::Where, {}, {boolean({3}), f32({3}), f32({1})},
                         {{1, 0, 1}, {10, 20, 30}, {-1}})[0],
               {10, -1, 30});
