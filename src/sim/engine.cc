@@ -232,12 +232,15 @@ class Engine {
       const HostCosts& c = devices_[dev].spec->host;
       if (options_.graph_replay) {
         // One launch of the whole graph; the device's front end then submits the graph's
-        // kernels one after another in capture (launch) order.
-        if (host[dev] == 0) host[dev] = c.launch_us;
+        // kernels one after another in capture (launch) order. An op released after the host
+        // went idle is the first of another graph, launched then.
+        if (host[dev] == 0 || op.release_us > host[dev])
+          host[dev] = std::max(host[dev], op.release_us) + c.launch_us;
         if (op.type == OpType::kKernel) host[dev] += c.graph_launch_us;
         issue_[i] = host[dev];
         continue;
       }
+      host[dev] = std::max(host[dev], op.release_us);
       switch (op.type) {
         case OpType::kKernel: {
           const Kernel& k = program_.kernels[op.index];

@@ -55,6 +55,10 @@ struct Op {
   // stream's device over its PCIe link.
   double bytes = 0;
   int src_device = 0;
+  // The host issues this op no earlier than this (a task's arrival on the clock that several
+  // programs share: TOP's instances, each released when its task arrives). Under graph replay
+  // an op released after the host went idle starts a new graph launch (launch_us again).
+  double release_us = 0;
   static constexpr int kHost = -1;
 
   static Op kernel(uint32_t stream, uint32_t kernel) { return {OpType::kKernel, stream, kernel}; }
@@ -65,6 +69,11 @@ struct Op {
   }
   static Op host_copy(uint32_t stream, double bytes) {
     return {OpType::kCopy, stream, 0, bytes, kHost};
+  }
+  Op released_at(double us) const {
+    Op o = *this;
+    o.release_us = us;
+    return o;
   }
 };
 

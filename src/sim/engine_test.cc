@@ -77,6 +77,36 @@ TEST(Engine, SmallKernelsOnTwoStreamsOverlap) {
   EXPECT_LT(parallel.makespan_us, 0.6 * serial.makespan_us);
 }
 
+// Ops released on a shared clock (TOP's tasks arriving): the host issues a released op no
+// earlier than its release, eagerly or as a new graph launch after an idle host; an instance
+// released while another runs overlaps it on another stream.
+TEST(Engine, ReleasedOpsIssueNoEarlierThanTheirRelease) {
+  const DeviceSpec d = test_device();
+  const Kernel k = compute_kernel(d.sms / 4, 1e7);
+  const double alone = run(on_streams({k}, {0}), d).makespan_us;
+  for (const bool graph : {false, true}) {
+    SCOPED_TRACE(graph ? "graph" : "eager");
+    Program late = on_streams({k, k}, {0, 1});
+    late.ops[1] = late.ops[1].released_at(10 * alone);  // after the first has finished
+    const Result r = run(late, d, graph);
+    const double latency = graph ? d.host.graph_launch_us : d.host.kernel_latency_us;
+    EXPECT_NEAR(r.kernels[1].start_us - r.kernels[1].issue_us, latency, 1e-9);
+    EXPECT_GE(r.kernels[1].issue_us, 10 * alone);
+    EXPECT_LE(r.kernels[1].issue_us, 10 * alone + d.host.launch_us + d.host.graph_launch_us);
+    EXPECT_NEAR(r.kernels[1].end_us - r.kernels[1].start_us,
+                r.kernels[0].end_us - r.kernels[0].start_us, 1e-6 * alone);  // ran alone too
+    Program overlapping = on_streams({k, k}, {0, 1});
+    overlapping.ops[1] = overlapping.ops[1].released_at(r.kernels[0].start_us);
+    const Result o = run(overlapping, d, graph);
+    EXPECT_LT(o.kernels[1].start_us, o.kernels[0].end_us);
+    // Released at 0: the program of today.
+    Program zero = on_streams({k, k}, {0, 1});
+    zero.ops[1] = zero.ops[1].released_at(0);
+    EXPECT_EQ(run(zero, d, graph).makespan_us,
+              run(on_streams({k, k}, {0, 1}), d, graph).makespan_us);
+  }
+}
+
 TEST(Engine, ABlockStartsOnlyWhenItsResourcesFit) {
   const DeviceSpec d = test_device();
   // Kernel 0 takes all shared memory of every SM; kernel 1 needs some: it must wait for
