@@ -1,5 +1,7 @@
 // braid: inter-operator scheduling for DNN inference. `braid --help` lists the commands.
 #include <fmt/core.h>
+#include <spdlog/sinks/stdout_color_sinks.h>  // stderr_color_mt too
+#include <spdlog/spdlog.h>
 
 #include <cstdio>
 #include <exception>
@@ -10,6 +12,11 @@
 #include "progress.h"
 
 int main(int argc, char** argv) {
+  // The library logs through spdlog, whose default logger writes to stdout: there a warning
+  // would land inside --json output. On stderr, worded like the CLI's own warnings.
+  auto log = spdlog::stderr_color_mt("braid");
+  log->set_pattern("braid: %l: %v");
+  spdlog::set_default_logger(std::move(log));
   CLI::App app{"braid: inter-operator scheduling for DNN inference"};
   app.require_subcommand(1);
   app.fallthrough();  // --quiet after the subcommand too
