@@ -52,10 +52,8 @@ LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
   }
   if (ends_with(spec, ".onnx")) {
     m.source = ModelSource::kOnnx;
-    ImportedModel imported = import_onnx_file(
-        std::string(spec), {.batch = options.zoo.batch,
-                            .max_tensor_elements = options.limits.max_tensor_elements,
-                            .max_activation_bytes = options.limits.max_activation_bytes});
+    ImportedModel imported =
+        import_onnx_file(std::string(spec), {.batch = options.zoo.batch, .limits = options.limits});
     m.graph = std::move(imported.graph);
     m.weights = std::move(imported.weights);
     check_batch_applied(*m.graph, options.zoo.batch, options.batch_given, spec);

@@ -31,7 +31,7 @@ struct FoldContext {
   // One per ONNX input; nullptr for an omitted optional one. For Shape and Size of a value
   // computed at run time, a tensor that carries only the shape (no data).
   std::vector<const Tensor*> inputs;
-  int64_t max_elements;  // a larger result is an error (OnnxImportOptions::max_tensor_elements)
+  int64_t max_elements;  // a larger result is an error (OnnxImportOptions::limits)
 
   const std::string& who() const { return attrs.who(); }
 };

@@ -192,11 +192,11 @@ TEST(OnnxImportErrors, TensorOverTheElementLimit) {
   expect_error([&] { mm.import(); }, ErrorCode::kUnsupported,
                {"graph input 'x'", "exceeds the limit", "--max-tensor-elements"});
   // Raised, the element limit passes and the activation total (2 x 40 GB) is next.
-  expect_error([&] { mm.import({.max_tensor_elements = int64_t{1} << 40}); },
+  expect_error([&] { mm.import({.limits = {.max_tensor_elements = int64_t{1} << 40}}); },
                ErrorCode::kUnsupported,
                {"activations", "exceeds the limit", "--max-activation-bytes"});
-  EXPECT_NO_THROW(mm.import(
-      {.max_tensor_elements = int64_t{1} << 40, .max_activation_bytes = int64_t{1} << 40}));
+  EXPECT_NO_THROW(mm.import({.limits = {.max_tensor_elements = int64_t{1} << 40,
+                                        .max_activation_bytes = int64_t{1} << 40}}));
   // A node output over the limit is named too.
   ModelMaker big;
   big.input("x", {100000, 1});
@@ -205,8 +205,8 @@ TEST(OnnxImportErrors, TensorOverTheElementLimit) {
   big.output("y", {100000, 100000});
   expect_error([&] { big.import(); }, ErrorCode::kUnsupported,
                {"node 'add'", "output 'y'", "[100000,100000]", "--max-tensor-elements"});
-  expect_error([&] { big.import({.max_tensor_elements = 0}); }, ErrorCode::kInvalidArgument,
-               {"limits must be >= 1"});
+  expect_error([&] { big.import({.limits = {.max_tensor_elements = 0}}); },
+               ErrorCode::kInvalidArgument, {"limits must be >= 1"});
 }
 
 // `braid ops` lists every op of op_kinds.inc: a kind without a row in the op table could never

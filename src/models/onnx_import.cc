@@ -77,10 +77,11 @@ class Importer {
   ImportedModel run() {
     BRAID_CHECK(options_.batch >= 1, ErrorCode::kInvalidArgument, "batch must be >= 1, got ",
                 options_.batch);
-    BRAID_CHECK(options_.max_tensor_elements >= 1 && options_.max_activation_bytes >= 1,
-                ErrorCode::kInvalidArgument, "tensor limits must be >= 1, got ",
-                options_.max_tensor_elements, " elements and ", options_.max_activation_bytes,
-                " bytes");
+    BRAID_CHECK(
+        options_.limits.max_tensor_elements >= 1 && options_.limits.max_activation_bytes >= 1,
+        ErrorCode::kInvalidArgument, "tensor limits must be >= 1, got ",
+        options_.limits.max_tensor_elements, " elements and ", options_.limits.max_activation_bytes,
+        " bytes");
     read_opset();
     for (int i = 0; i < g_.initializer_size(); ++i) {
       const onnx::TensorProto& t = g_.initializer(i);
@@ -100,7 +101,7 @@ class Importer {
     for (int i : order) import_node(i);
     add_graph_outputs();
     std::shared_ptr<const ir::Graph> graph = build_with_hints();
-    ir::check_limits(*graph, {options_.max_tensor_elements, options_.max_activation_bytes});
+    ir::check_limits(*graph, options_.limits);
     onnx_detail::check_shapes(*graph, onnx_detail::declared_shapes(g_), "the model declares");
     onnx::ModelProto inferred = onnx_detail::infer_onnx_shapes(m_, *graph);
     onnx_detail::check_shapes(*graph, onnx_detail::declared_shapes(inferred.graph()),
@@ -252,8 +253,8 @@ class Importer {
               ") is dynamic; braid needs static shapes, only the batch dim 0 may be symbolic");
           v = options_.batch;
         }
-        BRAID_CHECK(v <= options_.max_tensor_elements / elements, kUnsupported, what,
-                    " has more than ", options_.max_tensor_elements,
+        BRAID_CHECK(v <= options_.limits.max_tensor_elements / elements, kUnsupported, what,
+                    " has more than ", options_.limits.max_tensor_elements,
                     " elements, which exceeds the limit (raise with --max-tensor-elements)");
         elements *= v;
         type.shape.push_back(v);
@@ -483,7 +484,7 @@ class Importer {
     attrs.check_known(f.attributes);
     std::vector<Tensor> data;  // the inputs, read; reserved so that pointers stay valid
     data.reserve(n.input_size());
-    onnx_detail::FoldContext context{n, attrs, opset_, {}, options_.max_tensor_elements};
+    onnx_detail::FoldContext context{n, attrs, opset_, {}, options_.limits.max_tensor_elements};
     for (int k = 0; k < n.input_size(); ++k) {
       const std::string& name = n.input(k);
       if (name.empty()) {
@@ -568,10 +569,10 @@ class Importer {
       const NodeId id = b_.add_node(step.kind, step.attrs, std::move(step_in), step_name, 1,
                                     {last ? n.output(0) : step_name});
       const ir::TensorType& t = b_.type(b_.output(id));
-      BRAID_CHECK(t.elements() <= options_.max_tensor_elements, kUnsupported, describe(i),
+      BRAID_CHECK(t.elements() <= options_.limits.max_tensor_elements, kUnsupported, describe(i),
                   ": output '", b_.value(b_.output(id)).name, "' of shape ", ir::to_string(t.shape),
                   " has ", t.elements(), " elements, which exceeds the limit of ",
-                  options_.max_tensor_elements, " (raise with --max-tensor-elements)");
+                  options_.limits.max_tensor_elements, " (raise with --max-tensor-elements)");
       outputs.push_back(b_.output(id));
       node_ids_[b_.node(id).name] = id;
     }
@@ -626,10 +627,10 @@ class Importer {
     for (int k = 0; k < num_outputs; ++k) {
       const ir::TensorType& t = b_.type(b_.output(id, k));
       // Checked here, before a larger tensor's FLOP count could overflow in build().
-      BRAID_CHECK(t.elements() <= options_.max_tensor_elements, kUnsupported, describe(i),
+      BRAID_CHECK(t.elements() <= options_.limits.max_tensor_elements, kUnsupported, describe(i),
                   ": output '", out_names[k], "' of shape ", ir::to_string(t.shape), " has ",
                   t.elements(), " elements, which exceeds the limit of ",
-                  options_.max_tensor_elements, " (raise with --max-tensor-elements)");
+                  options_.limits.max_tensor_elements, " (raise with --max-tensor-elements)");
       values_[out_names[k]] = b_.output(id, k);
     }
     node_ids_[b_.node(id).name] = id;

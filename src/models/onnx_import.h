@@ -47,9 +47,8 @@ namespace braid::models {
 struct OnnxImportOptions {
   int64_t batch = 1;  // given to symbolic / dynamic (dim_param or unset) dim 0 of graph inputs
   // Limits that turn an absurd shape (a 100000x100000 input, a huge batch) into a clear error
-  // at import instead of std::bad_alloc at run time. See ir::TensorLimits for the defaults.
-  int64_t max_tensor_elements = ir::TensorLimits{}.max_tensor_elements;
-  int64_t max_activation_bytes = ir::TensorLimits{}.max_activation_bytes;
+  // at import instead of std::bad_alloc at run time.
+  ir::TensorLimits limits;
 };
 
 // The opsets of the default ONNX domain braid imports. 21 is the newest whose changes to the
