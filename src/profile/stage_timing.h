@@ -33,13 +33,14 @@ int copies_for(Micros estimate, const CopiesOptions& options);
 std::optional<Micros> stage_estimate(std::span<const std::vector<UnitId>> groups,
                                      std::span<const std::optional<Micros>> unit_costs);
 
-// Whether stage timing evicts the L2 cache before every copy (exec/cuda/cuda_stage_timer.h): when
-// what one run of the model touches (`model_bytes`: weights and activations) exceeds half the L2
-// — NVIDIA's A100/H100 L2 is two partitions, each caching for the SMs near it — a unit's weights
-// were evicted by the rest of the model since its last run. Below that they stay in the L2 from
-// run to run, and copies that find them there time what a run sees. On an H100 (50 MiB L2)
-// evicting put the sum of unit costs 2–6% above the replayed sequential run on six zoo models
-// (3–25% below without; 19–25% on the four largest) and a 64x64 SqueezeNet 32% above (docs/gpu.md).
+// Whether stage timing evicts the L2 cache before every copy (exec/cuda/cuda_stage_timer.h):
+// when what one run of the model touches (`model_bytes`: weights and activations) exceeds half
+// the L2 (NVIDIA's A100/H100 L2 is two partitions, each caching for the SMs near it), a unit's
+// weights were evicted by the rest of the model since its last run. Below that they stay in the
+// L2 from run to run, and copies that find them there time what a run sees. On an H100 (50 MiB
+// L2) evicting put the sum of unit costs 2–6% above the replayed sequential run on six zoo
+// models (3–25% below without; 19–25% on the four largest) and a 64x64 SqueezeNet 32% above
+// (docs/gpu.md).
 bool evict_l2_between_copies(int64_t model_bytes, int64_t l2_bytes);
 // Every value of `graph` once (weights and activations, no storage reuse): what one run touches.
 int64_t model_bytes(const ir::Graph& graph);
