@@ -25,24 +25,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from make_cnn_op_models import model  # float32 inputs and outputs, shapes inferred, checked
+
 RNG = np.random.default_rng(12)
 QK = "B G H I D, B G H J D -> B G H I J"
 PV = "B G H I J, B G H J D -> B G H I D"
-
-
-def model(name, nodes, inputs, outputs, initializers, opset=14):
-    graph = helper.make_graph(
-        nodes, name,
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_value_info(n, helper.make_tensor_type_proto(TensorProto.FLOAT, None))
-         for n in outputs],
-        initializers)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                          producer_name="braid-test")
-    m.ir_version = 8
-    m = onnx.shape_inference.infer_shapes(m, strict_mode=True)  # fills the outputs' shapes
-    onnx.checker.check_model(m)
-    return m
 
 
 def weight(name, shape):
@@ -61,10 +48,10 @@ def maxvit_models():
                  helper.make_node("Add", ["scores", "bias"], ["biased"]),  # relative positions
                  helper.make_node("Softmax", ["biased"], ["probs"], axis=-1),
                  einsum(PV, ["probs", "v"], "out")],
-                qkv, ["out"], [weight("bias", [2, 7, 7])])
+                qkv, ["out"], [weight("bias", [2, 7, 7])], opset=14)
     yield model("einsum_maxvit_equations",
                 [einsum(QK, ["q", "k"], "scores"), einsum(PV, ["scores", "v"], "out")],
-                qkv, ["scores", "out"], [])
+                qkv, ["scores", "out"], [], opset=14)
 
 
 def form_models():

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -48,20 +47,6 @@ const fs::path& models_dir() {
   return dir;
 }
 
-std::vector<float> read_floats(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<float> data(fs::file_size(path) / sizeof(float));
-  in.read(reinterpret_cast<char*>(data.data()),
-          static_cast<std::streamsize>(data.size() * sizeof(float)));
-  return data;
-}
-
-std::vector<float> as_floats(const testing::RawTensor& t) {
-  std::vector<float> out(t.bytes.size() / sizeof(float));
-  std::memcpy(out.data(), t.bytes.data(), out.size() * sizeof(float));
-  return out;
-}
-
 long count(const ir::Graph& g, ir::OpKind kind) {
   return std::count_if(g.nodes().begin(), g.nodes().end(),
                        [&](const ir::Node& n) { return n.kind == kind; });
@@ -92,7 +77,7 @@ TEST_P(EinsumOrt, MatchesOnnxRuntime) {
       scratch / "ort");
   ASSERT_FALSE(ort.outputs.empty()) << "no ORT outputs";
   std::vector<std::vector<float>> inputs;
-  for (const testing::RawTensor& t : ort.inputs) inputs.push_back(as_floats(t));
+  for (const testing::RawTensor& t : ort.inputs) inputs.push_back(testing::as_floats(t));
   testing::expect_outputs_match(ort.outputs, exec::ref::run_reference(*m.graph, m.weights, inputs),
                                 testing::kFp32, "ref");
   for (const testing::OracleSchedule& s : testing::oracle_schedules(m.units, kScheduleSeed)) {
@@ -120,12 +105,13 @@ TEST(EinsumNodeTests, BatchMatmulMatchesOnnxReference) {
   std::vector<std::vector<float>> inputs;
   std::vector<testing::RawTensor> raw;
   for (int k = 0; k < 2; ++k) {
-    inputs.push_back(read_floats(stem.string() + ".input_" + std::to_string(k) + ".bin"));
+    inputs.push_back(
+        testing::read_float_file(stem.string() + ".input_" + std::to_string(k) + ".bin"));
     raw.push_back({ir::DType::kFloat32, {}});
     raw.back().bytes.resize(inputs.back().size() * sizeof(float));
     std::memcpy(raw.back().bytes.data(), inputs.back().data(), raw.back().bytes.size());
   }
-  const std::vector<float> want = read_floats(stem.string() + ".output_0.bin");
+  const std::vector<float> want = testing::read_float_file(stem.string() + ".output_0.bin");
   const std::vector<std::vector<float>> got[] = {
       exec::ref::run_reference(*m.graph, m.weights, inputs),
       testing::run_cpu_executor(m, sched::make_scheduler("sequential")->schedule(m.units), raw)};

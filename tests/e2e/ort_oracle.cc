@@ -40,6 +40,14 @@ std::vector<float> as_floats(const std::vector<std::byte>& bytes) {
 
 }  // namespace
 
+std::vector<float> read_float_file(const fs::path& path) {
+  return as_floats(read_bytes(path));
+}
+
+std::vector<float> as_floats(const RawTensor& tensor) {
+  return as_floats(tensor.bytes);
+}
+
 OrtRun run_onnx_runtime(const fs::path& onnx, const std::vector<fs::path>& inputs,
                         const fs::path& scratch) {
   OrtRun run;

@@ -47,6 +47,11 @@ struct RawTensor {
   std::vector<std::byte> bytes;
 };
 
+// A raw float32 file (the .bin inputs and outputs test models are written with), and a
+// float32 RawTensor, as floats.
+std::vector<float> read_float_file(const std::filesystem::path& path);
+std::vector<float> as_floats(const RawTensor& tensor);
+
 struct OrtRun {
   std::vector<RawTensor> inputs;            // what ORT was fed, graph input order
   std::vector<std::vector<float>> outputs;  // ORT's outputs as float32, graph output order

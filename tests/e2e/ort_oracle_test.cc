@@ -147,7 +147,8 @@ TEST_P(OrtOracleFolded, CpuExecutorAgreesWithOnnxRuntime) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Import, OrtOracleFolded,
-                         ::testing::Values("shuffle", "constant_of_shape_weight", "softmax_opset11_axis1"),
+                         ::testing::Values("shuffle", "constant_of_shape_weight",
+                                           "softmax_opset11_axis1"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace

@@ -10,13 +10,13 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
 #include "base/error.h"
 #include "exec/cpu/cpu_executor.h"
 #include "exec/ref/ref_executor.h"
 #include "models/loader.h"
 #include "models/onnx_export.h"
+#include "ort_oracle.h"
 #include "sched/lower.h"
 #include "sched/registry.h"
 #include "test_env.h"
@@ -29,14 +29,6 @@ namespace fs = std::filesystem;
 // float32 kernels against ORT's: the reference accumulates in double, oneDNN and ORT in float.
 constexpr double kAtol = 1e-5;
 constexpr double kRtol = 1e-4;
-
-std::vector<float> read_floats(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<float> data(fs::file_size(path) / sizeof(float));
-  in.read(reinterpret_cast<char*>(data.data()),
-          static_cast<std::streamsize>(data.size() * sizeof(float)));
-  return data;
-}
 
 void expect_close(std::span<const float> got, std::span<const float> want,
                   const std::string& what) {
@@ -62,7 +54,7 @@ std::vector<std::vector<float>> run_ort(const fs::path& onnx, std::span<const fs
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::vector<float>> outputs;
   for (size_t i = 0; i < num_outputs; ++i)
-    outputs.push_back(read_floats(out_dir / ("output_" + std::to_string(i) + ".bin")));
+    outputs.push_back(testing::read_float_file(out_dir / ("output_" + std::to_string(i) + ".bin")));
   return outputs;
 }
 
@@ -95,7 +87,7 @@ TEST_P(TransformerOps, MatchesOnnxRuntime) {
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const std::string stem = name + ".input_" + std::to_string(i);
     input_files.push_back(dir_ / (stem + ".npy"));
-    inputs.push_back(read_floats(dir_ / (stem + ".bin")));
+    inputs.push_back(testing::read_float_file(dir_ / (stem + ".bin")));
   }
   const auto expected = run_ort(onnx, input_files, dir_ / (name + ".ort"), g.outputs().size());
 
