@@ -1,0 +1,119 @@
+// Combined blocks (top.txt §IV, §V-D, §VI-A): blocks of several instances — of one model or of
+// several — scheduled as one graph, so operators of different tasks run side by side. The
+// combined graph is the disjoint union of its sub-blocks: dependences between different
+// instances are cut, and so are a sub-block's edges from earlier blocks (their tensors are
+// ready before the step starts).
+//
+//   runtime::SimStageCost cost(set, a100);                  // or ModelStageCost
+//   runtime::CombinedScheduler dict(set, cost, {.max_sub_blocks = 4});
+//   const CombinedSchedule& s = dict.schedule({{0, 3}, {1, 0}});   // searched once...
+//   dict.schedule({{1, 0}, {0, 3}});                               // ...then a lookup
+//
+// How a combination is scheduled (the paper uses IOS's DP, then its learned GPG, §V-C, Fig. 13;
+// the DP's states multiply across sub-blocks):
+//  - each sub-block alone: IOS's dynamic program (concurrent stages, pruning r and s) on the
+//    sub-block's units under the stage cost;
+//  - zip: stage k of the combination runs stage k of every sub-block side by side (groups
+//    concatenated); always available, linear in the sub-blocks;
+//  - dp: IOS's dynamic program over the whole union, when it has at most 64 units and the
+//    product of the sub-blocks' own state counts (the union's states) is within
+//    dp_state_limit; the faster of zip and dp by the stage cost is kept.
+// A combination of more than max_sub_blocks (H) sub-blocks is a superblock: it is not
+// optimized (its sub-blocks' own stages zipped, priced, never searched).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cost/cost_model.h"
+#include "runtime/model_set.h"
+#include "runtime/step.h"
+
+namespace braid::runtime {
+
+// Stage latencies across models: groups of units of any loaded models, run concurrently (group
+// i on stream i), the units of a group one after another.
+class StageCost {
+ public:
+  virtual ~StageCost() = default;
+  virtual std::string_view name() const = 0;
+  virtual Micros unit(UnitRef u) const = 0;
+  virtual Micros stage(std::span<const std::vector<UnitRef>> groups) const = 0;
+};
+
+enum class CombineMethod : uint8_t { kSingle, kZip, kDp, kSuperblock };
+std::string_view to_string(CombineMethod);
+
+struct CombinedSchedule {
+  std::vector<SubBlock> sub_blocks;  // sorted
+  // stages[k][g]: group g of stage k, its units in order. Stages run one after another.
+  std::vector<std::vector<std::vector<UnitRef>>> stages;
+  Micros predicted{0};  // sum of the stages' costs
+  CombineMethod method = CombineMethod::kSingle;
+  bool optimized() const { return method != CombineMethod::kSuperblock; }
+};
+
+struct CombineOptions {
+  int max_group_size = 3;  // r (ios.txt §4.3, top.txt §V-D)
+  int max_groups = 8;      // s
+  int max_sub_blocks = 4;  // H: more is a superblock
+  int64_t dp_state_limit = 20000;
+};
+
+struct CombineStats {
+  int64_t lookups = 0, hits = 0;  // the stage dict
+  int64_t searched = 0;           // combinations scheduled (misses)
+  int64_t dp = 0, zip = 0, superblocks = 0;
+  double search_seconds = 0;  // time spent scheduling misses
+};
+
+class CombinedScheduler {
+ public:
+  // `models` and `cost` must outlive it. Throws kInvalidArgument for r, s or H below 1.
+  CombinedScheduler(const ModelSet& models, const StageCost& cost, CombineOptions options = {});
+  ~CombinedScheduler();
+
+  // The schedule of a combination (any order; no sub-block twice, else kInvalidArgument).
+  // Cached by the sorted combination: the reference stays valid for the scheduler's life.
+  // Thread-safe.
+  const CombinedSchedule& schedule(std::span<const SubBlock> combination);
+  // A sub-block's own schedule (the DP on it alone), cached likewise.
+  const CombinedSchedule& single(SubBlock sub_block) { return schedule({&sub_block, 1}); }
+
+  CombineStats stats() const;
+  const CombineOptions& options() const { return options_; }
+  const StageCost& cost() const { return *cost_; }
+
+ private:
+  CombinedSchedule search(std::vector<SubBlock> combination);
+
+  const ModelSet* models_;
+  const StageCost* cost_;
+  CombineOptions options_;
+  mutable std::mutex mutex_;
+  std::map<std::vector<SubBlock>, std::unique_ptr<CombinedSchedule>> dict_;
+  std::map<SubBlock, int64_t> single_states_;  // the DP's state count of each sub-block alone
+  CombineStats stats_;
+};
+
+// Stage costs from each model's own cost model (cpu, roofline, ...): a stage of one model is
+// asked of that model's cost model; a stage mixing models is priced by the lower bound every
+// cost model keeps (cost_model.h: the slowest group, the summed work over the machine's
+// parallelism), since no measured or simulated model spans two graphs.
+class ModelStageCost final : public StageCost {
+ public:
+  explicit ModelStageCost(std::vector<const cost::CostModel*> per_model);
+  std::string_view name() const override { return "per-model"; }
+  Micros unit(UnitRef u) const override;
+  Micros stage(std::span<const std::vector<UnitRef>> groups) const override;
+
+ private:
+  std::vector<const cost::CostModel*> per_model_;
+};
+
+}  // namespace braid::runtime

@@ -1,0 +1,100 @@
+// TOP's asynchronous multi-model runtime (top.txt §III-§VI): per-model queues of tasks, a task
+// launcher that dequeues each queue at its own interval into in-flight instances, and steps
+// that advance instances block by block on one device, as the policy picks them.
+//
+//   runtime::Runtime rt(set, backend, *policy, {.duration_us = 30e6});
+//   runtime::Report r = rt.run(arrivals);          // virtual or wall-clock time (the backend's)
+//   r.models[0].throughput_fps, r.models[0].p99_ms, r.utilization, r.event_log_sha256
+//
+// The loop (one thread): take the arrivals due into their queues (or reject them when a queue
+// is full); let the launcher dequeue; every sample period record the metrics and, when the
+// variance σ_t of the queue lengths exceeds T, ask the policy to decide again; run the step the
+// policy picks, or wait for the next arrival or dequeue. The device runs one step at a time.
+// In virtual time the clock jumps to each step's end and to the next event; in real time it is
+// the wall clock and the loop sleeps while idle. Arrivals stop at the duration; with `drain`
+// the run goes on until every task is done.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/arrivals.h"
+#include "runtime/combined.h"
+#include "runtime/policy.h"
+#include "runtime/step.h"
+
+namespace braid::runtime {
+
+struct RuntimeOptions {
+  double duration_us = 1e6;        // arrivals after it are dropped
+  bool drain = false;              // after the duration, run until every task is done
+  double variance_threshold = 16;  // T: re-decide when σ_t exceeds it (the paper's 2e5 is huge)
+  double sample_period_us = 1e5;   // metrics samples and the T check
+  size_t queue_capacity = 0;       // per model; 0: unbounded (the reproduction), else reject
+  // The inputs of a task (graph inputs in order), for backends that compute values; unset or
+  // empty: none (virtual time).
+  std::function<std::vector<std::vector<float>>(uint32_t model, uint64_t task)> input_of;
+  bool keep_outputs = false;  // Report::tasks[i].outputs
+  bool keep_event_log = false;
+};
+
+struct TaskRecord {
+  uint64_t id = 0;
+  uint32_t model = 0;
+  double arrival_us = 0, dequeued_us = -1, done_us = -1;  // -1: not reached
+  bool rejected = false;
+  std::vector<std::vector<float>> outputs;  // with keep_outputs
+};
+
+struct ModelReport {
+  std::string name;
+  size_t blocks = 0, units = 0;
+  uint64_t submitted = 0, completed = 0, rejected = 0, queued = 0, in_flight = 0;
+  double throughput_fps = 0;  // completed within the duration / duration
+  double mean_ms = 0, p50_ms = 0, p95_ms = 0, p99_ms = 0;  // arrival to done (queue + run)
+};
+
+struct Sample {
+  double at_us = 0;
+  std::vector<size_t> queued;     // per model
+  double variance = 0;            // σ_t of the queue lengths
+  double utilization = 0;         // over the period just ended
+  std::vector<uint64_t> completed;  // per model, cumulative
+};
+
+struct Report {
+  std::string policy, backend;
+  double duration_us = 0;  // the run's end on its clock (>= the arrivals' duration with drain)
+  std::vector<ModelReport> models;
+  std::vector<Sample> samples;
+  double utilization = 0;  // time-weighted over the run
+  double throughput_fps = 0;  // all models
+  uint64_t steps = 0;
+  std::vector<uint64_t> step_sizes;  // step_sizes[k]: steps of k pieces
+  CombineStats combine;
+  uint64_t decisions = 0;  // policy decisions (the first included)
+  double final_variance = 0;
+  std::string event_log_sha256;
+  std::vector<std::string> event_log;  // with keep_event_log
+  std::vector<TaskRecord> tasks;        // every task, by id
+  double wall_seconds = 0;
+};
+
+class Runtime {
+ public:
+  // `combiner` may be null for policies that do not combine blocks. All must outlive it.
+  Runtime(const ModelSet& models, Backend& backend, Policy& policy,
+          CombinedScheduler* combiner, RuntimeOptions options);
+  Report run(const std::vector<Arrival>& arrivals);
+
+ private:
+  const ModelSet* models_;
+  Backend* backend_;
+  Policy* policy_;
+  CombinedScheduler* combiner_;
+  RuntimeOptions options_;
+};
+
+}  // namespace braid::runtime
