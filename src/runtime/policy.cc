@@ -1,1 +1,86 @@
-// placeholder: filled in by its owner
+#include "runtime/policy.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <string>
+
+#include "base/error.h"
+
+namespace braid::runtime {
+
+// Factories, one per policy file.
+std::unique_ptr<Policy> make_static_policy(const PolicyOptions& options, bool serial);
+std::unique_ptr<Policy> make_sync_policy(const PolicyOptions& options);
+std::unique_ptr<Policy> make_top_heuristic_policy(const PolicyOptions& options);
+
+namespace {
+
+constexpr std::array<std::string_view, 4> kNames = {"static", "static-serial", "sync",
+                                                    "top-heuristic"};
+
+}  // namespace
+
+double RuntimeState::queue_variance() const {
+  if (model.empty()) return 0;
+  double mean = 0;
+  for (const ModelState& m : model) mean += double(m.queued);
+  mean /= double(model.size());
+  double var = 0;
+  for (const ModelState& m : model) var += (double(m.queued) - mean) * (double(m.queued) - mean);
+  return var / double(model.size());
+}
+
+std::span<const std::string_view> policy_names() { return kNames; }
+
+std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& options) {
+  BRAID_CHECK(options.max_sub_blocks >= 1, ErrorCode::kInvalidArgument,
+              "H (max sub-blocks per combined block) must be >= 1, got ", options.max_sub_blocks);
+  BRAID_CHECK(options.max_in_flight >= 1, ErrorCode::kInvalidArgument,
+              "max in-flight instances must be >= 1");
+  if (name == "static") return make_static_policy(options, /*serial=*/false);
+  if (name == "static-serial") return make_static_policy(options, /*serial=*/true);
+  if (name == "sync") return make_sync_policy(options);
+  if (name == "top-heuristic") return make_top_heuristic_policy(options);
+  std::string known;
+  for (std::string_view n : kNames) known += (known.empty() ? "" : ", ") + std::string(n);
+  BRAID_THROW(ErrorCode::kInvalidArgument, "unknown policy '", name, "' (known: ", known, ")");
+}
+
+std::optional<CombinedChoice> choose_combined_block(
+    const RuntimeState& state, std::span<const std::vector<SubBlock>> partition) {
+  std::optional<CombinedChoice> best;
+  uint64_t best_oldest = 0;
+  for (size_t c = 0; c < partition.size(); ++c) {
+    CombinedChoice choice{.combined_block = c};
+    uint64_t oldest = std::numeric_limits<uint64_t>::max();
+    for (const SubBlock& sb : partition[c]) {
+      // Instances are in admission order: the first waiting here is the oldest.
+      for (const InstanceState& inst : state.instances) {
+        if (inst.model != sb.model || inst.next_block != sb.block) continue;
+        choice.pieces.push_back({inst.id, sb.model, sb.block, sb.block + 1});
+        choice.ready.push_back(sb);
+        oldest = std::min(oldest, inst.task);
+        break;
+      }
+    }
+    if (choice.pieces.empty()) continue;  // Ratio_in = 0 never runs
+    choice.ratio_in = double(choice.pieces.size()) / double(partition[c].size());
+    if (!best || choice.ratio_in > best->ratio_in ||
+        (choice.ratio_in == best->ratio_in && oldest < best_oldest)) {
+      best = std::move(choice);
+      best_oldest = oldest;
+    }
+  }
+  return best;
+}
+
+std::vector<std::vector<SubBlock>> singleton_partition(const ModelSet& models) {
+  std::vector<std::vector<SubBlock>> out;
+  for (size_t m = 0; m < models.size(); ++m)
+    for (size_t b = 0; b < models.model(m).blocks.size(); ++b)
+      out.push_back({SubBlock{uint32_t(m), uint32_t(b)}});
+  return out;
+}
+
+}  // namespace braid::runtime

@@ -74,7 +74,7 @@ class Policy {
   virtual Decision decide(const RuntimeState& state) = 0;
   // Of the models whose launcher interval is due (due[m]) and whose queue is not empty, which
   // dequeue one task now.
-  virtual std::vector<bool> admit(const RuntimeState& state, std::span<const bool> due) = 0;
+  virtual std::vector<bool> admit(const RuntimeState& state, const std::vector<bool>& due) = 0;
   // The next step, or nullopt when nothing can run now. Pieces name in-flight instances.
   virtual std::optional<Step> next_step(const RuntimeState& state) = 0;
 };

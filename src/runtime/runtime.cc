@@ -1,1 +1,434 @@
-// placeholder: filled in by its owner
+#include "runtime/runtime.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+
+namespace braid::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// SHA-256 of the event log, line by line, so a run's log is compared without keeping it.
+class LogHash {
+ public:
+  LogHash() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
+  ~LogHash() { EVP_MD_CTX_free(ctx_); }
+  LogHash(const LogHash&) = delete;
+  LogHash& operator=(const LogHash&) = delete;
+  void add(const std::string& line) {
+    EVP_DigestUpdate(ctx_, line.data(), line.size());
+    EVP_DigestUpdate(ctx_, "\n", 1);
+  }
+  std::string hex() {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    EVP_DigestFinal_ex(ctx_, digest, &len);
+    std::string out;
+    for (unsigned i = 0; i < len; ++i) out += fmt::format("{:02x}", digest[i]);
+    return out;
+  }
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double rank = p / 100 * double(v.size() - 1);
+  const auto lo = size_t(std::floor(rank));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (rank - double(lo));
+}
+
+// One run's mutable state: queues, instances, clock, metrics.
+class Run {
+ public:
+  Run(const ModelSet& models, Backend& backend, Policy& policy, CombinedScheduler* combiner,
+      const RuntimeOptions& options, const std::vector<Arrival>& arrivals)
+      : models_(models),
+        backend_(backend),
+        policy_(policy),
+        combiner_(combiner),
+        options_(options),
+        arrivals_(arrivals),
+        queues_(models.size()),
+        next_due_(models.size(), 0.0),
+        block_us_(models.size(), 0.0) {
+    state_.models = &models;
+    state_.combiner = combiner;
+    state_.model.resize(models.size());
+  }
+
+  Report execute() {
+    const auto wall_start = Clock::now();
+    start_ = wall_start;
+    refresh_state();
+    decide();
+    next_sample_ = options_.sample_period_us;
+    for (;;) {
+      take_arrivals();
+      launch();
+      sample_until_now();
+      refresh_state();
+      if (std::optional<Step> step = policy_.next_step(state_)) {
+        run_step(*step);
+        continue;
+      }
+      const double next = next_event();
+      const bool arrivals_over = next_arrival_ >= arrivals_.size() ||
+                                 arrivals_[next_arrival_].at_us >= options_.duration_us;
+      if (!options_.drain && now_ >= options_.duration_us) break;
+      if (options_.drain && arrivals_over && instances_in_flight() == 0 && all_queues_empty())
+        break;
+      if (!std::isfinite(next)) break;  // nothing can change any more (a policy that never admits)
+      wait_until(std::min(next, options_.drain ? next : options_.duration_us));
+    }
+    sample_until_now();
+    return report(std::chrono::duration<double>(Clock::now() - wall_start).count());
+  }
+
+ private:
+  struct Instance {
+    InstanceState state;
+    bool in_use = false;
+  };
+
+  // --- clock ---
+  double clock_now() const {
+    if (backend_.virtual_time()) return now_;
+    return std::chrono::duration<double, std::micro>(Clock::now() - start_).count();
+  }
+  void wait_until(double t) {
+    if (t <= now_) return;
+    if (!backend_.virtual_time())
+      std::this_thread::sleep_until(start_ + std::chrono::duration_cast<Clock::duration>(
+                                                 std::chrono::duration<double, std::micro>(t)));
+    now_ = std::max(now_, backend_.virtual_time() ? t : clock_now());
+  }
+  // The next time something happens without a step: an arrival, a launcher tick, a sample.
+  double next_event() const {
+    double t = std::numeric_limits<double>::infinity();
+    if (next_arrival_ < arrivals_.size() && arrivals_[next_arrival_].at_us < options_.duration_us)
+      t = std::min(t, arrivals_[next_arrival_].at_us);
+    for (size_t m = 0; m < queues_.size(); ++m)
+      if (!queues_[m].empty() && next_due_[m] > now_) t = std::min(t, next_due_[m]);
+    if (std::isfinite(t)) t = std::min(t, next_sample_);
+    return t;
+  }
+
+  // --- events ---
+  void log(const std::string& line) {
+    const std::string full = fmt::format("{:.3f} {}", now_, line);
+    hash_.add(full);
+    if (options_.keep_event_log) event_log_.push_back(full);
+  }
+
+  void take_arrivals() {
+    while (next_arrival_ < arrivals_.size() && arrivals_[next_arrival_].at_us <= now_ &&
+           arrivals_[next_arrival_].at_us < options_.duration_us) {
+      const Arrival& a = arrivals_[next_arrival_++];
+      BRAID_CHECK(a.model < models_.size(), ErrorCode::kInvalidArgument, "arrival for model ",
+                  a.model, " but ", models_.size(), " models are loaded");
+      TaskRecord task{.id = tasks_.size(), .model = a.model, .arrival_us = a.at_us};
+      ++state_.model[a.model].arrived;
+      if (options_.queue_capacity > 0 && queues_[a.model].size() >= options_.queue_capacity) {
+        task.rejected = true;
+        log(fmt::format("reject m{} t{}", a.model, task.id));
+      } else {
+        queues_[a.model].push_back(task.id);
+        log(fmt::format("arrive m{} t{}", a.model, task.id));
+      }
+      tasks_.push_back(std::move(task));
+    }
+  }
+
+  void launch() {
+    for (;;) {
+      refresh_state();
+      std::vector<bool> due(models_.size(), false);
+      bool any = false;
+      for (size_t m = 0; m < models_.size(); ++m) {
+        due[m] = !queues_[m].empty() && next_due_[m] <= now_;
+        any = any || due[m];
+      }
+      if (!any) return;
+      const std::vector<bool> admitted = policy_.admit(state_, due);
+      bool progress = false;
+      for (size_t m = 0; m < models_.size(); ++m) {
+        if (!admitted[m] || !due[m]) continue;
+        dequeue(uint32_t(m));
+        next_due_[m] = now_ + interval_us_[m];
+        progress = true;
+      }
+      if (!progress) return;
+    }
+  }
+
+  void dequeue(uint32_t m) {
+    const uint64_t task_id = queues_[m].front();
+    queues_[m].pop_front();
+    TaskRecord& task = tasks_[task_id];
+    task.dequeued_us = now_;
+    InstanceId slot = 0;
+    while (slot < instances_.size() && instances_[slot].in_use) ++slot;
+    if (slot == instances_.size()) instances_.emplace_back();
+    instances_[slot] = {.state = {.id = slot,
+                                  .model = m,
+                                  .task = task_id,
+                                  .next_block = 0,
+                                  .arrival_us = task.arrival_us,
+                                  .dequeued_us = now_},
+                        .in_use = true};
+    order_.push_back(slot);
+    std::vector<std::vector<float>> inputs;
+    if (options_.input_of) inputs = options_.input_of(m, task_id);
+    backend_.begin_instance(slot, m, inputs);
+    log(fmt::format("dequeue m{} t{} i{}", m, task_id, slot));
+  }
+
+  void check_step(const Step& step) const {
+    std::vector<bool> seen(instances_.size(), false);
+    for (const Piece& p : step.pieces) {
+      BRAID_CHECK(p.instance < instances_.size() && instances_[p.instance].in_use,
+                  ErrorCode::kInternal, "policy ", policy_.name(),
+                  " stepped instance ", p.instance, ", which is not in flight");
+      const InstanceState& s = instances_[p.instance].state;
+      const size_t blocks = models_.model(s.model).blocks.size();
+      BRAID_CHECK(!seen[p.instance] && p.model == s.model && p.first_block == s.next_block &&
+                      p.last_block > p.first_block && p.last_block <= blocks,
+                  ErrorCode::kInternal, "policy ", policy_.name(), " made an invalid step: ",
+                  describe(step));
+      seen[p.instance] = true;
+    }
+    BRAID_CHECK(!step.pieces.empty(), ErrorCode::kInternal, "policy ", policy_.name(),
+                " made an empty step");
+  }
+
+  void run_step(const Step& step) {
+    check_step(step);
+    const double begin = now_;
+    const StepResult r = backend_.run(step);
+    const double took = double(r.device_time.count());
+    if (backend_.virtual_time())
+      now_ += took;
+    else
+      now_ = clock_now();
+    account_busy(begin, now_, r.utilization);
+    ++steps_;
+    if (step_sizes_.size() <= step.pieces.size()) step_sizes_.resize(step.pieces.size() + 1, 0);
+    ++step_sizes_[step.pieces.size()];
+    log(fmt::format("step {} {:.3f}us", describe(step), took));
+    if (step.pieces.size() == 1) {  // a block alone: what the launcher paces by
+      const Piece& p = step.pieces[0];
+      const double per_block = took / double(p.last_block - p.first_block);
+      double& b = block_us_[p.model];
+      b = b == 0 ? per_block : 0.8 * b + 0.2 * per_block;
+    }
+    for (const Piece& p : step.pieces) {
+      Instance& inst = instances_[p.instance];
+      inst.state.next_block = p.last_block;
+      if (p.last_block < models_.model(p.model).blocks.size()) continue;
+      TaskRecord& task = tasks_[inst.state.task];
+      task.done_us = now_;
+      std::vector<std::vector<float>> outputs = backend_.end_instance(p.instance);
+      if (options_.keep_outputs) task.outputs = std::move(outputs);
+      ++state_.model[p.model].completed;
+      inst.in_use = false;
+      order_.erase(std::find(order_.begin(), order_.end(), p.instance));
+      log(fmt::format("done m{} t{} {:.3f}us", p.model, task.id, now_ - task.arrival_us));
+    }
+  }
+
+  // --- metrics ---
+  // Busy time (duration x utilization) per sample period, a step split across the periods it
+  // spans, so each sample's utilization is its own.
+  void account_busy(double begin, double end, double utilization) {
+    busy_total_ += (end - begin) * utilization;
+    const double period = options_.sample_period_us;
+    for (double t = begin; t < end;) {
+      const auto k = size_t(t / period);
+      const double cut = std::min(end, double(k + 1) * period);
+      if (busy_by_period_.size() <= k) busy_by_period_.resize(k + 1, 0.0);
+      busy_by_period_[k] += (cut - t) * utilization;
+      if (cut <= t) break;  // t at the end of the representable range
+      t = cut;
+    }
+  }
+
+  void sample_until_now() {
+    while (now_ >= next_sample_) {
+      Sample s{.at_us = next_sample_};
+      for (size_t m = 0; m < models_.size(); ++m) {
+        s.queued.push_back(queues_[m].size());
+        s.completed.push_back(state_.model[m].completed);
+      }
+      const auto k = size_t(samples_.size());
+      const double busy = k < busy_by_period_.size() ? busy_by_period_[k] : 0.0;
+      s.utilization = std::clamp(busy / options_.sample_period_us, 0.0, 1.0);
+      refresh_state();
+      s.variance = state_.queue_variance();
+      samples_.push_back(std::move(s));
+      next_sample_ += options_.sample_period_us;
+      if (samples_.back().variance > options_.variance_threshold) {
+        log(fmt::format("redecide variance {:.3f}", samples_.back().variance));
+        decide();
+      }
+    }
+  }
+
+  void decide() {
+    refresh_state();
+    Decision d = policy_.decide(state_);
+    BRAID_CHECK(d.interval_us.size() == models_.size(), ErrorCode::kInternal, "policy ",
+                policy_.name(), " gave ", d.interval_us.size(), " intervals for ", models_.size(),
+                " models");
+    interval_us_ = d.interval_us;
+    ++decisions_;
+    std::string line = "decide intervals";
+    for (double i : interval_us_) line += fmt::format(" {:.3f}", i);
+    line += fmt::format(" partition {}", d.partition.size());
+    log(line);
+  }
+
+  void refresh_state() {
+    state_.now_us = now_;
+    const double elapsed = std::max(now_, 1.0);
+    for (size_t m = 0; m < models_.size(); ++m) {
+      ModelState& s = state_.model[m];
+      s.queued = queues_[m].size();
+      s.in_flight = 0;
+      s.arrival_rate_hz = double(s.arrived) / elapsed * 1e6;
+      s.block_us = block_us_[m];
+    }
+    state_.instances.clear();
+    for (InstanceId i : order_) {
+      state_.instances.push_back(instances_[i].state);
+      ++state_.model[instances_[i].state.model].in_flight;
+    }
+  }
+
+  size_t instances_in_flight() const { return order_.size(); }
+  bool all_queues_empty() const {
+    return std::all_of(queues_.begin(), queues_.end(), [](const auto& q) { return q.empty(); });
+  }
+
+  Report report(double wall_seconds) {
+    Report r;
+    r.policy = std::string(policy_.name());
+    r.backend = std::string(backend_.name());
+    r.duration_us = now_;
+    r.wall_seconds = wall_seconds;
+    const double window_us = options_.drain ? now_ : options_.duration_us;
+    for (size_t m = 0; m < models_.size(); ++m) {
+      const RuntimeModel& model = models_.model(m);
+      ModelReport mr{.name = model.name,
+                     .blocks = model.blocks.size(),
+                     .units = model.units().num_units()};
+      std::vector<double> latencies;
+      for (const TaskRecord& t : tasks_) {
+        if (t.model != m) continue;
+        ++mr.submitted;
+        if (t.rejected) {
+          ++mr.rejected;
+        } else if (t.done_us >= 0) {
+          ++mr.completed;
+          latencies.push_back((t.done_us - t.arrival_us) / 1e3);
+        } else if (t.dequeued_us >= 0) {
+          ++mr.in_flight;
+        } else {
+          ++mr.queued;
+        }
+      }
+      uint64_t done_in_window = 0;
+      for (const TaskRecord& t : tasks_)
+        if (t.model == m && t.done_us >= 0 && t.done_us <= window_us) ++done_in_window;
+      mr.throughput_fps = window_us > 0 ? double(done_in_window) / (window_us / 1e6) : 0;
+      if (!latencies.empty()) {
+        double sum = 0;
+        for (double l : latencies) sum += l;
+        mr.mean_ms = sum / double(latencies.size());
+        mr.p50_ms = percentile(latencies, 50);
+        mr.p95_ms = percentile(latencies, 95);
+        mr.p99_ms = percentile(latencies, 99);
+      }
+      r.throughput_fps += mr.throughput_fps;
+      r.models.push_back(std::move(mr));
+    }
+    r.samples = std::move(samples_);
+    r.utilization = now_ > 0 ? busy_total_ / now_ : 0;
+    r.steps = steps_;
+    r.step_sizes = step_sizes_;
+    if (combiner_ != nullptr) r.combine = combiner_->stats();
+    r.decisions = decisions_;
+    refresh_state();
+    r.final_variance = state_.queue_variance();
+    r.event_log_sha256 = hash_.hex();
+    r.event_log = std::move(event_log_);
+    r.tasks = std::move(tasks_);
+    return r;
+  }
+
+  const ModelSet& models_;
+  Backend& backend_;
+  Policy& policy_;
+  CombinedScheduler* combiner_;
+  const RuntimeOptions& options_;
+  const std::vector<Arrival>& arrivals_;
+
+  Clock::time_point start_;
+  double now_ = 0;
+  size_t next_arrival_ = 0;
+  std::vector<std::deque<uint64_t>> queues_;
+  std::vector<double> next_due_, interval_us_, block_us_;
+  std::vector<Instance> instances_;
+  std::vector<InstanceId> order_;  // in-flight instances, oldest first
+  std::vector<TaskRecord> tasks_;
+  RuntimeState state_;
+
+  double next_sample_ = 0;
+  double busy_total_ = 0;
+  std::vector<double> busy_by_period_;
+  std::vector<Sample> samples_;
+  uint64_t steps_ = 0, decisions_ = 0;
+  std::vector<uint64_t> step_sizes_;
+  LogHash hash_;
+  std::vector<std::string> event_log_;
+};
+
+}  // namespace
+
+Runtime::Runtime(const ModelSet& models, Backend& backend, Policy& policy,
+                 CombinedScheduler* combiner, RuntimeOptions options)
+    : models_(&models),
+      backend_(&backend),
+      policy_(&policy),
+      combiner_(combiner),
+      options_(std::move(options)) {
+  BRAID_CHECK(options_.duration_us >= 0, ErrorCode::kInvalidArgument,
+              "duration must be >= 0, got ", options_.duration_us, " us");
+  BRAID_CHECK(options_.sample_period_us > 0, ErrorCode::kInvalidArgument,
+              "sample period must be > 0, got ", options_.sample_period_us, " us");
+  BRAID_CHECK(models.size() > 0, ErrorCode::kInvalidArgument, "the runtime has no models");
+}
+
+Report Runtime::run(const std::vector<Arrival>& arrivals) {
+  BRAID_CHECK(std::is_sorted(arrivals.begin(), arrivals.end(),
+                             [](const Arrival& a, const Arrival& b) { return a.at_us < b.at_us; }),
+              ErrorCode::kInvalidArgument, "arrivals must be sorted by time");
+  Run run(*models_, *backend_, *policy_, combiner_, options_, arrivals);
+  return run.execute();
+}
+
+}  // namespace braid::runtime

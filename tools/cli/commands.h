@@ -51,5 +51,6 @@ void add_profile_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
 void add_transfers_command(CLI::App& app);
+void add_top_command(CLI::App& app);
 
 }  // namespace braid::cli

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   braid::cli::add_bench_command(app);
   braid::cli::add_calibrate_command(app);
   braid::cli::add_transfers_command(app);
+  braid::cli::add_top_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,228 @@
+#include "runtime/scenario.h"
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "runtime/cpu_backend.h"
+#include "runtime/sim_backend.h"
+#include "sched/registry.h"
+#include "sim/device_spec.h"
+#include "tune/cost_models.h"
+#include "tune/measure.h"
+
+namespace braid::runtime {
+namespace {
+
+BlockGrouping parse_grouping(const std::string& s, const std::string& where) {
+  if (s == "ir") return BlockGrouping::kIr;
+  if (s == "stages") return BlockGrouping::kStages;
+  BRAID_THROW(ErrorCode::kInvalidArgument, where, ": blocks must be \"ir\" or \"stages\", got \"",
+              s, "\"");
+}
+
+template <class T>
+T field(const nlohmann::json& j, const char* name, T fallback, const std::string& where) {
+  if (!j.contains(name)) return fallback;
+  try {
+    return j.at(name).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    BRAID_THROW(ErrorCode::kInvalidArgument, where, ": field \"", name, "\" has the wrong type (",
+                j.at(name).type_name(), ")");
+  }
+}
+
+}  // namespace
+
+Scenario parse_scenario(const nlohmann::json& j, const std::string& where) {
+  BRAID_CHECK(j.is_object(), ErrorCode::kInvalidArgument, where, ": a scenario is a JSON object");
+  BRAID_CHECK(field<std::string>(j, "format", "braid.top/1", where) == "braid.top/1",
+              ErrorCode::kInvalidArgument, where, ": format must be \"braid.top/1\"");
+  static const char* kKnown[] = {"format",    "device",     "policies", "arrivals",
+                                 "duration_s", "seed",       "drain",    "H",
+                                 "batch",     "image_size", "scheduler", "cost",
+                                 "variance_threshold", "sample_period_s", "queue_capacity",
+                                 "max_in_flight", "models"};
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const char* k : kKnown) known = known || key == k;
+    BRAID_CHECK(known, ErrorCode::kInvalidArgument, where, ": unknown field \"", key, "\"");
+  }
+  Scenario s;
+  s.device = field(j, "device", s.device, where);
+  s.policies = field(j, "policies", s.policies, where);
+  const std::string arrivals = field<std::string>(j, "arrivals", "periodic", where);
+  BRAID_CHECK(arrivals == "periodic" || arrivals == "poisson", ErrorCode::kInvalidArgument, where,
+              ": arrivals must be \"periodic\" or \"poisson\"");
+  s.arrivals = arrivals == "poisson" ? ArrivalKind::kPoisson : ArrivalKind::kPeriodic;
+  s.duration_s = field(j, "duration_s", s.duration_s, where);
+  s.seed = field(j, "seed", s.seed, where);
+  s.drain = field(j, "drain", s.drain, where);
+  s.max_sub_blocks = field(j, "H", s.max_sub_blocks, where);
+  s.batch = field(j, "batch", s.batch, where);
+  s.image_size = field(j, "image_size", s.image_size, where);
+  s.scheduler = field(j, "scheduler", s.scheduler, where);
+  s.cost = field(j, "cost", s.cost, where);
+  s.variance_threshold = field(j, "variance_threshold", s.variance_threshold, where);
+  s.sample_period_s = field(j, "sample_period_s", s.sample_period_s, where);
+  s.queue_capacity = field(j, "queue_capacity", s.queue_capacity, where);
+  s.max_in_flight = field(j, "max_in_flight", s.max_in_flight, where);
+  BRAID_CHECK(j.contains("models") && j.at("models").is_array() && !j.at("models").empty(),
+              ErrorCode::kInvalidArgument, where, ": \"models\" must be a non-empty array");
+  for (size_t i = 0; i < j.at("models").size(); ++i) {
+    const nlohmann::json& m = j.at("models")[i];
+    const std::string at = fmt::format("{}: models[{}]", where, i);
+    BRAID_CHECK(m.is_object() && m.contains("model"), ErrorCode::kInvalidArgument, at,
+                ": needs \"model\"");
+    s.models.push_back({.model = field<std::string>(m, "model", "", at),
+                        .fps = field(m, "fps", 0.0, at),
+                        .blocks = parse_grouping(field<std::string>(m, "blocks", "ir", at), at)});
+  }
+  BRAID_CHECK(s.duration_s > 0, ErrorCode::kInvalidArgument, where, ": duration_s must be > 0");
+  BRAID_CHECK(s.max_sub_blocks >= 1, ErrorCode::kInvalidArgument, where, ": H must be >= 1");
+  BRAID_CHECK(s.sample_period_s > 0, ErrorCode::kInvalidArgument, where,
+              ": sample_period_s must be > 0");
+  return s;
+}
+
+nlohmann::json to_json(const Scenario& s) {
+  nlohmann::json models = nlohmann::json::array();
+  for (const ScenarioModel& m : s.models)
+    models.push_back({{"model", m.model}, {"fps", m.fps}, {"blocks", to_string(m.blocks)}});
+  return {{"format", "braid.top/1"},
+          {"device", s.device},
+          {"policies", s.policies},
+          {"arrivals", to_string(s.arrivals)},
+          {"duration_s", s.duration_s},
+          {"seed", s.seed},
+          {"drain", s.drain},
+          {"H", s.max_sub_blocks},
+          {"batch", s.batch},
+          {"image_size", s.image_size},
+          {"scheduler", s.scheduler},
+          {"cost", s.cost},
+          {"variance_threshold", s.variance_threshold},
+          {"sample_period_s", s.sample_period_s},
+          {"queue_capacity", s.queue_capacity},
+          {"max_in_flight", s.max_in_flight},
+          {"models", models}};
+}
+
+struct ScenarioRunner::Impl {
+  ModelSet models;
+  std::vector<std::unique_ptr<cost::CostModel>> costs;  // per model (cpu device)
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<StageCost> stage_cost;  // cpu device; the sim backend has its own
+  std::unique_ptr<CombinedScheduler> combiner;
+};
+
+ScenarioRunner::ScenarioRunner(Scenario scenario)
+    : scenario_(std::move(scenario)), impl_(std::make_unique<Impl>()) {
+  const Scenario& s = scenario_;
+  const std::optional<std::string> sim_name = tune::sim_device(s.device);
+  BRAID_CHECK(sim_name || s.device == "cpu", ErrorCode::kInvalidArgument, "device '", s.device,
+              "': the runtime runs on cpu or sim:NAME");
+  std::string cost = s.cost;
+  if (cost.empty()) cost = sim_name ? "sim:" + *sim_name : "roofline";
+  auto scheduler = sched::make_scheduler(s.scheduler);
+  for (const ScenarioModel& sm : s.models) {
+    models::LoadOptions load{.zoo = {.batch = s.batch, .image_size = s.image_size}};
+    RuntimeModel& m = impl_->models.add(sm.model, {.load = load, .blocks = sm.blocks});
+    auto weights = std::make_shared<const ir::Weights>(m.loaded.weights);
+    auto model_cost = tune::make_cost_model({.name = cost}, m.units(), weights);
+    impl_->models.set_schedule(impl_->models.size() - 1,
+                               scheduler->schedule(m.units(), *model_cost));
+    impl_->costs.push_back(std::move(model_cost));
+  }
+  CombineOptions combine{.max_sub_blocks = s.max_sub_blocks};
+  if (sim_name) {
+    auto sim = std::make_unique<SimBackend>(impl_->models, sim::load_device(*sim_name));
+    impl_->combiner =
+        std::make_unique<CombinedScheduler>(impl_->models, sim->stage_cost(), combine);
+    impl_->backend = std::move(sim);
+  } else {
+    std::vector<const cost::CostModel*> per_model;
+    for (const auto& c : impl_->costs) per_model.push_back(c.get());
+    impl_->stage_cost = std::make_unique<ModelStageCost>(per_model);
+    impl_->combiner =
+        std::make_unique<CombinedScheduler>(impl_->models, *impl_->stage_cost, combine);
+    impl_->backend = std::make_unique<CpuBackend>(impl_->models);
+  }
+}
+
+ScenarioRunner::~ScenarioRunner() = default;
+
+const ModelSet& ScenarioRunner::models() const { return impl_->models; }
+CombinedScheduler& ScenarioRunner::combiner() { return *impl_->combiner; }
+
+Report ScenarioRunner::run(const std::string& policy_name, uint64_t seed,
+                           const std::function<void(RuntimeOptions&)>& adjust) {
+  const Scenario& s = scenario_;
+  ArrivalPattern pattern{.kind = s.arrivals, .duration_s = s.duration_s, .seed = seed};
+  for (const ScenarioModel& m : s.models) pattern.fps.push_back(m.fps);
+  auto policy = make_policy(policy_name,
+                            {.max_in_flight = s.max_in_flight, .max_sub_blocks = s.max_sub_blocks});
+  RuntimeOptions options{.duration_us = s.duration_s * 1e6,
+                         .drain = s.drain,
+                         .variance_threshold = s.variance_threshold,
+                         .sample_period_us = s.sample_period_s * 1e6,
+                         .queue_capacity = s.queue_capacity};
+  if (adjust) adjust(options);
+  Runtime runtime(impl_->models, *impl_->backend, *policy, impl_->combiner.get(), options);
+  return runtime.run(make_arrivals(pattern));
+}
+
+nlohmann::json to_json(const Report& r) {
+  nlohmann::json models = nlohmann::json::array();
+  for (const ModelReport& m : r.models)
+    models.push_back({{"name", m.name},           {"blocks", m.blocks},
+                      {"units", m.units},         {"submitted", m.submitted},
+                      {"completed", m.completed}, {"rejected", m.rejected},
+                      {"queued", m.queued},       {"in_flight", m.in_flight},
+                      {"throughput_fps", m.throughput_fps},
+                      {"latency_ms", {{"mean", m.mean_ms}, {"p50", m.p50_ms}, {"p95", m.p95_ms},
+                                      {"p99", m.p99_ms}}}});
+  nlohmann::json samples = nlohmann::json::array();
+  for (const Sample& s : r.samples)
+    samples.push_back({{"t_s", s.at_us / 1e6},
+                       {"queued", s.queued},
+                       {"variance", s.variance},
+                       {"utilization", s.utilization},
+                       {"completed", s.completed}});
+  return {{"policy", r.policy},
+          {"backend", r.backend},
+          {"duration_s", r.duration_us / 1e6},
+          {"throughput_fps", r.throughput_fps},
+          {"utilization", r.utilization},
+          {"steps", r.steps},
+          {"step_sizes", r.step_sizes},
+          {"stage_dict", {{"lookups", r.combine.lookups},
+                          {"hits", r.combine.hits},
+                          {"searched", r.combine.searched},
+                          {"dp", r.combine.dp},
+                          {"zip", r.combine.zip},
+                          {"superblocks", r.combine.superblocks},
+                          {"search_s", r.combine.search_seconds}}},
+          {"decisions", r.decisions},
+          {"final_variance", r.final_variance},
+          {"event_log_sha256", r.event_log_sha256},
+          {"wall_s", r.wall_seconds},
+          {"models", models},
+          {"samples", samples}};
+}
+
+std::string markdown_table(const std::vector<Report>& reports) {
+  std::string out =
+      "| policy | model | FPS | completed | queued | p50 ms | p95 ms | p99 ms | utilization | "
+      "final σ² |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const Report& r : reports) {
+    for (const ModelReport& m : r.models)
+      out += fmt::format("| {} | {} | {:.1f} | {} | {} | {:.2f} | {:.2f} | {:.2f} | | |\n", r.policy,
+                         m.name, m.throughput_fps, m.completed, m.queued + m.in_flight, m.p50_ms,
+                         m.p95_ms, m.p99_ms);
+    out += fmt::format("| {} | **all** | {:.1f} | | | | | | {:.1f}% | {:.1f} |\n", r.policy,
+                       r.throughput_fps, 100 * r.utilization, r.final_variance);
+  }
+  return out;
+}
+
+}  // namespace braid::runtime

@@ -1,0 +1,84 @@
+// Scenarios of TOP's evaluation (top.txt §VI-B): which models, at what rates, on which device,
+// under which policies — from flags or a braid.top/1 file — loaded once and run per policy and
+// seed. What `braid top` and the docs' tables run.
+//
+//   {"format": "braid.top/1", "device": "sim:a100_40gb", "duration_s": 30, "H": 4,
+//    "policies": ["static", "sync", "top-heuristic"],
+//    "models": [{"model": "inception_v3", "fps": 60},
+//               {"model": "resnet50", "fps": 120, "blocks": "stages"},
+//               {"model": "squeezenet", "fps": 240}]}
+//
+//   runtime::ScenarioRunner runner(runtime::parse_scenario(json, "multi.json"));
+//   runtime::Report r = runner.run("top-heuristic", /*seed=*/1);
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/arrivals.h"
+#include "runtime/combined.h"
+#include "runtime/model_set.h"
+#include "runtime/runtime.h"
+
+namespace braid::runtime {
+
+struct ScenarioModel {
+  std::string model;  // zoo name or .onnx file
+  double fps = 0;
+  BlockGrouping blocks = BlockGrouping::kIr;
+};
+
+struct Scenario {
+  std::vector<ScenarioModel> models;
+  std::string device = "sim:a100_40gb";  // sim:NAME (virtual time) or cpu (real)
+  std::vector<std::string> policies = {"top-heuristic"};
+  ArrivalKind arrivals = ArrivalKind::kPeriodic;
+  double duration_s = 10;
+  uint64_t seed = 1;
+  bool drain = false;
+  int max_sub_blocks = 4;  // H
+  int64_t batch = 1;
+  int64_t image_size = 224;  // top.txt §VI-B: 3x224x224 for all three models
+  std::string scheduler = "ios";  // each model's own schedule (static, and the executors' plans)
+  std::string cost;               // its cost model; empty: sim:NAME on sim, roofline on cpu
+  double variance_threshold = 16;
+  double sample_period_s = 0.1;
+  size_t queue_capacity = 0;
+  size_t max_in_flight = 64;
+};
+
+// Throws kInvalidArgument naming the field (and `where`) for a malformed scenario.
+Scenario parse_scenario(const nlohmann::json& j, const std::string& where);
+nlohmann::json to_json(const Scenario& s);
+
+class ScenarioRunner {
+ public:
+  // Loads and schedules every model and prepares the backend (seconds: each model's own schedule
+  // is searched under the cost model). Throws what loading, scheduling and preparing throw.
+  explicit ScenarioRunner(Scenario scenario);
+  ~ScenarioRunner();
+
+  // One run of `policy` with the scenario's arrivals drawn from `seed`. The stage dict is shared
+  // by every run of this runner.
+  Report run(const std::string& policy, uint64_t seed,
+             const std::function<void(RuntimeOptions&)>& adjust = {});
+
+  const Scenario& scenario() const { return scenario_; }
+  const ModelSet& models() const;
+  CombinedScheduler& combiner();
+
+ private:
+  struct Impl;
+  Scenario scenario_;
+  std::unique_ptr<Impl> impl_;
+};
+
+nlohmann::json to_json(const Report& report);
+// One markdown row per (report, model) and a total row per report.
+std::string markdown_table(const std::vector<Report>& reports);
+
+}  // namespace braid::runtime

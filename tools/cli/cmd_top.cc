@@ -1,0 +1,151 @@
+// braid top: TOP's asynchronous multi-model runtime on a scenario (runtime/scenario.h): models
+// arriving at their own rates, run under each named policy side by side, in virtual time on a
+// simulated GPU or for real on the CPU. Prints a table per policy; --json writes every report
+// (with its samples over time), --log the event log of the last run.
+#include <fmt/core.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "base/error.h"
+#include "commands.h"
+#include "runtime/scenario.h"
+
+namespace braid::cli {
+namespace {
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, sep);) out.push_back(item);
+  return out;
+}
+
+// NAME[:FPS[:ir|stages]]
+runtime::ScenarioModel parse_model_flag(const std::string& flag) {
+  const std::vector<std::string> parts = split(flag, ':');
+  BRAID_CHECK(!parts.empty() && parts.size() <= 3 && !parts[0].empty(),
+              ErrorCode::kInvalidArgument, "--model '", flag, "': expected NAME[:FPS[:ir|stages]]");
+  runtime::ScenarioModel m{.model = parts[0]};
+  if (parts.size() > 1) {
+    try {
+      size_t used = 0;
+      m.fps = std::stod(parts[1], &used);
+      BRAID_CHECK(used == parts[1].size() && m.fps >= 0, ErrorCode::kInvalidArgument, "");
+    } catch (const std::exception&) {
+      BRAID_THROW(ErrorCode::kInvalidArgument, "--model '", flag, "': FPS '", parts[1],
+                  "' is not a rate >= 0");
+    }
+  }
+  if (parts.size() > 2) {
+    BRAID_CHECK(parts[2] == "ir" || parts[2] == "stages", ErrorCode::kInvalidArgument, "--model '",
+                flag, "': blocks must be ir or stages");
+    m.blocks = parts[2] == "stages" ? runtime::BlockGrouping::kStages : runtime::BlockGrouping::kIr;
+  }
+  return m;
+}
+
+}  // namespace
+
+void add_top_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "top", "Serve streams of tasks for several models (TOP): queues, launcher, block pipelining");
+  static std::string scenario_file, policies, json_out, log_out, device;
+  static std::vector<std::string> model_flags;
+  static runtime::Scenario flags;
+  static bool poisson = false;
+  static int seeds = 1;
+  cmd->add_option("--scenario", scenario_file, "A braid.top/1 scenario file (docs/top.md)");
+  cmd->add_option("-m,--model", model_flags,
+                  "A model and its arrival rate: NAME[:FPS[:ir|stages]] (repeatable)");
+  cmd->add_option("--device", device, "sim:NAME (virtual time) or cpu (default sim:a100_40gb)");
+  cmd->add_option("--policy", policies,
+                  "Policies to run, comma-separated: static, static-serial, sync, top-heuristic");
+  cmd->add_option("--duration", flags.duration_s, "Seconds of arrivals (default 10)");
+  cmd->add_option("--seed", flags.seed, "Seed of the arrivals (periodic: their phases)");
+  cmd->add_option("--seeds", seeds, "Run seeds seed..seed+N-1 of each policy")->check(
+      CLI::Range(1, 1000));
+  cmd->add_flag("--poisson", poisson, "Poisson arrivals (default periodic)");
+  cmd->add_flag("--drain", flags.drain, "After the duration, run until every task is done");
+  cmd->add_option("-H,--max-sub-blocks", flags.max_sub_blocks,
+                  "H: most sub-blocks in an optimized combined block (default 4)");
+  cmd->add_option("--batch", flags.batch, "Tasks per instance (default 1)");
+  cmd->add_option("--image-size", flags.image_size, "Input height and width (default 224)");
+  cmd->add_option("--scheduler", flags.scheduler, "Each model's own scheduler (default ios)");
+  cmd->add_option("--cost", flags.cost, "Its cost model (default: the device's)");
+  cmd->add_option("-T,--variance-threshold", flags.variance_threshold,
+                  "Re-decide when the queue lengths' variance exceeds this (default 16)");
+  cmd->add_option("--queue-capacity", flags.queue_capacity,
+                  "Reject tasks beyond this many queued per model (default 0: unbounded)");
+  cmd->add_option("--json", json_out, "Write every report (with samples over time) here");
+  cmd->add_option("--log", log_out, "Write the event log of the last run here");
+  cmd->callback([] {
+    runtime::Scenario s = flags;
+    if (!scenario_file.empty()) {
+      std::ifstream in(scenario_file);
+      BRAID_CHECK(in.good(), ErrorCode::kNotFound, "cannot open scenario '", scenario_file, "'");
+      nlohmann::json j;
+      try {
+        in >> j;
+      } catch (const nlohmann::json::exception& e) {
+        BRAID_THROW(ErrorCode::kInvalidArgument, scenario_file, ": not JSON: ", e.what());
+      }
+      s = runtime::parse_scenario(j, scenario_file);
+    }
+    if (!model_flags.empty()) {
+      s.models.clear();
+      for (const std::string& f : model_flags) s.models.push_back(parse_model_flag(f));
+    }
+    BRAID_CHECK(!s.models.empty(), ErrorCode::kInvalidArgument,
+                "give models with --model NAME:FPS or a --scenario file");
+    if (!device.empty()) s.device = device;
+    if (!policies.empty()) s.policies = split(policies, ',');
+    if (poisson) s.arrivals = runtime::ArrivalKind::kPoisson;
+    for (const std::string& p : s.policies) runtime::make_policy(p);  // unknown names fail early
+
+    runtime::ScenarioRunner runner(s);
+    for (size_t m = 0; m < runner.models().size(); ++m) {
+      const runtime::RuntimeModel& model = runner.models().model(m);
+      fmt::print("{}: {} units in {} blocks ({}), {} FPS\n", model.name,
+                 model.units().num_units(), model.blocks.size(),
+                 runtime::to_string(s.models[m].blocks), s.models[m].fps);
+    }
+    std::vector<runtime::Report> reports;
+    nlohmann::json all = nlohmann::json::array();
+    for (const std::string& p : s.policies)
+      for (int k = 0; k < seeds; ++k) {
+        const uint64_t seed = s.seed + uint64_t(k);
+        runtime::Report r = runner.run(p, seed, [&](runtime::RuntimeOptions& o) {
+          o.keep_event_log = !log_out.empty();
+        });
+        fmt::print(
+            "{} seed {}: {:.1f} FPS, utilization {:.1f}%, {} steps, {} decisions, stage dict "
+            "{}/{} hits, final queue variance {:.1f}, {:.2f} s of {} in {:.2f} s wall\n",
+            p, seed, r.throughput_fps, 100 * r.utilization, r.steps, r.decisions, r.combine.hits,
+            r.combine.lookups, r.final_variance, r.duration_us / 1e6,
+            r.backend == "cpu" ? "wall time" : "virtual time", r.wall_seconds);
+        nlohmann::json j = runtime::to_json(r);
+        j["seed"] = seed;
+        all.push_back(std::move(j));
+        if (!log_out.empty()) {
+          std::ofstream out(log_out);
+          BRAID_CHECK(out.good(), ErrorCode::kInvalidArgument, "cannot write '", log_out, "'");
+          for (const std::string& line : r.event_log) out << line << "\n";
+        }
+        reports.push_back(std::move(r));
+      }
+    fmt::print("\n{}", runtime::markdown_table(reports));
+    if (!json_out.empty()) {
+      std::ofstream out(json_out);
+      BRAID_CHECK(out.good(), ErrorCode::kInvalidArgument, "cannot write '", json_out, "'");
+      out << nlohmann::json{{"format", "braid.top-report/1"},
+                            {"scenario", runtime::to_json(s)},
+                            {"runs", all}}
+                 .dump(2)
+          << "\n";
+    }
+  });
+}
+
+}  // namespace braid::cli
