@@ -1,1 +1,229 @@
+// The run loop end to end: conservation of tasks, determinism of virtual time, the rules of
+// combined blocks seen in the event log, outputs equal to a plain run, and the paper's claims
+// as properties over seeds on the simulated A100.
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "base/error.h"
+#include "exec/cpu/cpu_executor.h"
+#include "runtime/cpu_backend.h"
+#include "runtime/runtime.h"
+#include "runtime/scenario.h"
+#include "sched/registry.h"
+
+namespace braid::runtime {
+namespace {
+
+// Virtual time with a fixed price: 10 µs per block per piece, pieces of a step overlapping so
+// a step costs its longest piece plus 2 µs per extra piece.
+class FakeBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "fake"; }
+  bool virtual_time() const override { return true; }
+  void begin_instance(InstanceId instance, uint32_t, std::span<const std::vector<float>>) override {
+    EXPECT_TRUE(live_.insert(instance).second) << "instance " << instance << " begun twice";
+  }
+  StepResult run(const Step& step) override {
+    double longest = 0;
+    for (const Piece& p : step.pieces) {
+      EXPECT_TRUE(live_.count(p.instance)) << "instance " << p.instance << " not begun";
+      longest = std::max(longest, 10.0 * (p.last_block - p.first_block));
+    }
+    return {Micros{int64_t(longest + 2.0 * double(step.pieces.size() - 1))}, 0.5};
+  }
+  std::vector<std::vector<float>> end_instance(InstanceId instance) override {
+    EXPECT_EQ(live_.erase(instance), 1u) << "instance " << instance << " ended twice";
+    return {};
+  }
+
+ private:
+  std::set<InstanceId> live_;
+};
+
+class FakeStageCost final : public StageCost {
+ public:
+  std::string_view name() const override { return "fake"; }
+  Micros unit(UnitRef u) const override { return Micros{10 + int64_t(index(u.unit) % 3) * 5}; }
+  Micros stage(std::span<const std::vector<UnitRef>> groups) const override {
+    int64_t longest = 0;
+    for (const auto& g : groups) {
+      int64_t sum = 0;
+      for (UnitRef u : g) sum += unit(u).count();
+      longest = std::max(longest, sum);
+    }
+    return Micros{longest + 3 * int64_t(groups.size())};
+  }
+};
+
+ModelSet small_models(int64_t image_size, std::vector<std::string> names) {
+  ModelSet set;
+  auto sequential = sched::make_scheduler("sequential");
+  for (const std::string& name : names) {
+    set.add(name, {.load = {.zoo = {.image_size = image_size}}});
+    set.set_schedule(set.size() - 1, sequential->schedule(set.model(set.size() - 1).units()));
+  }
+  return set;
+}
+
+// Every "step comb" line of the log: its (model, block) pairs.
+std::vector<std::vector<std::pair<int, int>>> combined_steps(const std::vector<std::string>& log) {
+  std::vector<std::vector<std::pair<int, int>>> out;
+  for (const std::string& line : log) {
+    std::istringstream in(line);
+    std::string t, word, kind;
+    in >> t >> word >> kind;
+    if (word != "step" || kind != "comb") continue;
+    std::vector<std::pair<int, int>> subs;
+    for (std::string piece; in >> piece && piece.find(':') != std::string::npos;) {
+      const size_t colon = piece.find(':');
+      subs.push_back({std::stoi(piece.substr(0, colon)), std::stoi(piece.substr(colon + 1))});
+    }
+    out.push_back(std::move(subs));
+  }
+  return out;
+}
+
+TEST(Runtime, ABurstOfTenThousandTasksIsAccountedFor) {
+  const ModelSet set = small_models(32, {"squeezenet", "googlenet"});
+  FakeStageCost cost;
+  for (const std::string policy : {"static", "sync", "top-heuristic"}) {
+    SCOPED_TRACE(policy);
+    CombinedScheduler dict(set, cost, {.max_sub_blocks = 2});
+    FakeBackend backend;
+    auto p = make_policy(policy, {.max_in_flight = 8, .max_sub_blocks = 2});
+    // 10^4 tasks at t = 0, queues of 4000 (the rest rejected), 20 ms: far from drained.
+    Runtime rt(set, backend, *p, &dict,
+               {.duration_us = 20e3, .queue_capacity = 4000, .keep_event_log = true});
+    const Report r =
+        rt.run(make_arrivals({.fps = {5000, 5000}, .duration_s = 1, .burst = true}));
+    uint64_t submitted = 0, accounted = 0, completed = 0, rejected = 0;
+    for (const ModelReport& m : r.models) {
+      submitted += m.submitted;
+      completed += m.completed;
+      rejected += m.rejected;
+      accounted += m.completed + m.rejected + m.queued + m.in_flight;
+    }
+    EXPECT_EQ(submitted, 10000u);
+    EXPECT_EQ(accounted, submitted);
+    EXPECT_EQ(rejected, 2000u);
+    EXPECT_GT(completed, 0u);
+    std::set<std::string> done;
+    for (const std::string& line : r.event_log) {
+      const size_t at = line.find(" done ");
+      if (at == std::string::npos) continue;
+      std::istringstream in(line.substr(at + 6));
+      std::string model, task;
+      in >> model >> task;
+      EXPECT_TRUE(done.insert(task).second) << task << " answered twice";
+    }
+    EXPECT_EQ(done.size(), completed);
+  }
+}
+
+TEST(Runtime, CombinedBlocksKeepTheirRules) {
+  const ModelSet set = small_models(32, {"squeezenet", "googlenet", "resnet50"});
+  FakeStageCost cost;
+  for (int h = 1; h <= 4; ++h) {
+    SCOPED_TRACE(fmt::format("H = {}", h));
+    for (const std::string policy : {"sync", "top-heuristic"}) {
+      SCOPED_TRACE(policy);
+      CombinedScheduler dict(set, cost, {.max_sub_blocks = h});
+      FakeBackend backend;
+      auto p = make_policy(policy, {.max_sub_blocks = h});
+      Runtime rt(set, backend, *p, &dict, {.duration_us = 50e3, .keep_event_log = true});
+      const Report r = rt.run(make_arrivals({.fps = {400, 200, 100}, .duration_s = 0.05}));
+      const auto steps = combined_steps(r.event_log);
+      ASSERT_FALSE(steps.empty());
+      for (const auto& subs : steps) {
+        std::set<std::pair<int, int>> distinct(subs.begin(), subs.end());
+        EXPECT_EQ(distinct.size(), subs.size()) << "an instance per model per sub-block";
+      }
+      const CombineStats s = dict.stats();
+      // Every combination of more than H sub-blocks is a superblock, never searched; only sync
+      // (every model at once) makes them.
+      if (policy == "top-heuristic") EXPECT_EQ(s.superblocks, 0);
+      if (policy == "sync" && h < 3) EXPECT_GT(s.superblocks, 0);
+      if (policy == "sync" && h >= 3) EXPECT_EQ(s.superblocks, 0);
+      EXPECT_GT(r.combine.lookups, r.combine.searched) << "the stage dict is used";
+    }
+  }
+}
+
+TEST(Runtime, VirtualTimeGivesTheSameEventLogEveryTime) {
+  Scenario s{.models = {{"squeezenet", 300}, {"resnet50", 150, BlockGrouping::kStages}},
+             .device = "sim:a100_40gb",
+             .duration_s = 0.3,
+             .image_size = 64,
+             .scheduler = "sequential"};
+  ScenarioRunner runner(s);
+  for (const std::string policy : {"static", "sync", "top-heuristic"}) {
+    const Report a = runner.run(policy, 7);
+    const Report b = runner.run(policy, 7);
+    const Report c = runner.run(policy, 8);
+    EXPECT_EQ(a.event_log_sha256, b.event_log_sha256) << policy;
+    EXPECT_NE(a.event_log_sha256, c.event_log_sha256) << policy;
+    EXPECT_GT(a.steps, 0u);
+  }
+}
+
+// Each task's outputs against the CPU executor's plain run of the same model on the same input.
+TEST(Runtime, EveryTasksOutputsEqualAPlainRunForEveryPolicyAndH) {
+  const ModelSet set = small_models(48, {"squeezenet", "googlenet"});
+  FakeStageCost cost;
+  auto input_of = [&](uint32_t m, uint64_t task) {
+    std::vector<std::vector<float>> inputs;
+    std::mt19937 rng(uint32_t(task * 31 + m));
+    std::uniform_real_distribution<float> u(-1, 1);
+    const ir::Graph& g = *set.model(m).units().graph();
+    for (ValueId v : g.inputs()) {
+      std::vector<float> x(size_t(g.value(v).type.elements()));
+      for (float& f : x) f = u(rng);
+      inputs.push_back(std::move(x));
+    }
+    return inputs;
+  };
+  // The oracle: one prepared model per model, sequential plan, run whole.
+  auto executor = exec::make_cpu_executor({.pin_threads = false});
+  std::vector<std::unique_ptr<exec::PreparedModel>> plain;
+  for (size_t m = 0; m < set.size(); ++m) {
+    const RuntimeModel& model = set.model(m);
+    plain.push_back(executor->prepare({model.units().graph_ptr(),
+                                       std::make_shared<const ir::Weights>(model.loaded.weights),
+                                       &model.units(), &model.plan}));
+  }
+  CpuBackend backend(set);
+  for (const std::string policy : {"static", "static-serial", "sync", "top-heuristic"})
+    for (int h = 1; h <= 4; ++h) {
+      SCOPED_TRACE(fmt::format("{} H = {}", policy, h));
+      CombinedScheduler dict(set, cost, {.max_sub_blocks = h});
+      auto p = make_policy(policy, {.max_sub_blocks = h});
+      Runtime rt(set, backend, *p, &dict,
+                 {.duration_us = 1e6, .drain = true, .input_of = input_of, .keep_outputs = true});
+      const Report r = rt.run(make_arrivals({.fps = {6, 4}, .duration_s = 1, .burst = true}));
+      ASSERT_EQ(r.tasks.size(), 10u);
+      for (const TaskRecord& t : r.tasks) {
+        ASSERT_GE(t.done_us, 0) << "task " << t.id << " not done";
+        auto request = plain[t.model]->new_request();
+        const auto inputs = input_of(t.model, t.id);
+        for (size_t i = 0; i < inputs.size(); ++i) plain[t.model]->set_input(*request, i, inputs[i]);
+        plain[t.model]->run(*request);
+        ASSERT_EQ(t.outputs.size(), set.model(t.model).units().graph()->outputs().size());
+        for (size_t o = 0; o < t.outputs.size(); ++o) {
+          const auto want = plain[t.model]->output(*request, o);
+          ASSERT_EQ(t.outputs[o].size(), want.size());
+          for (size_t k = 0; k < want.size(); ++k)
+            ASSERT_NEAR(t.outputs[o][k], want[k], 1e-5) << "task " << t.id << " output " << o;
+        }
+      }
+    }
+}
+
+}  // namespace
+}  // namespace braid::runtime
