@@ -71,11 +71,21 @@ CpuBackend::CpuBackend(const ModelSet& models, exec::CpuExecutorOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->set = &models;
   impl_->cpus = allowed_cpu_count();
-  auto executor = exec::make_cpu_executor(options);
+  size_t lane_cpus = 0;  // every model's lanes at once
   for (size_t m = 0; m < models.size(); ++m) {
     const RuntimeModel& model = models.model(m);
     BRAID_CHECK(!model.plan.lanes.empty(), ErrorCode::kInvalidArgument, "model '", model.name,
                 "' has no schedule (ModelSet::set_schedule) to prepare");
+    lane_cpus +=
+        model.plan.lanes.size() * static_cast<size_t>(std::max(1, options.threads_per_stream));
+  }
+  // Each prepared model decides alone whether its lanes may spin (they fit the CPUs); here the
+  // models' lanes share the CPUs, and a lane spinning for its next job would take a core from
+  // another model's working lane.
+  if (lane_cpus > impl_->cpus) options.spin_us = 0;
+  auto executor = exec::make_cpu_executor(options);
+  for (size_t m = 0; m < models.size(); ++m) {
+    const RuntimeModel& model = models.model(m);
     // The set outlives the backend, so its weights are lent, not copied (an alias that owns
     // nothing): one weight set per model however many backends run it.
     std::shared_ptr<const ir::Weights> weights(std::shared_ptr<const void>{},

@@ -17,7 +17,8 @@
 // StepResult: device_time is the step's wall clock; utilization is the process's CPU time over
 // the step / (wall time x the CPUs this process may use), clamped to [0, 1]. Everything the
 // process burns counts as busy: lanes spinning on an event or for their next job
-// (CpuExecutorOptions::spin_us) included, and any other thread of the process.
+// (CpuExecutorOptions::spin_us) included, and any other thread of the process. Lanes spin only
+// when every model's lanes together fit the CPUs (else spin_us is set to 0).
 //
 // begin_instance takes one vector per graph input, or none: the request's input buffers are
 // then left as they are (zeros in a new request, the last task's values in a reused one), for
