@@ -21,7 +21,7 @@
 // when every model's lanes together fit the CPUs (else spin_us is set to 0).
 //
 // begin_instance takes one vector per graph input, or none: the request's input buffers are
-// then left as they are (zeros in a new request, the last task's values in a reused one), for
+// then left as they are (zeros in a new request, leftovers of the last task in a reused one), for
 // runs that time the device and never read outputs. Not thread-safe: one caller (the runtime's
 // loop) at a time.
 //
