@@ -3,13 +3,33 @@
 // activation arena, kept between blocks until the next block reads it, top.txt §VI-A), taken
 // from a per-model pool and returned when the instance ends.
 //
-// A step runs its pieces side by side, one thread per piece, each piece with its model's own
-// plan (run_blocks over the piece's IR blocks). Pieces of one model run one after another: the
-// CPU executor runs one request at a time per prepared model. A combined step runs the same
-// way on the CPU today: the combined schedule's stages are priced and cached (the stage dict)
-// but not executed across models by this backend.
+// A step runs its pieces side by side, one thread per model, each piece with its model's own
+// plan (run_blocks over the piece's IR blocks). Pieces of one model run one after another, in
+// step order: the CPU executor runs one request at a time per prepared model. A combined step
+// runs the same way on the CPU today: the combined schedule's stages are priced and cached (the
+// stage dict) but not executed across models by this backend.
+//
+// A step is checked before anything runs (every piece names an instance in flight, of its
+// model, and blocks of that model: else kInvalidArgument and nothing ran); blocks out of order
+// for an instance, or a kernel's failure, stop that model's pieces, the other models' pieces
+// finish, and the first failure is rethrown once every thread has joined.
+//
+// StepResult: device_time is the step's wall clock; utilization is the process's CPU time over
+// the step / (wall time x the CPUs this process may use), clamped to [0, 1]. Everything the
+// process burns counts as busy: lanes spinning on an event or for their next job
+// (CpuExecutorOptions::spin_us) included, and any other thread of the process. Lanes spin only
+// when every model's lanes together fit the CPUs (else spin_us is set to 0).
+//
+// begin_instance takes one vector per graph input, or none: the request's input buffers are
+// then left as they are (zeros in a new request, leftovers of the last task in a reused one), for
+// runs that time the device and never read outputs. Not thread-safe: one caller (the runtime's
+// loop) at a time.
 //
 //   runtime::CpuBackend cpu(set, {.threads_per_stream = 1, .pin_threads = false});
+//   cpu.begin_instance(7, 0, inputs);
+//   cpu.run({.kind = StepKind::kIndependent, .pieces = {{7, 0, 0, 2}}});
+//   cpu.run({.kind = StepKind::kIndependent, .pieces = {{7, 0, 2, 12}}});
+//   std::vector<std::vector<float>> y = cpu.end_instance(7);  // empty if it had blocks left
 #pragma once
 
 #include <memory>
@@ -24,8 +44,10 @@ namespace braid::runtime {
 
 class CpuBackend final : public Backend {
  public:
-  // `models` must outlive it and hold their schedules: each is prepared here. Lanes are not
-  // pinned by default (the models share the machine's cores).
+  // `models` must outlive it (their weights are lent, not copied) and hold their schedules:
+  // each is prepared here (kInvalidArgument for a model with none; what prepare throws, e.g.
+  // kInvalidModel for a model loaded without weights). Lanes are not pinned by default (the
+  // models share the machine's cores).
   CpuBackend(const ModelSet& models, exec::CpuExecutorOptions options = {.pin_threads = false});
   ~CpuBackend() override;
 

@@ -27,7 +27,9 @@ namespace braid::runtime {
 enum class BlockGrouping : uint8_t {
   kIr,      // one TOP block per IR block (Inception V3: 13, SqueezeNet: 12, ResNet-50: 18)
   kStages,  // consecutive IR blocks whose outputs have one shape form one block (ResNet's
-            // stages); a chain block (stem, head) joins its neighbour: ResNet-50 gives 5
+            // stages), chains compared like any block, so a stem stays alone; a trailing
+            // chain (the head) joins the block before it. ResNet-50 gives 5: conv1, layer1,
+            // layer2, layer3, layer4 + head (He et al. Table 1's stages)
 };
 std::string_view to_string(BlockGrouping);
 

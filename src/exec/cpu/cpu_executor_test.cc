@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "base/error.h"
 
@@ -209,6 +210,64 @@ TEST(CpuExecutor, BlocksMustRunInOrder) {
   auto request = model->new_request();
   ASSERT_GT(model->num_blocks(), 2u);
   EXPECT_THROW(model->run_blocks(*request, 1, 2), Error);
+}
+
+// TOP's block pipelining (top.txt §IV): requests of one prepared model advance block by block
+// in any interleaving — A's block 0, B's block 0, A's block 1, ... — and from two threads at
+// once (run_blocks serializes them). Each request has its own arena and events, so the values
+// must be exactly those of a whole run. Three random lanes, so blocks end with events that a
+// later block's lanes wait on.
+TEST(CpuExecutor, RequestsOfOneModelInterleaveBlockByBlock) {
+  Model m = make_model("inception_v3", {.batch = 1, .image_size = 107});
+  const sched::ExecutionPlan plan =
+      sched::lower(m.units, sched::random_stream_schedule(m.units, 3, 4));
+  auto model =
+      make_cpu_executor({.pin_threads = false})->prepare({m.graph, m.weights, &m.units, &plan});
+  ASSERT_GT(model->num_blocks(), 2u);
+  constexpr size_t kRequests = 4;
+  std::vector<std::vector<float>> inputs(kRequests, m.inputs[0]);
+  for (size_t r = 0; r < kRequests; ++r)
+    for (size_t k = 0; k < inputs[r].size(); ++k)
+      inputs[r][k] *= 1.0f - 0.5f * float(r) * (k % 2 ? 1 : -1);
+  auto output_of = [&](const Request& request) {
+    auto o = model->output(request, 0);
+    return std::vector<float>(o.begin(), o.end());
+  };
+  std::vector<std::vector<float>> want;
+  for (size_t r = 0; r < kRequests; ++r) {
+    auto request = model->new_request();
+    model->set_input(*request, 0, inputs[r]);
+    model->run(*request);
+    want.push_back(output_of(*request));
+  }
+  ASSERT_NE(want[0], want[1]) << "the requests' inputs must lead to different outputs";
+
+  // One thread, round robin over the requests, block by block.
+  std::vector<std::unique_ptr<Request>> requests;
+  for (size_t r = 0; r < kRequests; ++r) {
+    requests.push_back(model->new_request());
+    model->set_input(*requests[r], 0, inputs[r]);
+  }
+  for (size_t b = 0; b < model->num_blocks(); ++b)
+    for (size_t r = 0; r < kRequests; ++r) model->run_blocks(*requests[r], b, b + 1);
+  for (size_t r = 0; r < kRequests; ++r)
+    EXPECT_EQ(output_of(*requests[r]), want[r]) << "round robin, request " << r;
+
+  // Two threads, two requests each, in opposite input order; the requests are reused, so their
+  // arenas hold another inference's values when they start.
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      for (size_t i = 0; i < 2; ++i) {
+        Request& request = *requests[2 * t + i];
+        model->set_input(request, 0, inputs[kRequests - 1 - (2 * t + i)]);
+      }
+      for (size_t b = 0; b < model->num_blocks(); ++b)
+        for (size_t i = 0; i < 2; ++i) model->run_blocks(*requests[2 * t + i], b, b + 1);
+    });
+  for (std::thread& t : threads) t.join();
+  for (size_t r = 0; r < kRequests; ++r)
+    EXPECT_EQ(output_of(*requests[r]), want[kRequests - 1 - r]) << "two threads, request " << r;
 }
 
 }  // namespace
