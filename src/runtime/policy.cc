@@ -24,10 +24,11 @@ constexpr std::array<std::string_view, 4> kNames = {"static", "static-serial", "
 double RuntimeState::queue_variance() const {
   if (model.empty()) return 0;
   double mean = 0;
-  for (const ModelState& m : model) mean += double(m.queued);
+  auto backlog = [](const ModelState& m) { return double(m.queued + m.in_flight); };
+  for (const ModelState& m : model) mean += backlog(m);
   mean /= double(model.size());
   double var = 0;
-  for (const ModelState& m : model) var += (double(m.queued) - mean) * (double(m.queued) - mean);
+  for (const ModelState& m : model) var += (backlog(m) - mean) * (backlog(m) - mean);
   return var / double(model.size());
 }
 
@@ -47,10 +48,9 @@ std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& 
   BRAID_THROW(ErrorCode::kInvalidArgument, "unknown policy '", name, "' (known: ", known, ")");
 }
 
-std::optional<CombinedChoice> choose_combined_block(
-    const RuntimeState& state, std::span<const std::vector<SubBlock>> partition) {
-  std::optional<CombinedChoice> best;
-  uint64_t best_oldest = 0;
+std::vector<CombinedChoice> rank_combined_blocks(const RuntimeState& state,
+                                                 std::span<const std::vector<SubBlock>> partition) {
+  std::vector<std::pair<CombinedChoice, uint64_t>> ready;  // with its oldest ready task
   for (size_t c = 0; c < partition.size(); ++c) {
     CombinedChoice choice{.combined_block = c};
     uint64_t oldest = std::numeric_limits<uint64_t>::max();
@@ -66,13 +66,22 @@ std::optional<CombinedChoice> choose_combined_block(
     }
     if (choice.pieces.empty()) continue;  // Ratio_in = 0 never runs
     choice.ratio_in = double(choice.pieces.size()) / double(partition[c].size());
-    if (!best || choice.ratio_in > best->ratio_in ||
-        (choice.ratio_in == best->ratio_in && oldest < best_oldest)) {
-      best = std::move(choice);
-      best_oldest = oldest;
-    }
+    ready.emplace_back(std::move(choice), oldest);
   }
-  return best;
+  std::stable_sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) {
+    return a.first.ratio_in != b.first.ratio_in ? a.first.ratio_in > b.first.ratio_in
+                                                : a.second < b.second;
+  });
+  std::vector<CombinedChoice> out;
+  for (auto& [choice, oldest] : ready) out.push_back(std::move(choice));
+  return out;
+}
+
+std::optional<CombinedChoice> choose_combined_block(
+    const RuntimeState& state, std::span<const std::vector<SubBlock>> partition) {
+  std::vector<CombinedChoice> ranked = rank_combined_blocks(state, partition);
+  if (ranked.empty()) return std::nullopt;
+  return std::move(ranked.front());
 }
 
 std::vector<std::vector<SubBlock>> singleton_partition(const ModelSet& models) {

@@ -57,7 +57,9 @@ struct RuntimeState {
   std::vector<ModelState> model;
   std::vector<InstanceState> instances;
   CombinedScheduler* combiner = nullptr;  // the stage dict shared by policies that combine
-  double queue_variance() const;          // σ_t: population variance of the queue lengths
+  // σ_t: population variance over the models of their remaining tasks (queued + in flight): a
+  // policy that dequeues on arrival keeps its backlog in flight, not in the queue.
+  double queue_variance() const;
 };
 
 struct Decision {
@@ -102,6 +104,10 @@ struct CombinedChoice {
 };
 std::optional<CombinedChoice> choose_combined_block(
     const RuntimeState& state, std::span<const std::vector<SubBlock>> partition);
+// Every combined block with Ratio_in > 0, in that order (the first is choose_combined_block's):
+// what a step of the combined computation graph runs, in issue order.
+std::vector<CombinedChoice> rank_combined_blocks(const RuntimeState& state,
+                                                 std::span<const std::vector<SubBlock>> partition);
 
 // Every block of every model alone (the trivial partition).
 std::vector<std::vector<SubBlock>> singleton_partition(const ModelSet& models);

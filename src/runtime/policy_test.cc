@@ -34,6 +34,24 @@ TEST(RatioIn, HighestRatioRunsOnlyItsReadySubBlocks) {
   for (const Piece& p : choice->pieces) EXPECT_EQ(p.last_block, p.first_block + 1);
 }
 
+TEST(RatioIn, AStepRunsEveryReadyCombinedBlockInRatioOrder) {
+  RuntimeState state;
+  state.instances = {instance(0, 0, 2, 10), instance(1, 1, 0, 11), instance(2, 1, 3, 12),
+                     instance(3, 0, 4, 13)};
+  const std::vector<std::vector<SubBlock>> partition = {
+      {{0, 0}, {1, 0}},  // 1/2
+      {{0, 2}, {1, 3}},  // 2/2
+      {{0, 1}},          // 0: never
+      {{0, 4}, {0, 5}, {1, 1}},  // 1/3
+  };
+  const auto ranked = rank_combined_blocks(state, partition);
+  ASSERT_EQ(ranked.size(), 3u);
+  EXPECT_EQ(ranked[0].combined_block, 1u);
+  EXPECT_EQ(ranked[1].combined_block, 0u);
+  EXPECT_EQ(ranked[2].combined_block, 3u);
+  for (size_t i = 1; i < ranked.size(); ++i) EXPECT_GE(ranked[i - 1].ratio_in, ranked[i].ratio_in);
+}
+
 TEST(RatioIn, ZeroNeverRuns) {
   RuntimeState state;
   state.instances = {instance(0, 0, 5, 1)};
@@ -81,7 +99,8 @@ TEST(Policies, QueueVarianceIsThePopulationVariance) {
   state.model.resize(3);
   state.model[0].queued = 1;
   state.model[1].queued = 2;
-  state.model[2].queued = 6;
+  state.model[2].queued = 4;
+  state.model[2].in_flight = 2;  // remaining tasks: 1, 2, 6
   EXPECT_DOUBLE_EQ(state.queue_variance(), 14.0 / 3.0);
 }
 

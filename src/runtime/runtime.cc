@@ -214,6 +214,20 @@ class Run {
     }
     BRAID_CHECK(!step.pieces.empty(), ErrorCode::kInternal, "policy ", policy_.name(),
                 " made an empty step");
+    if (step.kind != StepKind::kCombined) return;
+    // Each combined block covers the next pieces, one block each, its sub-blocks exactly.
+    size_t at = 0;
+    for (const CombinedSchedule* c : step.schedules) {
+      std::vector<SubBlock> covered;
+      for (size_t k = 0; k < c->sub_blocks.size() && at < step.pieces.size(); ++k, ++at)
+        covered.push_back({step.pieces[at].model, step.pieces[at].first_block});
+      std::sort(covered.begin(), covered.end());
+      BRAID_CHECK(covered == c->sub_blocks, ErrorCode::kInternal, "policy ", policy_.name(),
+                  " made a combined step whose schedules do not match its pieces: ",
+                  describe(step));
+    }
+    BRAID_CHECK(at == step.pieces.size(), ErrorCode::kInternal, "policy ", policy_.name(),
+                " made a combined step with pieces outside its schedules: ", describe(step));
   }
 
   void run_step(const Step& step) {
@@ -256,12 +270,17 @@ class Run {
   // spans, so each sample's utilization is its own.
   void account_busy(double begin, double end, double utilization) {
     busy_total_ += (end - begin) * utilization;
+    run_total_ += end - begin;
     const double period = options_.sample_period_us;
     for (double t = begin; t < end;) {
       const auto k = size_t(t / period);
       const double cut = std::min(end, double(k + 1) * period);
-      if (busy_by_period_.size() <= k) busy_by_period_.resize(k + 1, 0.0);
+      if (busy_by_period_.size() <= k) {
+        busy_by_period_.resize(k + 1, 0.0);
+        run_by_period_.resize(k + 1, 0.0);
+      }
       busy_by_period_[k] += (cut - t) * utilization;
+      run_by_period_[k] += cut - t;
       if (cut <= t) break;  // t at the end of the representable range
       t = cut;
     }
@@ -270,14 +289,17 @@ class Run {
   void sample_until_now() {
     while (now_ >= next_sample_) {
       Sample s{.at_us = next_sample_};
+      refresh_state();
       for (size_t m = 0; m < models_.size(); ++m) {
         s.queued.push_back(queues_[m].size());
+        s.remaining.push_back(queues_[m].size() + state_.model[m].in_flight);
         s.completed.push_back(state_.model[m].completed);
       }
       const auto k = size_t(samples_.size());
       const double busy = k < busy_by_period_.size() ? busy_by_period_[k] : 0.0;
+      const double ran = k < run_by_period_.size() ? run_by_period_[k] : 0.0;
       s.utilization = std::clamp(busy / options_.sample_period_us, 0.0, 1.0);
-      refresh_state();
+      s.busy = std::clamp(ran / options_.sample_period_us, 0.0, 1.0);
       s.variance = state_.queue_variance();
       samples_.push_back(std::move(s));
       next_sample_ += options_.sample_period_us;
@@ -368,6 +390,7 @@ class Run {
     }
     r.samples = std::move(samples_);
     r.utilization = now_ > 0 ? busy_total_ / now_ : 0;
+    r.busy = now_ > 0 ? run_total_ / now_ : 0;
     r.steps = steps_;
     r.step_sizes = step_sizes_;
     if (combiner_ != nullptr) r.combine = combiner_->stats();
@@ -398,8 +421,8 @@ class Run {
   RuntimeState state_;
 
   double next_sample_ = 0;
-  double busy_total_ = 0;
-  std::vector<double> busy_by_period_;
+  double busy_total_ = 0, run_total_ = 0;
+  std::vector<double> busy_by_period_, run_by_period_;
   std::vector<Sample> samples_;
   uint64_t steps_ = 0, decisions_ = 0;
   std::vector<uint64_t> step_sizes_;

@@ -58,9 +58,11 @@ struct ModelReport {
 
 struct Sample {
   double at_us = 0;
-  std::vector<size_t> queued;     // per model
-  double variance = 0;            // σ_t of the queue lengths
+  std::vector<size_t> queued;     // per model: tasks in its queue
+  std::vector<size_t> remaining;  // per model: queued + in flight
+  double variance = 0;            // σ_t of the remaining tasks
   double utilization = 0;         // over the period just ended
+  double busy = 0;                // fraction of the period the device ran a step
   std::vector<uint64_t> completed;  // per model, cumulative
 };
 
@@ -69,7 +71,10 @@ struct Report {
   double duration_us = 0;  // the run's end on its clock (>= the arrivals' duration with drain)
   std::vector<ModelReport> models;
   std::vector<Sample> samples;
-  double utilization = 0;  // time-weighted over the run
+  // Time-weighted over the run: the backend's utilization (achieved occupancy on a simulated
+  // GPU, the paper's active-warp metric) and the fraction of time a step ran at all.
+  double utilization = 0;
+  double busy = 0;
   double throughput_fps = 0;  // all models
   uint64_t steps = 0;
   std::vector<uint64_t> step_sizes;  // step_sizes[k]: steps of k pieces

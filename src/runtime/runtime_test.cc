@@ -81,7 +81,8 @@ std::vector<std::vector<std::pair<int, int>>> combined_steps(const std::vector<s
     in >> t >> word >> kind;
     if (word != "step" || kind != "comb") continue;
     std::vector<std::pair<int, int>> subs;
-    for (std::string piece; in >> piece && piece.find(':') != std::string::npos;) {
+    for (std::string piece; in >> piece && piece.find("us") == std::string::npos;) {
+      if (piece == "|") continue;  // the next combined block of the step
       const size_t colon = piece.find(':');
       subs.push_back({std::stoi(piece.substr(0, colon)), std::stoi(piece.substr(colon + 1))});
     }

@@ -185,7 +185,9 @@ nlohmann::json to_json(const Report& r) {
   for (const Sample& s : r.samples)
     samples.push_back({{"t_s", s.at_us / 1e6},
                        {"queued", s.queued},
+                       {"remaining", s.remaining},
                        {"variance", s.variance},
+                       {"busy", s.busy},
                        {"utilization", s.utilization},
                        {"completed", s.completed}});
   return {{"policy", r.policy},
@@ -193,6 +195,7 @@ nlohmann::json to_json(const Report& r) {
           {"duration_s", r.duration_us / 1e6},
           {"throughput_fps", r.throughput_fps},
           {"utilization", r.utilization},
+          {"busy", r.busy},
           {"steps", r.steps},
           {"step_sizes", r.step_sizes},
           {"stage_dict", {{"lookups", r.combine.lookups},
@@ -212,15 +215,16 @@ nlohmann::json to_json(const Report& r) {
 
 std::string markdown_table(const std::vector<Report>& reports) {
   std::string out =
-      "| policy | model | FPS | completed | queued | p50 ms | p95 ms | p99 ms | utilization | "
-      "final σ² |\n|---|---|---|---|---|---|---|---|---|---|\n";
+      "| policy | model | FPS | completed | remaining | p50 ms | p95 ms | p99 ms | utilization | "
+      "busy | final σ² |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Report& r : reports) {
     for (const ModelReport& m : r.models)
-      out += fmt::format("| {} | {} | {:.1f} | {} | {} | {:.2f} | {:.2f} | {:.2f} | | |\n", r.policy,
+      out += fmt::format("| {} | {} | {:.1f} | {} | {} | {:.2f} | {:.2f} | {:.2f} | | | |\n", r.policy,
                          m.name, m.throughput_fps, m.completed, m.queued + m.in_flight, m.p50_ms,
                          m.p95_ms, m.p99_ms);
-    out += fmt::format("| {} | **all** | {:.1f} | | | | | | {:.1f}% | {:.1f} |\n", r.policy,
-                       r.throughput_fps, 100 * r.utilization, r.final_variance);
+    out += fmt::format("| {} | **all** | {:.1f} | | | | | | {:.1f}% | {:.1f}% | {:.1f} |\n",
+                       r.policy, r.throughput_fps, 100 * r.utilization, 100 * r.busy,
+                       r.final_variance);
   }
   return out;
 }

@@ -2,12 +2,14 @@
 // (tasks being inferred, top.txt §IV) by a range of their model's blocks, all at once on the
 // device, and ends when the last of them is done. The device runs one step at a time; a step
 // is either
-//  - combined: one block of each instance, scheduled together as one graph (TOP's combined
-//    block, §IV-§VI-A: the disjoint union of its sub-blocks, stages from CombinedScheduler), or
+//  - combined: one block of each instance, in combined blocks (TOP's, §IV-§VI-A: each the
+//    disjoint union of its sub-blocks scheduled as one graph by CombinedScheduler), the combined
+//    blocks side by side — the combined computation graph applied to the current progress
+//    (Algorithm 1, line 29), or
 //  - independent: each instance's blocks with its model's own plan, on its own streams, side
 //    by side with no common schedule (how instances of IOS-scheduled models contend, Fig. 2).
 //
-//   Step s{.kind = StepKind::kCombined, .pieces = {{a, {0, 3}}, {b, {1, 0}}}, .schedule = &cs};
+//   Step s{.kind = StepKind::kCombined, .pieces = {{a, 0, 3, 4}, {b, 1, 0, 1}}, .schedules = {&cs}};
 //   StepResult r = backend.run(s);   // r.device_time, r.utilization
 #pragma once
 
@@ -52,9 +54,12 @@ enum class StepKind : uint8_t { kCombined, kIndependent };
 struct Step {
   StepKind kind = StepKind::kIndependent;
   std::vector<Piece> pieces;
-  // kCombined: the schedule of the pieces' sub-blocks (each piece then covers one block);
-  // owned by the CombinedScheduler's stage dict.
-  const CombinedSchedule* schedule = nullptr;
+  // kCombined: the combined blocks that run, in issue order (the highest Ratio_in first), owned
+  // by the CombinedScheduler's stage dict. Pieces are grouped by combined block in this order:
+  // schedules[i] covers the next schedules[i]->sub_blocks.size() pieces, one block each, its
+  // sub-blocks exactly. Different combined blocks of a step run side by side, each on its own
+  // streams with its own stage barriers.
+  std::vector<const CombinedSchedule*> schedules;
 };
 
 struct StepResult {
@@ -64,7 +69,8 @@ struct StepResult {
   double utilization = 0;
 };
 
-// "ind 0:3-4 1:0-1" / "comb 0:3 1:0": the step's kind and (model:blocks) in piece order.
+// "ind 0:3-4 1:0-1" / "comb 0:3 1:0 | 2:5": the step's kind and (model:blocks) in piece order,
+// combined blocks separated by '|'.
 std::string describe(const Step& step);
 
 class Backend {

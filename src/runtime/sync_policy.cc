@@ -40,7 +40,7 @@ class SyncPolicy final : public Policy {
       step.pieces.push_back({inst.id, inst.model, inst.next_block, inst.next_block + 1});
       subs.push_back({inst.model, inst.next_block});
     }
-    step.schedule = &state.combiner->schedule(subs);
+    step.schedules = {&state.combiner->schedule(subs)};
     return step;
   }
 };

@@ -9,7 +9,9 @@
 //    arrival rates; 1 before any arrival) — while the merge has at most H sub-blocks and saves
 //    time. Zipping prices a candidate in a few stage-cost queries; the chosen combinations are
 //    then scheduled (searched) by the stage dict when they first run.
-//  - Steps: the Ratio_in rule (choose_combined_block).
+//  - Steps: the combined computation graph on the current progress (Algorithm 1, line 29):
+//    every combined block with a ready sub-block runs its ready sub-blocks, the combined blocks
+//    side by side, issued in Ratio_in order (rank_combined_blocks, §VI-A).
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -50,11 +52,15 @@ class TopHeuristicPolicy final : public Policy {
     return out;
   }
 
+  // Every combined block with a ready sub-block, in Ratio_in order, side by side.
   std::optional<Step> next_step(const RuntimeState& state) override {
-    auto choice = choose_combined_block(state, partition_);
-    if (!choice) return std::nullopt;
-    Step step{.kind = StepKind::kCombined, .pieces = std::move(choice->pieces)};
-    step.schedule = &state.combiner->schedule(choice->ready);
+    std::vector<CombinedChoice> ranked = rank_combined_blocks(state, partition_);
+    if (ranked.empty()) return std::nullopt;
+    Step step{.kind = StepKind::kCombined};
+    for (CombinedChoice& c : ranked) {
+      step.pieces.insert(step.pieces.end(), c.pieces.begin(), c.pieces.end());
+      step.schedules.push_back(&state.combiner->schedule(c.ready));
+    }
     return step;
   }
 

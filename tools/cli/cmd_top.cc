@@ -120,9 +120,9 @@ void add_top_command(CLI::App& app) {
           o.keep_event_log = !log_out.empty();
         });
         fmt::print(
-            "{} seed {}: {:.1f} FPS, utilization {:.1f}%, {} steps, {} decisions, stage dict "
+            "{} seed {}: {:.1f} FPS, utilization {:.1f}% (busy {:.1f}%), {} steps, {} decisions, stage dict "
             "{}/{} hits, final queue variance {:.1f}, {:.2f} s of {} in {:.2f} s wall\n",
-            p, seed, r.throughput_fps, 100 * r.utilization, r.steps, r.decisions, r.combine.hits,
+            p, seed, r.throughput_fps, 100 * r.utilization, 100 * r.busy, r.steps, r.decisions, r.combine.hits,
             r.combine.lookups, r.final_variance, r.duration_us / 1e6,
             r.backend == "cpu" ? "wall time" : "virtual time", r.wall_seconds);
         nlohmann::json j = runtime::to_json(r);
