@@ -90,6 +90,9 @@ class CombinedScheduler {
   const StageCost& cost() const { return *cost_; }
 
  private:
+  // The dict's entry for a sorted, checked combination, searched on a miss. `count`: a caller's
+  // lookup (stats), not one made while searching a combination of this one.
+  const CombinedSchedule& lookup(std::vector<SubBlock> key, bool count);
   CombinedSchedule search(std::vector<SubBlock> combination);
 
   const ModelSet* models_;
