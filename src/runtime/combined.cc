@@ -273,7 +273,15 @@ CombinedSchedule CombinedScheduler::search(std::vector<SubBlock> combination) {
   if (combination.size() > size_t(options_.max_sub_blocks)) {
     out.method = CombineMethod::kSuperblock;
   } else if (units <= size_t(sched::kIosMaxPartSize) && states <= options_.dp_state_limit) {
+    const auto start = std::chrono::steady_clock::now();
     DpResult dp = ios_dp(*models_, *cost_, options_, combination);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    {
+      std::lock_guard lock(mutex_);
+      ++stats_.dp_runs;
+      stats_.dp_states += dp.states;
+      stats_.dp_seconds += took.count();
+    }
     const Micros predicted = price(*cost_, dp.stages);
     if (predicted < out.predicted) {
       out.stages = std::move(dp.stages);

@@ -70,6 +70,9 @@ struct CombineStats {
   int64_t searched = 0;           // combinations scheduled (misses)
   int64_t dp = 0, zip = 0, superblocks = 0;
   double search_seconds = 0;  // time spent scheduling misses
+  // IOS's DP over unions of sub-blocks (not the sub-blocks alone): states memoized, time taken.
+  int64_t dp_runs = 0, dp_states = 0;
+  double dp_seconds = 0;
 };
 
 class CombinedScheduler {
