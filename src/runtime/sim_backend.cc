@@ -78,6 +78,7 @@ Micros SimStageCost::unit(UnitRef u) const {
 }
 
 Micros SimStageCost::stage(std::span<const std::vector<UnitRef>> groups) const {
+  if (groups.empty()) return Micros{0};
   std::string key;
   for (const auto& group : groups) {
     for (const UnitRef& u : group) {
