@@ -2,7 +2,8 @@
 // simulated A100 (SqueezeNet and Inception V3 at 224x224, batch 1), with and without the stage
 // dict:
 //  - StageDict/cold: a new stage cost and a new CombinedScheduler every iteration, so every
-//    stage is simulated and every combination searched (what each step would cost uncached);
+//    stage is simulated and every combination searched (what each step would cost uncached),
+//    with the union DP off (dp_state_limit 0: zip only), limited, and at the default limit;
 //  - StageDict/warm: the same combinations from a filled stage dict (a lookup each);
 //  - UnionDp/K/order: IOS's DP over the union of K Inception V3 sub-blocks (no state limit; the
 //    paper's Fig. 13 shows the DP's time growing with the sub-blocks). Counters: the union's
@@ -90,15 +91,26 @@ void report(benchmark::State& state, const CombineStats& stats, size_t n) {
 void BM_StageDictCold(benchmark::State& state) {
   const Loaded& l = loaded();
   const auto set = combinations(l.models);
+  double predicted = 0;
   for (auto _ : state) {
+    predicted = 0;
     auto cost = l.new_cost();
-    auto dict = std::make_unique<CombinedScheduler>(l.models, *cost);
-    for (const auto& c : set) benchmark::DoNotOptimize(dict->schedule(c).predicted);
+    auto dict = std::make_unique<CombinedScheduler>(
+        l.models, *cost, CombineOptions{.dp_state_limit = state.range(0)});
+    for (const auto& c : set) predicted += dict->schedule(c).predicted.count();
     filled() = {std::move(cost), std::move(dict)};
   }
   report(state, filled().dict->stats(), set.size());
+  state.counters["predicted_us"] = predicted;  // summed over the combinations
 }
-BENCHMARK(BM_StageDictCold)->Name("StageDict/cold")->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StageDictCold)
+    ->Name("StageDict/cold")
+    ->ArgName("dp_state_limit")
+    ->Arg(0)  // zip only
+    ->Arg(2000)
+    ->Arg(CombineOptions{}.dp_state_limit)  // the default; the warm rows reuse its dict
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 void BM_StageDictWarm(benchmark::State& state) {
   const Loaded& l = loaded();

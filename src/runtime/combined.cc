@@ -221,7 +221,7 @@ const CombinedSchedule& CombinedScheduler::lookup(std::vector<SubBlock> key, boo
   std::lock_guard lock(mutex_);
   auto [it, inserted] = dict_.emplace(std::move(key), std::move(found));
   if (inserted) {
-    stats_.search_seconds += took.count();
+    if (count) stats_.search_seconds += took.count();  // a nested search is inside its caller's
     switch (it->second->method) {
       case CombineMethod::kSingle:
         ++stats_.searched;
