@@ -46,10 +46,12 @@ demo: build bench-deps
 models:
 	bash scripts/models.sh
 
-# Benchmarks (measure and print, never assert): plan dispatch cost, then braid vs ONNX Runtime.
+# Benchmarks (measure and print, never assert): plan dispatch cost, combined-block scheduling
+# (cold and from the stage dict), then braid vs ONNX Runtime.
 BENCH_MODELS ?= inception_v3 resnet50 googlenet squeezenet nasnet randwire bert
 bench: build bench-deps
 	taskset -c 0,1 ./$(BUILD)/bench/dispatch_bench --benchmark_min_time=0.3
+	taskset -c 0 ./$(BUILD)/bench/combined_bench --benchmark_filter=StageDict
 	.venv/bin/python bench/peers.py $(BENCH_MODELS) --braid $(BUILD)/braid --rounds 3 --iters 10 \
 	  --json $(BUILD)/peers.json --markdown $(BUILD)/peers.md
 

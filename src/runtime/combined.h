@@ -70,6 +70,9 @@ struct CombineStats {
   int64_t searched = 0;           // combinations scheduled (misses)
   int64_t dp = 0, zip = 0, superblocks = 0;
   double search_seconds = 0;  // time spent scheduling misses
+  // IOS's DP over unions of sub-blocks (not the sub-blocks alone): states memoized, time taken.
+  int64_t dp_runs = 0, dp_states = 0;
+  double dp_seconds = 0;
 };
 
 class CombinedScheduler {
@@ -90,6 +93,9 @@ class CombinedScheduler {
   const StageCost& cost() const { return *cost_; }
 
  private:
+  // The dict's entry for a sorted, checked combination, searched on a miss. `count`: a caller's
+  // lookup (stats), not one made while searching a combination of this one.
+  const CombinedSchedule& lookup(std::vector<SubBlock> key, bool count);
   CombinedSchedule search(std::vector<SubBlock> combination);
 
   const ModelSet* models_;

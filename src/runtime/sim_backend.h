@@ -25,15 +25,20 @@ namespace braid::runtime {
 
 class SimStageCost final : public StageCost {
  public:
-  // `kernels[m]`: model m's unit kernels on the device (the backend's).
-  SimStageCost(std::vector<const sim::UnitKernels*> kernels, const sim::DeviceSpec& spec);
+  // `kernels[m]`: model m's unit kernels on the device (the backend's). A stage is launched
+  // eagerly, or as one captured graph under `graph_replay` (as the backend runs its steps).
+  SimStageCost(std::vector<const sim::UnitKernels*> kernels, const sim::DeviceSpec& spec,
+               bool graph_replay = false);
   std::string_view name() const override { return "sim"; }
   Micros unit(UnitRef u) const override;
   Micros stage(std::span<const std::vector<UnitRef>> groups) const override;
 
  private:
+  Micros simulate(std::span<const std::vector<UnitRef>> groups) const;
+
   std::vector<const sim::UnitKernels*> kernels_;
   const sim::DeviceSpec* spec_;
+  bool graph_replay_;
   mutable std::mutex mutex_;
   mutable std::unordered_map<std::string, Micros> cache_;
 };
@@ -51,6 +56,7 @@ class SimBackend final : public Backend {
   std::string_view name() const override { return name_; }
   bool virtual_time() const override { return true; }
   void begin_instance(InstanceId, uint32_t, std::span<const std::vector<float>>) override {}
+  // Not thread-safe: the runtime runs one step at a time.
   StepResult run(const Step& step) override;
   std::vector<std::vector<float>> end_instance(InstanceId) override { return {}; }
 
@@ -62,6 +68,10 @@ class SimBackend final : public Backend {
   sim::Program program(const Step& step) const;
 
  private:
+  // kInvalidArgument for pieces outside their models, or a combined step whose pieces are not
+  // its schedule's sub-blocks.
+  void check(const Step& step) const;
+
   const ModelSet* models_;
   sim::DeviceSpec spec_;
   SimBackendOptions options_;
