@@ -113,7 +113,7 @@ TEST(CpuBackend, InterleavedInstancesMatchPlainRuns) {
   }
   auto step = [&](StepKind kind, std::vector<Piece> pieces) {
     for (const Piece& p : pieces) tasks.at(p.instance).next_block = p.last_block;
-    StepResult r = cpu.run({.kind = kind, .pieces = std::move(pieces), .schedule = nullptr});
+    StepResult r = cpu.run({.kind = kind, .pieces = std::move(pieces)});
     EXPECT_GT(r.device_time.count(), 0);
     EXPECT_GE(r.utilization, 0.0);
     EXPECT_LE(r.utilization, 1.0);

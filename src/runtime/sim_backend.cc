@@ -130,13 +130,21 @@ void SimBackend::check(const Step& step) const {
                 piece.last_block, ") of model ", piece.model, " (it has ", blocks, ")");
   }
   if (step.kind == StepKind::kCombined) {
-    BRAID_CHECK(step.schedule != nullptr, ErrorCode::kInvalidArgument,
-                "sim backend: a combined step without its schedule");
-    std::vector<SubBlock> pieces;
-    for (const Piece& piece : step.pieces) pieces.push_back({piece.model, piece.first_block});
-    std::sort(pieces.begin(), pieces.end());
-    BRAID_CHECK(pieces == step.schedule->sub_blocks, ErrorCode::kInvalidArgument,
-                "sim backend: the step's pieces are not its schedule's sub-blocks");
+    BRAID_CHECK(!step.schedules.empty(), ErrorCode::kInvalidArgument,
+                "sim backend: a combined step without its schedules");
+    // Each combined block covers the next pieces (step.h).
+    size_t at = 0;
+    for (const CombinedSchedule* c : step.schedules) {
+      BRAID_CHECK(c != nullptr, ErrorCode::kInvalidArgument, "sim backend: a null schedule");
+      std::vector<SubBlock> covered;
+      for (size_t k = 0; k < c->sub_blocks.size() && at < step.pieces.size(); ++k, ++at)
+        covered.push_back({step.pieces[at].model, step.pieces[at].first_block});
+      std::sort(covered.begin(), covered.end());
+      BRAID_CHECK(covered == c->sub_blocks, ErrorCode::kInvalidArgument,
+                  "sim backend: the step's pieces are not its schedules' sub-blocks");
+    }
+    BRAID_CHECK(at == step.pieces.size(), ErrorCode::kInvalidArgument,
+                "sim backend: pieces outside the step's schedules");
   }
 }
 
@@ -158,24 +166,30 @@ sim::Program SimBackend::program(const Step& step) const {
     return p;
   }
 
-  // Combined: the schedule's stages one after another; a barrier between two stages is an
-  // event per stream of the earlier one, waited by every other stream of the later one.
-  const CombinedSchedule* s = step.schedule;
-  size_t width = 1;
-  for (const auto& stage : s->stages) width = std::max(width, stage.size());
-  for (size_t g = 0; g < width; ++g) p.streams.push_back({.device = 0, .id = int(g)});
-  std::vector<uint32_t> previous;  // events recorded at the end of the previous stage
-  for (const auto& stage : s->stages) {
-    for (size_t g = 0; g < stage.size(); ++g)
-      for (size_t e = 0; e < previous.size(); ++e)
-        if (e != g) p.ops.push_back(sim::Op::wait(uint32_t(g), previous[e]));
-    std::vector<uint32_t> recorded;
-    for (size_t g = 0; g < stage.size(); ++g) {
-      for (const UnitRef& u : stage[g]) launch(p, uint32_t(g), kernels_[u.model]->of(u.unit));
-      recorded.push_back(p.num_events++);
-      p.ops.push_back(sim::Op::record(uint32_t(g), recorded.back()));
+  // Combined: each combined block on streams of its own, issued in step order (the highest
+  // Ratio_in first: its kernels reach the device first); within one, the stages one after
+  // another, a barrier between two stages being an event per stream of the earlier one, waited
+  // by every other stream of the later one.
+  for (const CombinedSchedule* s : step.schedules) {
+    const auto first = uint32_t(p.streams.size());
+    size_t width = 1;
+    for (const auto& stage : s->stages) width = std::max(width, stage.size());
+    for (size_t g = 0; g < width; ++g)
+      p.streams.push_back({.device = 0, .id = int(p.streams.size())});
+    std::vector<uint32_t> previous;  // events recorded at the end of the previous stage
+    for (const auto& stage : s->stages) {
+      for (size_t g = 0; g < stage.size(); ++g)
+        for (size_t e = 0; e < previous.size(); ++e)
+          if (e != g) p.ops.push_back(sim::Op::wait(first + uint32_t(g), previous[e]));
+      std::vector<uint32_t> recorded;
+      for (size_t g = 0; g < stage.size(); ++g) {
+        for (const UnitRef& u : stage[g])
+          launch(p, first + uint32_t(g), kernels_[u.model]->of(u.unit));
+        recorded.push_back(p.num_events++);
+        p.ops.push_back(sim::Op::record(first + uint32_t(g), recorded.back()));
+      }
+      previous = std::move(recorded);
     }
-    previous = std::move(recorded);
   }
   return p;
 }
@@ -188,15 +202,18 @@ StepResult SimBackend::run(const Step& step) {
   if (step.kind == StepKind::kIndependent) {
     key += describe(step);
   } else {
-    for (const auto& stage : step.schedule->stages) {
-      for (const auto& group : stage) {
-        for (const UnitRef& u : group) {
-          append_bytes(key, u.model);
-          append_bytes(key, uint32_t(index(u.unit)));
+    for (const CombinedSchedule* c : step.schedules) {
+      for (const auto& stage : c->stages) {
+        for (const auto& group : stage) {
+          for (const UnitRef& u : group) {
+            append_bytes(key, u.model);
+            append_bytes(key, uint32_t(index(u.unit)));
+          }
+          key.push_back('|');
         }
-        key.push_back('|');
+        key.push_back('/');
       }
-      key.push_back('/');
+      key.push_back('#');
     }
   }
   if (auto it = steps_.find(key); it != steps_.end()) return it->second;

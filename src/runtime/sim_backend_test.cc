@@ -36,7 +36,7 @@ Step combined(CombinedScheduler& dict, std::vector<SubBlock> sub_blocks) {
   InstanceId instance = 0;
   for (const SubBlock& sb : sub_blocks)
     s.pieces.push_back({instance++, sb.model, sb.block, sb.block + 1});
-  s.schedule = &dict.schedule(sub_blocks);
+  s.schedules = {&dict.schedule(sub_blocks)};
   return s;
 }
 
@@ -79,7 +79,7 @@ TEST(SimBackend, CombinedProgramIsTheStagesWithBarriers) {
   const Step step = combined(dict, {{kSqueezenet, 5}, {kInception, 6}});
   const sim::Program p = gpu.program(step);
   size_t kernels = 0, groups = 0;
-  for (const auto& stage : step.schedule->stages) {
+  for (const auto& stage : step.schedules[0]->stages) {
     groups += stage.size();
     for (const auto& group : stage)
       for (const UnitRef& u : group)
@@ -143,7 +143,7 @@ TEST(SimBackend, RejectsBadSteps) {
   Step wrong = combined(dict, {{kSqueezenet, 1}, {kInception, 1}});
   wrong.pieces[1].first_block = 2;  // not the schedule's sub-block
   Step no_schedule = wrong;
-  no_schedule.schedule = nullptr;
+  no_schedule.schedules.clear();
   const Step past_end{.kind = StepKind::kIndependent, .pieces = {{0, kInception, 3, 99}}};
   const Step empty_range{.kind = StepKind::kIndependent, .pieces = {{0, kInception, 3, 3}}};
   const Step no_model{.kind = StepKind::kIndependent, .pieces = {{0, 5, 0, 1}}};
