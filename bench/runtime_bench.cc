@@ -106,8 +106,8 @@ void RunBlocks(benchmark::State& state) {
   const RuntimeModel& m = set.model(0);
   auto executor = exec::make_cpu_executor({.pin_threads = false});
   auto model = executor->prepare({m.units().graph_ptr(),
-                                  std::make_shared<const ir::Weights>(m.loaded.weights),
-                                  &m.units(), &m.plan});
+                                  std::make_shared<const ir::Weights>(m.loaded.weights), &m.units(),
+                                  &m.plan});
   auto request = model->new_request();
   const uint32_t block = 1;
   int64_t n = 0;

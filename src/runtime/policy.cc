@@ -32,7 +32,9 @@ double RuntimeState::queue_variance() const {
   return var / double(model.size());
 }
 
-std::span<const std::string_view> policy_names() { return kNames; }
+std::span<const std::string_view> policy_names() {
+  return kNames;
+}
 
 std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& options) {
   BRAID_CHECK(options.max_sub_blocks >= 1, ErrorCode::kInvalidArgument,

@@ -97,9 +97,9 @@ std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& 
 // The combined block with the highest Ratio_in runs, only its ready sub-blocks; ties go to the
 // one holding the oldest ready instance. Ratio_in = 0 never runs: nullopt when none is ready.
 struct CombinedChoice {
-  size_t combined_block = 0;   // index into the partition
+  size_t combined_block = 0;  // index into the partition
   double ratio_in = 0;
-  std::vector<Piece> pieces;   // the ready sub-blocks, one block each, in partition order
+  std::vector<Piece> pieces;  // the ready sub-blocks, one block each, in partition order
   std::vector<SubBlock> ready;
 };
 std::optional<CombinedChoice> choose_combined_block(

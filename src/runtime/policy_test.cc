@@ -39,9 +39,9 @@ TEST(RatioIn, AStepRunsEveryReadyCombinedBlockInRatioOrder) {
   state.instances = {instance(0, 0, 2, 10), instance(1, 1, 0, 11), instance(2, 1, 3, 12),
                      instance(3, 0, 4, 13)};
   const std::vector<std::vector<SubBlock>> partition = {
-      {{0, 0}, {1, 0}},  // 1/2
-      {{0, 2}, {1, 3}},  // 2/2
-      {{0, 1}},          // 0: never
+      {{0, 0}, {1, 0}},          // 1/2
+      {{0, 2}, {1, 3}},          // 2/2
+      {{0, 1}},                  // 0: never
       {{0, 4}, {0, 5}, {1, 1}},  // 1/3
   };
   const auto ranked = rank_combined_blocks(state, partition);
@@ -111,9 +111,8 @@ TEST(Arrivals, PeriodicCountsOrderAndSeeds) {
   EXPECT_EQ(per_model[0], 60);
   EXPECT_EQ(per_model[1], 120);
   EXPECT_EQ(per_model[2], 240);
-  EXPECT_TRUE(std::is_sorted(a.begin(), a.end(), [](const Arrival& x, const Arrival& y) {
-    return x.at_us < y.at_us;
-  }));
+  EXPECT_TRUE(std::is_sorted(a.begin(), a.end(),
+                             [](const Arrival& x, const Arrival& y) { return x.at_us < y.at_us; }));
   const auto again = make_arrivals({.fps = {30, 60, 120}, .duration_s = 2, .seed = 5});
   ASSERT_EQ(again.size(), a.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(again[i].at_us, a[i].at_us);

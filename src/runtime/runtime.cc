@@ -81,6 +81,8 @@ class Run {
       take_arrivals();
       launch();
       sample_until_now();
+      // Without drain the run ends at the duration, whatever is still queued or in flight.
+      if (!options_.drain && now_ >= options_.duration_us) break;
       refresh_state();
       if (std::optional<Step> step = policy_.next_step(state_)) {
         run_step(*step);
@@ -89,7 +91,6 @@ class Run {
       const double next = next_event();
       const bool arrivals_over = next_arrival_ >= arrivals_.size() ||
                                  arrivals_[next_arrival_].at_us >= options_.duration_us;
-      if (!options_.drain && now_ >= options_.duration_us) break;
       if (options_.drain && arrivals_over && instances_in_flight() == 0 && all_queues_empty())
         break;
       if (!std::isfinite(next)) break;  // nothing can change any more (a policy that never admits)
@@ -202,14 +203,14 @@ class Run {
     std::vector<bool> seen(instances_.size(), false);
     for (const Piece& p : step.pieces) {
       BRAID_CHECK(p.instance < instances_.size() && instances_[p.instance].in_use,
-                  ErrorCode::kInternal, "policy ", policy_.name(),
-                  " stepped instance ", p.instance, ", which is not in flight");
+                  ErrorCode::kInternal, "policy ", policy_.name(), " stepped instance ", p.instance,
+                  ", which is not in flight");
       const InstanceState& s = instances_[p.instance].state;
       const size_t blocks = models_.model(s.model).blocks.size();
       BRAID_CHECK(!seen[p.instance] && p.model == s.model && p.first_block == s.next_block &&
                       p.last_block > p.first_block && p.last_block <= blocks,
-                  ErrorCode::kInternal, "policy ", policy_.name(), " made an invalid step: ",
-                  describe(step));
+                  ErrorCode::kInternal, "policy ", policy_.name(),
+                  " made an invalid step: ", describe(step));
       seen[p.instance] = true;
     }
     BRAID_CHECK(!step.pieces.empty(), ErrorCode::kInternal, "policy ", policy_.name(),
@@ -222,9 +223,9 @@ class Run {
       for (size_t k = 0; k < c->sub_blocks.size() && at < step.pieces.size(); ++k, ++at)
         covered.push_back({step.pieces[at].model, step.pieces[at].first_block});
       std::sort(covered.begin(), covered.end());
-      BRAID_CHECK(covered == c->sub_blocks, ErrorCode::kInternal, "policy ", policy_.name(),
-                  " made a combined step whose schedules do not match its pieces: ",
-                  describe(step));
+      BRAID_CHECK(
+          covered == c->sub_blocks, ErrorCode::kInternal, "policy ", policy_.name(),
+          " made a combined step whose schedules do not match its pieces: ", describe(step));
     }
     BRAID_CHECK(at == step.pieces.size(), ErrorCode::kInternal, "policy ", policy_.name(),
                 " made a combined step with pieces outside its schedules: ", describe(step));
@@ -355,9 +356,8 @@ class Run {
     const double window_us = options_.drain ? now_ : options_.duration_us;
     for (size_t m = 0; m < models_.size(); ++m) {
       const RuntimeModel& model = models_.model(m);
-      ModelReport mr{.name = model.name,
-                     .blocks = model.blocks.size(),
-                     .units = model.units().num_units()};
+      ModelReport mr{
+          .name = model.name, .blocks = model.blocks.size(), .units = model.units().num_units()};
       std::vector<double> latencies;
       for (const TaskRecord& t : tasks_) {
         if (t.model != m) continue;
@@ -439,8 +439,8 @@ Runtime::Runtime(const ModelSet& models, Backend& backend, Policy& policy,
       policy_(&policy),
       combiner_(combiner),
       options_(std::move(options)) {
-  BRAID_CHECK(options_.duration_us >= 0, ErrorCode::kInvalidArgument,
-              "duration must be >= 0, got ", options_.duration_us, " us");
+  BRAID_CHECK(options_.duration_us >= 0, ErrorCode::kInvalidArgument, "duration must be >= 0, got ",
+              options_.duration_us, " us");
   BRAID_CHECK(options_.sample_period_us > 0, ErrorCode::kInvalidArgument,
               "sample period must be > 0, got ", options_.sample_period_us, " us");
   BRAID_CHECK(models.size() > 0, ErrorCode::kInvalidArgument, "the runtime has no models");

@@ -58,11 +58,11 @@ struct ModelReport {
 
 struct Sample {
   double at_us = 0;
-  std::vector<size_t> queued;     // per model: tasks in its queue
-  std::vector<size_t> remaining;  // per model: queued + in flight
-  double variance = 0;            // σ_t of the remaining tasks
-  double utilization = 0;         // over the period just ended
-  double busy = 0;                // fraction of the period the device ran a step
+  std::vector<size_t> queued;       // per model: tasks in its queue
+  std::vector<size_t> remaining;    // per model: queued + in flight
+  double variance = 0;              // σ_t of the remaining tasks
+  double utilization = 0;           // over the period just ended
+  double busy = 0;                  // fraction of the period the device ran a step
   std::vector<uint64_t> completed;  // per model, cumulative
 };
 
@@ -83,15 +83,15 @@ struct Report {
   double final_variance = 0;
   std::string event_log_sha256;
   std::vector<std::string> event_log;  // with keep_event_log
-  std::vector<TaskRecord> tasks;        // every task, by id
+  std::vector<TaskRecord> tasks;       // every task, by id
   double wall_seconds = 0;
 };
 
 class Runtime {
  public:
   // `combiner` may be null for policies that do not combine blocks. All must outlive it.
-  Runtime(const ModelSet& models, Backend& backend, Policy& policy,
-          CombinedScheduler* combiner, RuntimeOptions options);
+  Runtime(const ModelSet& models, Backend& backend, Policy& policy, CombinedScheduler* combiner,
+          RuntimeOptions options);
   Report run(const std::vector<Arrival>& arrivals);
 
  private:

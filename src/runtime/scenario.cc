@@ -37,11 +37,23 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& where) {
   BRAID_CHECK(j.is_object(), ErrorCode::kInvalidArgument, where, ": a scenario is a JSON object");
   BRAID_CHECK(field<std::string>(j, "format", "braid.top/1", where) == "braid.top/1",
               ErrorCode::kInvalidArgument, where, ": format must be \"braid.top/1\"");
-  static const char* kKnown[] = {"format",    "device",     "policies", "arrivals",
-                                 "duration_s", "seed",       "drain",    "H",
-                                 "batch",     "image_size", "scheduler", "cost",
-                                 "variance_threshold", "sample_period_s", "queue_capacity",
-                                 "max_in_flight", "models"};
+  static const char* kKnown[] = {"format",
+                                 "device",
+                                 "policies",
+                                 "arrivals",
+                                 "duration_s",
+                                 "seed",
+                                 "drain",
+                                 "H",
+                                 "batch",
+                                 "image_size",
+                                 "scheduler",
+                                 "cost",
+                                 "variance_threshold",
+                                 "sample_period_s",
+                                 "queue_capacity",
+                                 "max_in_flight",
+                                 "models"};
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (const char* k : kKnown) known = known || key == k;
@@ -151,8 +163,12 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
 
 ScenarioRunner::~ScenarioRunner() = default;
 
-const ModelSet& ScenarioRunner::models() const { return impl_->models; }
-CombinedScheduler& ScenarioRunner::combiner() { return *impl_->combiner; }
+const ModelSet& ScenarioRunner::models() const {
+  return impl_->models;
+}
+CombinedScheduler& ScenarioRunner::combiner() {
+  return *impl_->combiner;
+}
 
 Report ScenarioRunner::run(const std::string& policy_name, uint64_t seed,
                            const std::function<void(RuntimeOptions&)>& adjust) {
@@ -174,13 +190,18 @@ Report ScenarioRunner::run(const std::string& policy_name, uint64_t seed,
 nlohmann::json to_json(const Report& r) {
   nlohmann::json models = nlohmann::json::array();
   for (const ModelReport& m : r.models)
-    models.push_back({{"name", m.name},           {"blocks", m.blocks},
-                      {"units", m.units},         {"submitted", m.submitted},
-                      {"completed", m.completed}, {"rejected", m.rejected},
-                      {"queued", m.queued},       {"in_flight", m.in_flight},
-                      {"throughput_fps", m.throughput_fps},
-                      {"latency_ms", {{"mean", m.mean_ms}, {"p50", m.p50_ms}, {"p95", m.p95_ms},
-                                      {"p99", m.p99_ms}}}});
+    models.push_back(
+        {{"name", m.name},
+         {"blocks", m.blocks},
+         {"units", m.units},
+         {"submitted", m.submitted},
+         {"completed", m.completed},
+         {"rejected", m.rejected},
+         {"queued", m.queued},
+         {"in_flight", m.in_flight},
+         {"throughput_fps", m.throughput_fps},
+         {"latency_ms",
+          {{"mean", m.mean_ms}, {"p50", m.p50_ms}, {"p95", m.p95_ms}, {"p99", m.p99_ms}}}});
   nlohmann::json samples = nlohmann::json::array();
   for (const Sample& s : r.samples)
     samples.push_back({{"t_s", s.at_us / 1e6},
@@ -198,13 +219,14 @@ nlohmann::json to_json(const Report& r) {
           {"busy", r.busy},
           {"steps", r.steps},
           {"step_sizes", r.step_sizes},
-          {"stage_dict", {{"lookups", r.combine.lookups},
-                          {"hits", r.combine.hits},
-                          {"searched", r.combine.searched},
-                          {"dp", r.combine.dp},
-                          {"zip", r.combine.zip},
-                          {"superblocks", r.combine.superblocks},
-                          {"search_s", r.combine.search_seconds}}},
+          {"stage_dict",
+           {{"lookups", r.combine.lookups},
+            {"hits", r.combine.hits},
+            {"searched", r.combine.searched},
+            {"dp", r.combine.dp},
+            {"zip", r.combine.zip},
+            {"superblocks", r.combine.superblocks},
+            {"search_s", r.combine.search_seconds}}},
           {"decisions", r.decisions},
           {"final_variance", r.final_variance},
           {"event_log_sha256", r.event_log_sha256},
@@ -219,12 +241,12 @@ std::string markdown_table(const std::vector<Report>& reports) {
       "busy | final σ² |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Report& r : reports) {
     for (const ModelReport& m : r.models)
-      out += fmt::format("| {} | {} | {:.1f} | {} | {} | {:.2f} | {:.2f} | {:.2f} | | | |\n", r.policy,
-                         m.name, m.throughput_fps, m.completed, m.queued + m.in_flight, m.p50_ms,
-                         m.p95_ms, m.p99_ms);
-    out += fmt::format("| {} | **all** | {:.1f} | | | | | | {:.1f}% | {:.1f}% | {:.1f} |\n",
-                       r.policy, r.throughput_fps, 100 * r.utilization, 100 * r.busy,
-                       r.final_variance);
+      out += fmt::format("| {} | {} | {:.1f} | {} | {} | {:.2f} | {:.2f} | {:.2f} | | | |\n",
+                         r.policy, m.name, m.throughput_fps, m.completed, m.queued + m.in_flight,
+                         m.p50_ms, m.p95_ms, m.p99_ms);
+    out +=
+        fmt::format("| {} | **all** | {:.1f} | | | | | | {:.1f}% | {:.1f}% | {:.1f} |\n", r.policy,
+                    r.throughput_fps, 100 * r.utilization, 100 * r.busy, r.final_variance);
   }
   return out;
 }

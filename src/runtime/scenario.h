@@ -42,7 +42,7 @@ struct Scenario {
   bool drain = false;
   int max_sub_blocks = 4;  // H
   int64_t batch = 1;
-  int64_t image_size = 224;  // top.txt §VI-B: 3x224x224 for all three models
+  int64_t image_size = 224;       // top.txt §VI-B: 3x224x224 for all three models
   std::string scheduler = "ios";  // each model's own schedule (static, and the executors' plans)
   std::string cost;               // its cost model; empty: sim:NAME on sim, roofline on cpu
   double variance_threshold = 16;

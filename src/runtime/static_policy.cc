@@ -34,8 +34,8 @@ class StaticPolicy final : public Policy {
     Step step{.kind = StepKind::kIndependent};
     for (const InstanceState& inst : state.instances) {
       const auto blocks = uint32_t(state.models->model(inst.model).blocks.size());
-      step.pieces.push_back({inst.id, inst.model, inst.next_block,
-                             serial_ ? blocks : inst.next_block + 1});
+      step.pieces.push_back(
+          {inst.id, inst.model, inst.next_block, serial_ ? blocks : inst.next_block + 1});
     }
     return step;
   }

@@ -9,8 +9,8 @@
 //  - independent: each instance's blocks with its model's own plan, on its own streams, side
 //    by side with no common schedule (how instances of IOS-scheduled models contend, Fig. 2).
 //
-//   Step s{.kind = StepKind::kCombined, .pieces = {{a, 0, 3, 4}, {b, 1, 0, 1}}, .schedules = {&cs}};
-//   StepResult r = backend.run(s);   // r.device_time, r.utilization
+//   Step s{.kind = StepKind::kCombined, .pieces = {{a, 0, 3, 4}, {b, 1, 0, 1}}, .schedules =
+//   {&cs}}; StepResult r = backend.run(s);   // r.device_time, r.utilization
 #pragma once
 
 #include <compare>

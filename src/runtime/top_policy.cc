@@ -32,7 +32,8 @@ class TopHeuristicPolicy final : public Policy {
   std::string_view name() const override { return "top-heuristic"; }
 
   Decision decide(const RuntimeState& state) override {
-    BRAID_CHECK(state.combiner != nullptr, ErrorCode::kInternal, "top-heuristic needs a stage dict");
+    BRAID_CHECK(state.combiner != nullptr, ErrorCode::kInternal,
+                "top-heuristic needs a stage dict");
     Decision d;
     d.interval_us = intervals(state);
     d.partition = partition(state);
@@ -95,7 +96,8 @@ class TopHeuristicPolicy final : public Policy {
     for (size_t k = 0; k < depth; ++k) {
       std::vector<std::vector<UnitRef>> groups;
       for (const CombinedSchedule* s : alone)
-        if (k < s->stages.size()) groups.insert(groups.end(), s->stages[k].begin(), s->stages[k].end());
+        if (k < s->stages.size())
+          groups.insert(groups.end(), s->stages[k].begin(), s->stages[k].end());
       total += double(dict.cost().stage(groups).count());
     }
     zip_cache_.emplace(subs, total);

@@ -25,8 +25,8 @@ std::vector<std::string> split(const std::string& text, char sep) {
 // NAME[:FPS[:ir|stages]]
 runtime::ScenarioModel parse_model_flag(const std::string& flag) {
   const std::vector<std::string> parts = split(flag, ':');
-  BRAID_CHECK(!parts.empty() && parts.size() <= 3 && !parts[0].empty(),
-              ErrorCode::kInvalidArgument, "--model '", flag, "': expected NAME[:FPS[:ir|stages]]");
+  BRAID_CHECK(!parts.empty() && parts.size() <= 3 && !parts[0].empty(), ErrorCode::kInvalidArgument,
+              "--model '", flag, "': expected NAME[:FPS[:ir|stages]]");
   runtime::ScenarioModel m{.model = parts[0]};
   if (parts.size() > 1) {
     try {
@@ -64,8 +64,8 @@ void add_top_command(CLI::App& app) {
                   "Policies to run, comma-separated: static, static-serial, sync, top-heuristic");
   cmd->add_option("--duration", flags.duration_s, "Seconds of arrivals (default 10)");
   cmd->add_option("--seed", flags.seed, "Seed of the arrivals (periodic: their phases)");
-  cmd->add_option("--seeds", seeds, "Run seeds seed..seed+N-1 of each policy")->check(
-      CLI::Range(1, 1000));
+  cmd->add_option("--seeds", seeds, "Run seeds seed..seed+N-1 of each policy")
+      ->check(CLI::Range(1, 1000));
   cmd->add_flag("--poisson", poisson, "Poisson arrivals (default periodic)");
   cmd->add_flag("--drain", flags.drain, "After the duration, run until every task is done");
   cmd->add_option("-H,--max-sub-blocks", flags.max_sub_blocks,
@@ -107,23 +107,22 @@ void add_top_command(CLI::App& app) {
     runtime::ScenarioRunner runner(s);
     for (size_t m = 0; m < runner.models().size(); ++m) {
       const runtime::RuntimeModel& model = runner.models().model(m);
-      fmt::print("{}: {} units in {} blocks ({}), {} FPS\n", model.name,
-                 model.units().num_units(), model.blocks.size(),
-                 runtime::to_string(s.models[m].blocks), s.models[m].fps);
+      fmt::print("{}: {} units in {} blocks ({}), {} FPS\n", model.name, model.units().num_units(),
+                 model.blocks.size(), runtime::to_string(s.models[m].blocks), s.models[m].fps);
     }
     std::vector<runtime::Report> reports;
     nlohmann::json all = nlohmann::json::array();
     for (const std::string& p : s.policies)
       for (int k = 0; k < seeds; ++k) {
         const uint64_t seed = s.seed + uint64_t(k);
-        runtime::Report r = runner.run(p, seed, [&](runtime::RuntimeOptions& o) {
-          o.keep_event_log = !log_out.empty();
-        });
+        runtime::Report r = runner.run(
+            p, seed, [&](runtime::RuntimeOptions& o) { o.keep_event_log = !log_out.empty(); });
         fmt::print(
-            "{} seed {}: {:.1f} FPS, utilization {:.1f}% (busy {:.1f}%), {} steps, {} decisions, stage dict "
+            "{} seed {}: {:.1f} FPS, utilization {:.1f}% (busy {:.1f}%), {} steps, {} decisions, "
+            "stage dict "
             "{}/{} hits, final queue variance {:.1f}, {:.2f} s of {} in {:.2f} s wall\n",
-            p, seed, r.throughput_fps, 100 * r.utilization, 100 * r.busy, r.steps, r.decisions, r.combine.hits,
-            r.combine.lookups, r.final_variance, r.duration_us / 1e6,
+            p, seed, r.throughput_fps, 100 * r.utilization, 100 * r.busy, r.steps, r.decisions,
+            r.combine.hits, r.combine.lookups, r.final_variance, r.duration_us / 1e6,
             r.backend == "cpu" ? "wall time" : "virtual time", r.wall_seconds);
         nlohmann::json j = runtime::to_json(r);
         j["seed"] = seed;
