@@ -186,6 +186,34 @@ def fig26(args, tables):
     tables["fig26"] = "\n".join(lines)
 
 
+def fig24(args, tables):
+    """Throughput against concurrent instances of one model, queues never empty (top.txt
+    Fig. 24): static with at most c instances in flight, beside top-heuristic (whose instances
+    are bounded by the blocks: one per sub-block)."""
+    lines = ["| model | c | static FPS | top-heuristic FPS |", "|---|---|---|---|"]
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for model in ["inception_v3", "resnet50", "squeezenet"]:
+        spec = (model, 3000) + (("stages",) if model == "resnet50" else ())
+        top = run_top(args.braid, [spec], "sim:a100_40gb", ["top-heuristic"], args.duration)
+        top_fps = top[0]["throughput_fps"]
+        xs, ys = [], []
+        for c in [1, 2, 3, 4, 6, 8]:
+            runs = run_top(args.braid, [spec], "sim:a100_40gb", ["static"], args.duration,
+                           extra=["--max-in-flight", str(c)])
+            xs.append(c)
+            ys.append(runs[0]["throughput_fps"])
+            lines.append(f"| {model} | {c} | {ys[-1]:.1f} | {top_fps:.1f} |")
+        line, = ax.plot(xs, ys, "o-", label=f"{model} static")
+        ax.axhline(top_fps, color=line.get_color(), ls="--", label=f"{model} top-heuristic")
+    ax.set_xlabel("concurrent instances (static)")
+    ax.set_ylabel("throughput (FPS)")
+    ax.legend(fontsize=7)
+    ax.set_title("Concurrency of one model, simulated A100 (top.txt Fig. 24)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(args.out, "fig24.png"), dpi=110)
+    tables["fig24"] = "\n".join(lines)
+
+
 def cpu(args, tables):
     """The multi-model mix for real on this CPU, rates scaled to what 2 cores sustain."""
     models = [("inception_v3", 1), ("resnet50", 2, "stages"), ("squeezenet", 4)]
@@ -200,7 +228,8 @@ def cpu(args, tables):
     tables["cpu"] = "\n".join(lines)
 
 
-FIGURES = {"fig2": fig2, "table2": table2, "fig18": fig18, "fig26": fig26, "cpu": cpu}
+FIGURES = {"fig2": fig2, "table2": table2, "fig18": fig18, "fig24": fig24, "fig26": fig26,
+           "cpu": cpu}
 
 
 def main():

@@ -76,6 +76,8 @@ void add_top_command(CLI::App& app) {
   cmd->add_option("--cost", flags.cost, "Its cost model (default: the device's)");
   cmd->add_option("-T,--variance-threshold", flags.variance_threshold,
                   "Re-decide when the queue lengths' variance exceeds this (default 16)");
+  cmd->add_option("--max-in-flight", flags.max_in_flight,
+                  "static: most instances of a model in flight at once (default 64)");
   cmd->add_option("--queue-capacity", flags.queue_capacity,
                   "Reject tasks beyond this many queued per model (default 0: unbounded)");
   cmd->add_option("--json", json_out, "Write every report (with samples over time) here");
