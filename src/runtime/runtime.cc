@@ -97,6 +97,9 @@ class Run {
       wait_until(std::min(next, options_.drain ? next : options_.duration_us));
     }
     sample_until_now();
+    // Instances still in flight at the end give their slots back, so the backend can serve
+    // another run (their tasks are reported in flight).
+    for (InstanceId i : order_) backend_.end_instance(i);
     return report(std::chrono::duration<double>(Clock::now() - wall_start).count());
   }
 

@@ -203,6 +203,14 @@ TEST(Runtime, EveryTasksOutputsEqualAPlainRunForEveryPolicyAndH) {
                                        &model.units(), &model.plan}));
   }
   CpuBackend backend(set);
+  {
+    // A run that ends with instances in flight leaves the backend ready for the next one.
+    auto p = make_policy("static");
+    CombinedScheduler dict(set, cost);
+    Runtime rt(set, backend, *p, &dict, {.duration_us = 1, .input_of = input_of});
+    const Report r = rt.run(make_arrivals({.fps = {2, 2}, .duration_s = 1, .burst = true}));
+    EXPECT_GT(r.models[0].in_flight + r.models[1].in_flight, 0u);
+  }
   for (const std::string policy : {"static", "static-serial", "sync", "top-heuristic"})
     for (int h = 1; h <= 4; ++h) {
       SCOPED_TRACE(fmt::format("{} H = {}", policy, h));
