@@ -99,7 +99,7 @@ void CpuStep(benchmark::State& state) {
   state.counters["us_per_block"] = benchmark::Counter(
       double(n) * (block + 1), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(CpuStep)->Unit(benchmark::kMicrosecond);
+BENCHMARK(CpuStep)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void RunBlocks(benchmark::State& state) {
   const ModelSet set = squeezenet_set();
@@ -119,7 +119,7 @@ void RunBlocks(benchmark::State& state) {
   state.counters["us_per_block"] = benchmark::Counter(
       double(n) * (block + 1), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(RunBlocks)->Unit(benchmark::kMicrosecond);
+BENCHMARK(RunBlocks)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace braid::runtime
