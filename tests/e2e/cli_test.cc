@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -69,7 +70,7 @@ TEST(Cli, BadFlagExitsTwo) {
 
 TEST(Cli, EveryCommandHasHelp) {
   for (const char* c : {"models", "inspect", "export", "schedule", "validate", "run", "profile",
-                        "bench", "calibrate"}) {
+                        "bench", "calibrate", "top"}) {
     auto r = run_command(cli() + " " + c + " --help");
     EXPECT_EQ(r.exit_code, 0) << c;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << c << ": " << r.out;
@@ -667,6 +668,50 @@ TEST(Cli, RunInputErrorsNameTheInput) {
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_NE(r.err.find(expected), std::string::npos) << args << ": " << r.err;
   }
+}
+
+// braid top: a scenario runs under several policies, writes its report, and bad input exits 2
+// naming what is wrong.
+TEST(Cli, TopRunsAScenarioAndRejectsBadInput) {
+  const auto json = std::filesystem::temp_directory_path() / "braid_cli_top.json";
+  auto r = run_command(cli() +
+                       " top -m squeezenet:200 -m resnet50:100:stages --image-size 64"
+                       " --scheduler sequential --device sim:a100_40gb --policy sync,top-heuristic"
+                       " --duration 0.2 --json " +
+                       json.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("resnet50: 72 units in 5 blocks (stages)"), std::string::npos) << r.out;
+  std::ifstream in(json);
+  const nlohmann::json report = nlohmann::json::parse(in);
+  ASSERT_EQ(report.at("runs").size(), 2u);
+  EXPECT_EQ(report.at("runs")[1].at("policy"), "top-heuristic");
+  EXPECT_GT(report.at("runs")[1].at("throughput_fps").get<double>(), 0);
+  std::filesystem::remove(json);
+
+  struct Bad {
+    std::string args, says;
+  };
+  const Bad bad[] = {
+      {"top -m squeezenet:fast", "FPS 'fast'"},
+      {"top -m squeezenet:10:deep", "ir or stages"},
+      {"top -m squeezenet:10 --policy pos", "unknown policy 'pos'"},
+      {"top -m squeezenet:10 --device cuda:7", "cpu or sim:NAME"},
+      {"top -m nosuchnet:10", "nosuchnet"},
+      {"top", "--model"},
+      {"top --scenario /nonexistent/s.json", "cannot open"},
+  };
+  for (const Bad& b : bad) {
+    auto e = run_command(cli() + " " + b.args);
+    EXPECT_EQ(e.exit_code, 2) << b.args << ": " << e.err;
+    EXPECT_NE(e.err.find(b.says), std::string::npos) << b.args << ": " << e.err;
+  }
+  const auto scenario = std::filesystem::temp_directory_path() / "braid_cli_top_bad.json";
+  std::ofstream(scenario) << R"({"format": "braid.top/1", "models": [{"model": "squeezenet"}],
+                                "duration": 3})";
+  auto e = run_command(cli() + " top --scenario " + scenario.string());
+  EXPECT_EQ(e.exit_code, 2) << e.err;
+  EXPECT_NE(e.err.find("unknown field \"duration\""), std::string::npos) << e.err;
+  std::filesystem::remove(scenario);
 }
 
 }  // namespace
