@@ -11,7 +11,7 @@
 //                        is outside the timing (setup_s).
 //   LoopPerStep          the run loop alone: a backend on the wall clock that returns at once,
 //                        a burst of SqueezeNet tasks under `static`; us_per_step = wall / steps.
-//   CpuStep vs RunBlocks one block of SqueezeNet (32x32) run through CpuBackend::run and straight
+//   CpuStep vs RunBlocks one block of SqueezeNet (32x32) run through ExecBackend::run and straight
 //                        through the prepared model's run_blocks: the backend's overhead per
 //                        dispatch is the difference of their us_per_block.
 // Benchmarks measure, they do not assert (STYLE.md §5).
@@ -20,7 +20,7 @@
 #include <chrono>
 #include <memory>
 
-#include "runtime/cpu_backend.h"
+#include "runtime/exec_backend.h"
 #include "runtime/runtime.h"
 #include "runtime/scenario.h"
 #include "sched/registry.h"
@@ -86,7 +86,7 @@ BENCHMARK(LoopPerStep)->Unit(benchmark::kMillisecond);
 
 void CpuStep(benchmark::State& state) {
   const ModelSet set = squeezenet_set();
-  CpuBackend backend(set);
+  ExecBackend backend(set);
   const uint32_t block = 1;
   int64_t n = 0;
   for (auto _ : state) {

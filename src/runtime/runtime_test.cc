@@ -13,10 +13,12 @@
 
 #include "base/error.h"
 #include "exec/cpu/cpu_executor.h"
-#include "runtime/cpu_backend.h"
+#include "exec/cuda/cuda_executor.h"
+#include "runtime/exec_backend.h"
 #include "runtime/runtime.h"
 #include "runtime/scenario.h"
 #include "sched/registry.h"
+#include "tune/measure.h"
 
 namespace braid::runtime {
 namespace {
@@ -202,7 +204,7 @@ TEST(Runtime, EveryTasksOutputsEqualAPlainRunForEveryPolicyAndH) {
                                        std::make_shared<const ir::Weights>(model.loaded.weights),
                                        &model.units(), &model.plan}));
   }
-  CpuBackend backend(set);
+  ExecBackend backend(set);
   {
     // A run that ends with instances in flight leaves the backend ready for the next one.
     auto p = make_policy("static");
@@ -270,6 +272,52 @@ TEST(TopProperties, BeatSyncAndStaticOnTheSimulatedA100OverFiveSeeds) {
     EXPECT_GE(top.throughput_fps, fixed.throughput_fps - 1 / s.duration_s);
     EXPECT_LT(top.final_variance, sync.final_variance);
   }
+}
+
+}  // namespace
+}  // namespace braid::runtime
+
+namespace braid::runtime {
+namespace {
+
+// The CUDA executor as the backend: the same runtime, each instance a request with its own
+// streams, block ranges replayed as CUDA Graphs; outputs against the CPU executor's.
+TEST(Runtime, OnCudaTasksMatchTheCpu) {
+  try {
+    tune::require_cuda_device("cuda:0");
+  } catch (const Error& e) {
+    GTEST_SKIP() << e.what();
+  }
+  const ModelSet set = small_models(64, {"squeezenet", "googlenet"});
+  FakeStageCost cost;
+  auto input_of = [&](uint32_t m, uint64_t task) {
+    std::vector<std::vector<float>> inputs;
+    std::mt19937 rng(uint32_t(task * 7 + m));
+    std::uniform_real_distribution<float> u(-1, 1);
+    const ir::Graph& g = *set.model(m).units().graph();
+    for (ValueId v : g.inputs()) {
+      std::vector<float> x(size_t(g.value(v).type.elements()));
+      for (float& f : x) f = u(rng);
+      inputs.push_back(std::move(x));
+    }
+    return inputs;
+  };
+  auto run_on = [&](Backend& backend) {
+    CombinedScheduler dict(set, cost);
+    auto p = make_policy("top-heuristic");
+    Runtime rt(set, backend, *p, &dict,
+               {.duration_us = 1e6, .drain = true, .input_of = input_of, .keep_outputs = true});
+    return rt.run(make_arrivals({.fps = {6, 6}, .duration_s = 1, .burst = true}));
+  };
+  ExecBackend gpu(set, exec::make_cuda_executor({.device = 0, .graph = true}), "cuda:0");
+  ExecBackend cpu(set);
+  const Report a = run_on(gpu), b = run_on(cpu);
+  ASSERT_EQ(a.tasks.size(), b.tasks.size());
+  for (size_t t = 0; t < a.tasks.size(); ++t)
+    for (size_t o = 0; o < a.tasks[t].outputs.size(); ++o)
+      for (size_t k = 0; k < a.tasks[t].outputs[o].size(); ++k)
+        ASSERT_NEAR(a.tasks[t].outputs[o][k], b.tasks[t].outputs[o][k], 1e-3)
+            << "task " << t << " output " << o;
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
-#include "runtime/cpu_backend.h"
+#include "exec/cuda/cuda_executor.h"
+#include "runtime/exec_backend.h"
 #include "runtime/sim_backend.h"
 #include "sched/registry.h"
 #include "sim/device_spec.h"
@@ -131,10 +132,12 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
     : scenario_(std::move(scenario)), impl_(std::make_unique<Impl>()) {
   const Scenario& s = scenario_;
   const std::optional<std::string> sim_name = tune::sim_device(s.device);
-  BRAID_CHECK(sim_name || s.device == "cpu", ErrorCode::kInvalidArgument, "device '", s.device,
-              "': the runtime runs on cpu or sim:NAME");
+  const std::optional<int> gpu = tune::cuda_device(s.device);
+  BRAID_CHECK(sim_name || gpu || s.device == "cpu", ErrorCode::kInvalidArgument, "device '",
+              s.device, "': the runtime runs on cpu, cuda:N or sim:NAME");
+  if (gpu) tune::require_cuda_device(s.device);  // "no CUDA device ..." before loading anything
   std::string cost = s.cost;
-  if (cost.empty()) cost = sim_name ? "sim:" + *sim_name : "roofline";
+  if (cost.empty()) cost = sim_name ? "sim:" + *sim_name : gpu ? s.device : "roofline";
   auto scheduler = sched::make_scheduler(s.scheduler);
   for (const ScenarioModel& sm : s.models) {
     models::LoadOptions load{.zoo = {.batch = s.batch, .image_size = s.image_size}};
@@ -157,7 +160,11 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
     impl_->stage_cost = std::make_unique<ModelStageCost>(per_model);
     impl_->combiner =
         std::make_unique<CombinedScheduler>(impl_->models, *impl_->stage_cost, combine);
-    impl_->backend = std::make_unique<CpuBackend>(impl_->models);
+    if (gpu)
+      impl_->backend = std::make_unique<ExecBackend>(
+          impl_->models, exec::make_cuda_executor({.device = *gpu, .graph = true}), s.device);
+    else
+      impl_->backend = std::make_unique<ExecBackend>(impl_->models);
   }
 }
 

@@ -34,7 +34,9 @@ struct ScenarioModel {
 
 struct Scenario {
   std::vector<ScenarioModel> models;
-  std::string device = "sim:a100_40gb";  // sim:NAME (virtual time) or cpu (real)
+  // sim:NAME (virtual time), cpu or cuda:N (real; cuda:N replays each block range as a CUDA
+  // Graph, each instance on its own streams)
+  std::string device = "sim:a100_40gb";
   std::vector<std::string> policies = {"top-heuristic"};
   ArrivalKind arrivals = ArrivalKind::kPeriodic;
   double duration_s = 10;
@@ -44,7 +46,7 @@ struct Scenario {
   int64_t batch = 1;
   int64_t image_size = 224;       // top.txt §VI-B: 3x224x224 for all three models
   std::string scheduler = "ios";  // each model's own schedule (static, and the executors' plans)
-  std::string cost;               // its cost model; empty: sim:NAME on sim, roofline on cpu
+  std::string cost;  // its cost model; empty: sim:NAME on sim, cuda:N on cuda, roofline on cpu
   double variance_threshold = 16;
   double sample_period_s = 0.1;
   size_t queue_capacity = 0;

@@ -59,7 +59,8 @@ void add_top_command(CLI::App& app) {
   cmd->add_option("--scenario", scenario_file, "A braid.top/1 scenario file (docs/top.md)");
   cmd->add_option("-m,--model", model_flags,
                   "A model and its arrival rate: NAME[:FPS[:ir|stages]] (repeatable)");
-  cmd->add_option("--device", device, "sim:NAME (virtual time) or cpu (default sim:a100_40gb)");
+  cmd->add_option("--device", device,
+                  "sim:NAME (virtual time), cpu or cuda:N (default sim:a100_40gb)");
   cmd->add_option("--policy", policies,
                   "Policies to run, comma-separated: static, static-serial, sync, top-heuristic");
   cmd->add_option("--duration", flags.duration_s, "Seconds of arrivals (default 10)");

@@ -1,4 +1,4 @@
-#include "runtime/cpu_backend.h"
+#include "runtime/exec_backend.h"
 
 #include <sched.h>
 #include <time.h>
@@ -34,7 +34,7 @@ size_t allowed_cpu_count() {
 
 }  // namespace
 
-struct CpuBackend::Impl {
+struct ExecBackend::Impl {
   struct Model {
     std::unique_ptr<exec::PreparedModel> prepared;
     std::vector<std::unique_ptr<exec::Request>> free_requests;  // the pool
@@ -45,8 +45,10 @@ struct CpuBackend::Impl {
     uint32_t next_block = 0;  // the TOP block its next piece must start at
   };
 
-  // Runs `pieces` (all of one model) one after another; stops at the first failure.
-  void run_pieces(const std::vector<const Piece*>& pieces) {
+  // Runs `pieces` (all of one model) one after another; stops at the first failure. Returns
+  // their device time (RunStats).
+  double run_pieces(const std::vector<const Piece*>& pieces) {
+    double device_us = 0;
     for (const Piece* piece : pieces) {
       Instance& instance = instances.at(piece->instance);
       BRAID_CHECK(piece->first_block == instance.next_block, ErrorCode::kInvalidArgument,
@@ -54,55 +56,77 @@ struct CpuBackend::Impl {
                   "': blocks run out of order: piece starts at block ", piece->first_block,
                   ", the instance is at block ", instance.next_block);
       const std::vector<TopBlock>& blocks = set->model(piece->model).blocks;
-      models[piece->model].prepared->run_blocks(*instance.request,
-                                                blocks[piece->first_block].ir_first,
-                                                blocks[piece->last_block - 1].ir_last);
+      const exec::RunStats stats = models[piece->model].prepared->run_blocks(
+          *instance.request, blocks[piece->first_block].ir_first,
+          blocks[piece->last_block - 1].ir_last);
+      device_us += double(stats.device_time.count());
       instance.next_block = piece->last_block;
     }
+    return device_us;
   }
 
+  void prepare(const ModelSet& models, exec::Executor& executor);
+
   const ModelSet* set = nullptr;
+  std::string name = "cpu";
+  bool cpu = true;  // utilization from the process's CPU time, else from device times
   std::vector<Model> models;
   std::unordered_map<InstanceId, Instance> instances;  // in flight
   size_t cpus = 1;
 };
 
-CpuBackend::CpuBackend(const ModelSet& models, exec::CpuExecutorOptions options)
+ExecBackend::ExecBackend(const ModelSet& models, exec::CpuExecutorOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->set = &models;
   impl_->cpus = allowed_cpu_count();
   size_t lane_cpus = 0;  // every model's lanes at once
-  for (size_t m = 0; m < models.size(); ++m) {
-    const RuntimeModel& model = models.model(m);
-    BRAID_CHECK(!model.plan.lanes.empty(), ErrorCode::kInvalidArgument, "model '", model.name,
-                "' has no schedule (ModelSet::set_schedule) to prepare");
-    lane_cpus +=
-        model.plan.lanes.size() * static_cast<size_t>(std::max(1, options.threads_per_stream));
-  }
+  for (size_t m = 0; m < models.size(); ++m)
+    lane_cpus += models.model(m).plan.lanes.size() *
+                 static_cast<size_t>(std::max(1, options.threads_per_stream));
   // Each prepared model decides alone whether its lanes may spin (they fit the CPUs); here the
   // models' lanes share the CPUs, and a lane spinning for its next job would take a core from
   // another model's working lane.
   if (lane_cpus > impl_->cpus) options.spin_us = 0;
-  auto executor = exec::make_cpu_executor(options);
+  impl_->prepare(models, *exec::make_cpu_executor(options));
+}
+
+ExecBackend::ExecBackend(const ModelSet& models, std::unique_ptr<exec::Executor> executor,
+                         std::string name)
+    : impl_(std::make_unique<Impl>()) {
+  BRAID_CHECK(executor != nullptr, ErrorCode::kInvalidArgument, "no executor for the backend");
+  impl_->set = &models;
+  impl_->cpus = allowed_cpu_count();
+  impl_->name = std::move(name);
+  impl_->cpu = false;
+  impl_->prepare(models, *executor);
+}
+
+void ExecBackend::Impl::prepare(const ModelSet& models, exec::Executor& executor) {
   for (size_t m = 0; m < models.size(); ++m) {
     const RuntimeModel& model = models.model(m);
+    BRAID_CHECK(!model.plan.lanes.empty(), ErrorCode::kInvalidArgument, "model '", model.name,
+                "' has no schedule (ModelSet::set_schedule) to prepare");
     // The set outlives the backend, so its weights are lent, not copied (an alias that owns
     // nothing): one weight set per model however many backends run it.
     std::shared_ptr<const ir::Weights> weights(std::shared_ptr<const void>{},
                                                &model.loaded.weights);
     auto prepared =
-        executor->prepare({model.loaded.graph, std::move(weights), &model.units(), &model.plan});
+        executor.prepare({model.loaded.graph, std::move(weights), &model.units(), &model.plan});
     BRAID_ASSERT(prepared->num_blocks() == model.blocks.back().ir_last, "model '", model.name,
                  "': ", prepared->num_blocks(), " plan blocks, TOP blocks cover ",
                  model.blocks.back().ir_last);
-    impl_->models.push_back({std::move(prepared), {}});
+    this->models.push_back({std::move(prepared), {}});
   }
 }
 
-CpuBackend::~CpuBackend() = default;
+std::string_view ExecBackend::name() const {
+  return impl_->name;
+}
 
-void CpuBackend::begin_instance(InstanceId instance, uint32_t model,
-                                std::span<const std::vector<float>> inputs) {
+ExecBackend::~ExecBackend() = default;
+
+void ExecBackend::begin_instance(InstanceId instance, uint32_t model,
+                                 std::span<const std::vector<float>> inputs) {
   const ModelSet& set = *impl_->set;
   BRAID_CHECK(model < set.size(), ErrorCode::kInvalidArgument, "instance ", instance, ": model #",
               model, " does not exist: ", set.size(), " loaded");
@@ -130,7 +154,7 @@ void CpuBackend::begin_instance(InstanceId instance, uint32_t model,
   impl_->instances.emplace(instance, std::move(started));
 }
 
-StepResult CpuBackend::run(const Step& step) {
+StepResult ExecBackend::run(const Step& step) {
   const ModelSet& set = *impl_->set;
   // Checked before anything runs, so a malformed step runs nothing: every piece names an
   // instance in flight, its model, and a block range of that model. Block order is checked as
@@ -155,15 +179,16 @@ StepResult CpuBackend::run(const Step& step) {
   // side, one model's pieces in turn. Threads start per step: a few tens of microseconds
   // against blocks of milliseconds.
   std::vector<std::exception_ptr> failures(by_model.size());
+  std::vector<double> device_us(by_model.size(), 0.0);
   const double cpu_before = process_cpu_seconds();
   const Clock::time_point begin = Clock::now();
   {
     std::vector<std::jthread> threads;
     size_t g = 0;
     for (const auto& [model, pieces] : by_model) {
-      auto work = [this, &pieces, &failure = failures[g]] {
+      auto work = [this, &pieces, &failure = failures[g], &busy = device_us[g]] {
         try {
-          impl_->run_pieces(pieces);
+          busy = impl_->run_pieces(pieces);
         } catch (...) {
           failure = std::current_exception();
         }
@@ -183,11 +208,17 @@ StepResult CpuBackend::run(const Step& step) {
   result.device_time = wall;
   const double capacity =
       std::chrono::duration<double>(wall).count() * static_cast<double>(impl_->cpus);
-  result.utilization = capacity > 0 ? std::clamp(cpu / capacity, 0.0, 1.0) : 0.0;
+  if (impl_->cpu) {
+    result.utilization = capacity > 0 ? std::clamp(cpu / capacity, 0.0, 1.0) : 0.0;
+  } else {
+    const double busiest = *std::max_element(device_us.begin(), device_us.end());
+    const double wall_us = double(wall.count());
+    result.utilization = wall_us > 0 ? std::clamp(busiest / wall_us, 0.0, 1.0) : 0.0;
+  }
   return result;
 }
 
-std::vector<std::vector<float>> CpuBackend::end_instance(InstanceId instance) {
+std::vector<std::vector<float>> ExecBackend::end_instance(InstanceId instance) {
   auto it = impl_->instances.find(instance);
   BRAID_CHECK(it != impl_->instances.end(), ErrorCode::kInvalidArgument, "instance ", instance,
               " is not in flight");

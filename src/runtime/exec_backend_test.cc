@@ -1,4 +1,4 @@
-#include "runtime/cpu_backend.h"
+#include "runtime/exec_backend.h"
 
 #include <gtest/gtest.h>
 
@@ -94,14 +94,14 @@ struct Task {
 // Instances of two models advanced block by block in interleaved steps — two instances of one
 // model in one step, a combined step of one block each, a request reused after its instance
 // ended — give exactly the outputs of a plain run of the same inputs.
-TEST(CpuBackend, InterleavedInstancesMatchPlainRuns) {
+TEST(ExecBackend, InterleavedInstancesMatchPlainRuns) {
   const ModelSet set = make_set();
   const uint32_t kSqueeze = 0, kInception = 1;
   const uint32_t squeeze_blocks = static_cast<uint32_t>(set.model(kSqueeze).blocks.size());
   const uint32_t inception_blocks = static_cast<uint32_t>(set.model(kInception).blocks.size());
   ASSERT_EQ(squeeze_blocks, 12u);
   ASSERT_EQ(inception_blocks, 13u);
-  CpuBackend cpu(set);
+  ExecBackend cpu(set);
   EXPECT_EQ(cpu.name(), "cpu");
   EXPECT_FALSE(cpu.virtual_time());
 
@@ -173,9 +173,9 @@ TEST(CpuBackend, InterleavedInstancesMatchPlainRuns) {
 // A malformed step runs nothing; a piece that fails while running (blocks out of order) stops
 // its model's pieces, the other models' pieces finish, and the error reaches the caller once
 // every thread has joined. The backend keeps working, and the values stay right.
-TEST(CpuBackend, FailuresReachTheCallerWithoutAHang) {
+TEST(ExecBackend, FailuresReachTheCallerWithoutAHang) {
   const ModelSet set = make_set();
-  CpuBackend cpu(set);
+  ExecBackend cpu(set);
   const Outputs a_in = random_inputs(set.model(0), 1), b_in = random_inputs(set.model(1), 2);
   cpu.begin_instance(0, 0, a_in);
   cpu.begin_instance(1, 1, b_in);
@@ -207,9 +207,9 @@ TEST(CpuBackend, FailuresReachTheCallerWithoutAHang) {
   expect_equal(cpu.end_instance(1), plain_run(set.model(1), b_in), "inception_v3");
 }
 
-TEST(CpuBackend, BadInstancesAreRejected) {
+TEST(ExecBackend, BadInstancesAreRejected) {
   const ModelSet set = make_set();
-  CpuBackend cpu(set);
+  ExecBackend cpu(set);
   const Outputs in = random_inputs(set.model(0), 1);
   expect_error(ErrorCode::kInvalidArgument, "model #2 does not exist",
                [&] { cpu.begin_instance(0, 2, in); });
@@ -232,12 +232,12 @@ TEST(CpuBackend, BadInstancesAreRejected) {
 }
 
 // A model with no schedule has no plan to prepare.
-TEST(CpuBackend, ModelWithoutAScheduleIsRejected) {
+TEST(ExecBackend, ModelWithoutAScheduleIsRejected) {
   ModelSet set;
   AddOptions squeezenet;
   squeezenet.load.zoo.image_size = 64;
   set.add("squeezenet", squeezenet);
-  expect_error(ErrorCode::kInvalidArgument, "has no schedule", [&] { CpuBackend cpu(set); });
+  expect_error(ErrorCode::kInvalidArgument, "has no schedule", [&] { ExecBackend cpu(set); });
 }
 
 }  // namespace

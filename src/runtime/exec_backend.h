@@ -1,4 +1,6 @@
-// The CPU executor as a runtime backend, for real: wall-clock time, real values. Each model is
+// An executor as a runtime backend, for real: wall-clock time, real values — the CPU executor,
+// or any other (the CUDA one: each instance a request with its own streams, block ranges
+// replayed as CUDA Graphs, exec/cuda/cuda_executor.h). Each model is
 // prepared once (its plan, its weights); an instance is a request of its model (its own
 // activation arena, kept between blocks until the next block reads it, top.txt §VI-A), taken
 // from a per-model pool and returned when the instance ends.
@@ -14,18 +16,21 @@
 // for an instance, or a kernel's failure, stop that model's pieces, the other models' pieces
 // finish, and the first failure is rethrown once every thread has joined.
 //
-// StepResult: device_time is the step's wall clock; utilization is the process's CPU time over
+// StepResult: device_time is the step's wall clock. On the CPU, utilization is the process's CPU
+// time over
 // the step / (wall time x the CPUs this process may use), clamped to [0, 1]. Everything the
 // process burns counts as busy: lanes spinning on an event or for their next job
 // (CpuExecutorOptions::spin_us) included, and any other thread of the process. Lanes spin only
-// when every model's lanes together fit the CPUs (else spin_us is set to 0).
+// when every model's lanes together fit the CPUs (else spin_us is set to 0). On another
+// executor it is the busiest model's device time (run_blocks' RunStats: CUDA events around its
+// blocks) over the step's wall clock: a busy fraction, not an occupancy (no counter is read).
 //
 // begin_instance takes one vector per graph input, or none: the request's input buffers are
 // then left as they are (zeros in a new request, leftovers of the last task in a reused one), for
 // runs that time the device and never read outputs. Not thread-safe: one caller (the runtime's
 // loop) at a time.
 //
-//   runtime::CpuBackend cpu(set, {.threads_per_stream = 1, .pin_threads = false});
+//   runtime::ExecBackend cpu(set, {.threads_per_stream = 1, .pin_threads = false});
 //   cpu.begin_instance(7, 0, inputs);
 //   cpu.run({.kind = StepKind::kIndependent, .pieces = {{7, 0, 0, 2}}});
 //   cpu.run({.kind = StepKind::kIndependent, .pieces = {{7, 0, 2, 12}}});
@@ -42,16 +47,19 @@
 
 namespace braid::runtime {
 
-class CpuBackend final : public Backend {
+class ExecBackend final : public Backend {
  public:
   // `models` must outlive it (their weights are lent, not copied) and hold their schedules:
   // each is prepared here (kInvalidArgument for a model with none; what prepare throws, e.g.
   // kInvalidModel for a model loaded without weights). Lanes are not pinned by default (the
   // models share the machine's cores).
-  CpuBackend(const ModelSet& models, exec::CpuExecutorOptions options = {.pin_threads = false});
-  ~CpuBackend() override;
+  ExecBackend(const ModelSet& models, exec::CpuExecutorOptions options = {.pin_threads = false});
+  // The models prepared on `executor` (e.g. exec::make_cuda_executor({.device = 0, .graph =
+  // true})); `name` names the backend in reports ("cuda:0").
+  ExecBackend(const ModelSet& models, std::unique_ptr<exec::Executor> executor, std::string name);
+  ~ExecBackend() override;
 
-  std::string_view name() const override { return "cpu"; }
+  std::string_view name() const override;
   bool virtual_time() const override { return false; }
   void begin_instance(InstanceId instance, uint32_t model,
                       std::span<const std::vector<float>> inputs) override;
