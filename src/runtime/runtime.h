@@ -11,8 +11,9 @@
 // variance σ_t of the queue lengths exceeds T, ask the policy to decide again; run the step the
 // policy picks, or wait for the next arrival or dequeue. The device runs one step at a time.
 // In virtual time the clock jumps to each step's end and to the next event; in real time it is
-// the wall clock and the loop sleeps while idle. Arrivals stop at the duration; with `drain`
-// the run goes on until every task is done.
+// the wall clock and the loop sleeps while idle. Arrivals stop at the duration, and so does the
+// run, after the step under way (what is left is reported queued or in flight, and the instances
+// in flight are given back to the backend); with `drain` it goes on until every task is done.
 #pragma once
 
 #include <cstdint>
