@@ -688,6 +688,13 @@ TEST(Cli, TopRunsAScenarioAndRejectsBadInput) {
   EXPECT_GT(report.at("runs")[1].at("throughput_fps").get<double>(), 0);
   std::filesystem::remove(json);
 
+  // The docs' scenario file, its duration overridden by the flag.
+  r = run_command(cli() + " top --scenario " +
+                  (testing::source_dir() / "docs/top/multi_a100.json").string() +
+                  " --duration 0.05 --policy sync --image-size 96 --scheduler sequential");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("0.05 s of virtual time"), std::string::npos) << r.out;
+
   struct Bad {
     std::string args, says;
   };

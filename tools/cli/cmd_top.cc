@@ -83,7 +83,7 @@ void add_top_command(CLI::App& app) {
                   "Reject tasks beyond this many queued per model (default 0: unbounded)");
   cmd->add_option("--json", json_out, "Write every report (with samples over time) here");
   cmd->add_option("--log", log_out, "Write the event log of the last run here");
-  cmd->callback([] {
+  cmd->callback([cmd] {
     runtime::Scenario s = flags;
     if (!scenario_file.empty()) {
       std::ifstream in(scenario_file);
@@ -95,6 +95,19 @@ void add_top_command(CLI::App& app) {
         BRAID_THROW(ErrorCode::kInvalidArgument, scenario_file, ": not JSON: ", e.what());
       }
       s = runtime::parse_scenario(j, scenario_file);
+      // Flags given beside a scenario file override its fields.
+      auto given = [&](const char* name) { return cmd->count(name) > 0; };
+      if (given("--duration")) s.duration_s = flags.duration_s;
+      if (given("--seed")) s.seed = flags.seed;
+      if (given("--drain")) s.drain = flags.drain;
+      if (given("--max-sub-blocks")) s.max_sub_blocks = flags.max_sub_blocks;
+      if (given("--batch")) s.batch = flags.batch;
+      if (given("--image-size")) s.image_size = flags.image_size;
+      if (given("--scheduler")) s.scheduler = flags.scheduler;
+      if (given("--cost")) s.cost = flags.cost;
+      if (given("--variance-threshold")) s.variance_threshold = flags.variance_threshold;
+      if (given("--queue-capacity")) s.queue_capacity = flags.queue_capacity;
+      if (given("--max-in-flight")) s.max_in_flight = flags.max_in_flight;
     }
     if (!model_flags.empty()) {
       s.models.clear();
