@@ -9,6 +9,8 @@
 
 namespace braid::runtime {
 
+using Stages = std::vector<std::vector<std::vector<UnitRef>>>;
+
 std::string_view to_string(CombineMethod method) {
   switch (method) {
     case CombineMethod::kSingle:
@@ -23,9 +25,24 @@ std::string_view to_string(CombineMethod method) {
   return "single";
 }
 
-namespace {
+Stages zip_stages(std::span<const CombinedSchedule* const> schedules) {
+  Stages out;
+  for (const CombinedSchedule* s : schedules)
+    for (size_t k = 0; k < s->stages.size(); ++k) {
+      if (out.size() <= k) out.emplace_back();
+      out[k].insert(out[k].end(), s->stages[k].begin(), s->stages[k].end());
+    }
+  return out;
+}
 
-using Stages = std::vector<std::vector<std::vector<UnitRef>>>;
+Micros stages_cost(const StageCost& cost,
+                   std::span<const std::vector<std::vector<UnitRef>>> stages) {
+  Micros total{0};
+  for (const auto& stage : stages) total += cost.stage(stage);
+  return total;
+}
+
+namespace {
 
 // The combined graph of some sub-blocks as a synthetic UnitGraph (what IOS's DP searches): the
 // sub-blocks' units in (sub-block, unit id) order, and the edges inside each sub-block. Edges
@@ -120,23 +137,6 @@ DpResult ios_dp(const ModelSet& models, const StageCost& cost, const CombineOpti
     }
   }
   return out;
-}
-
-// Stage k of the result runs stage k of every schedule side by side.
-Stages zip(std::span<const CombinedSchedule* const> singles) {
-  Stages out;
-  for (const CombinedSchedule* s : singles)
-    for (size_t k = 0; k < s->stages.size(); ++k) {
-      if (out.size() <= k) out.emplace_back();
-      out[k].insert(out[k].end(), s->stages[k].begin(), s->stages[k].end());
-    }
-  return out;
-}
-
-Micros price(const StageCost& cost, const Stages& stages) {
-  Micros total{0};
-  for (const auto& stage : stages) total += cost.stage(stage);
-  return total;
 }
 
 // Every unit of the combination exactly once; an edge inside a sub-block goes from an earlier
@@ -248,7 +248,7 @@ CombinedSchedule CombinedScheduler::search(std::vector<SubBlock> combination) {
   if (combination.size() == 1) {
     DpResult dp = ios_dp(*models_, *cost_, options_, combination);
     out.stages = std::move(dp.stages);
-    out.predicted = price(*cost_, out.stages);
+    out.predicted = stages_cost(*cost_, out.stages);
     out.method = CombineMethod::kSingle;
     check_schedule(*models_, out);
     std::lock_guard lock(mutex_);
@@ -267,8 +267,8 @@ CombinedSchedule CombinedScheduler::search(std::vector<SubBlock> combination) {
                  : states * s;
     units += models_->model(sb.model).blocks[sb.block].units.size();
   }
-  out.stages = zip(singles);
-  out.predicted = price(*cost_, out.stages);
+  out.stages = zip_stages(singles);
+  out.predicted = stages_cost(*cost_, out.stages);
   out.method = CombineMethod::kZip;
   if (combination.size() > size_t(options_.max_sub_blocks)) {
     out.method = CombineMethod::kSuperblock;
@@ -282,7 +282,7 @@ CombinedSchedule CombinedScheduler::search(std::vector<SubBlock> combination) {
       stats_.dp_states += dp.states;
       stats_.dp_seconds += took.count();
     }
-    const Micros predicted = price(*cost_, dp.stages);
+    const Micros predicted = stages_cost(*cost_, dp.stages);
     if (predicted < out.predicted) {
       out.stages = std::move(dp.stages);
       out.predicted = predicted;

@@ -58,6 +58,14 @@ struct CombinedSchedule {
   bool optimized() const { return method != CombineMethod::kSuperblock; }
 };
 
+// Stage k of the result runs stage k of every schedule side by side (groups concatenated in
+// schedule order): the zip of a combination's sub-blocks.
+std::vector<std::vector<std::vector<UnitRef>>> zip_stages(
+    std::span<const CombinedSchedule* const> schedules);
+// What `stages` cost, one after another.
+Micros stages_cost(const StageCost& cost,
+                   std::span<const std::vector<std::vector<UnitRef>>> stages);
+
 struct CombineOptions {
   int max_group_size = 3;  // r (ios.txt §4.3, top.txt §V-D)
   int max_groups = 8;      // s

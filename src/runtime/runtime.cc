@@ -218,20 +218,9 @@ class Run {
     }
     BRAID_CHECK(!step.pieces.empty(), ErrorCode::kInternal, "policy ", policy_.name(),
                 " made an empty step");
-    if (step.kind != StepKind::kCombined) return;
-    // Each combined block covers the next pieces, one block each, its sub-blocks exactly.
-    size_t at = 0;
-    for (const CombinedSchedule* c : step.schedules) {
-      std::vector<SubBlock> covered;
-      for (size_t k = 0; k < c->sub_blocks.size() && at < step.pieces.size(); ++k, ++at)
-        covered.push_back({step.pieces[at].model, step.pieces[at].first_block});
-      std::sort(covered.begin(), covered.end());
-      BRAID_CHECK(
-          covered == c->sub_blocks, ErrorCode::kInternal, "policy ", policy_.name(),
-          " made a combined step whose schedules do not match its pieces: ", describe(step));
-    }
-    BRAID_CHECK(at == step.pieces.size(), ErrorCode::kInternal, "policy ", policy_.name(),
-                " made a combined step with pieces outside its schedules: ", describe(step));
+    BRAID_CHECK(step.kind != StepKind::kCombined || schedules_cover_pieces(step),
+                ErrorCode::kInternal, "policy ", policy_.name(),
+                " made a combined step whose schedules do not match its pieces: ", describe(step));
   }
 
   void run_step(const Step& step) {

@@ -74,6 +74,20 @@ ModelSet small_models(int64_t image_size, std::vector<std::string> names) {
   return set;
 }
 
+// Uniform [-1, 1] inputs of model `m`'s graph from `seed`.
+std::vector<std::vector<float>> random_inputs(const ModelSet& set, uint32_t m, uint32_t seed) {
+  std::vector<std::vector<float>> inputs;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const ir::Graph& g = *set.model(m).units().graph();
+  for (ValueId v : g.inputs()) {
+    std::vector<float> x(size_t(g.value(v).type.elements()));
+    for (float& f : x) f = u(rng);
+    inputs.push_back(std::move(x));
+  }
+  return inputs;
+}
+
 // Every "step comb" line of the log: its (model, block) pairs.
 std::vector<std::vector<std::pair<int, int>>> combined_steps(const std::vector<std::string>& log) {
   std::vector<std::vector<std::pair<int, int>>> out;
@@ -184,16 +198,7 @@ TEST(Runtime, EveryTasksOutputsEqualAPlainRunForEveryPolicyAndH) {
   const ModelSet set = small_models(48, {"squeezenet", "googlenet"});
   FakeStageCost cost;
   auto input_of = [&](uint32_t m, uint64_t task) {
-    std::vector<std::vector<float>> inputs;
-    std::mt19937 rng(uint32_t(task * 31 + m));
-    std::uniform_real_distribution<float> u(-1, 1);
-    const ir::Graph& g = *set.model(m).units().graph();
-    for (ValueId v : g.inputs()) {
-      std::vector<float> x(size_t(g.value(v).type.elements()));
-      for (float& f : x) f = u(rng);
-      inputs.push_back(std::move(x));
-    }
-    return inputs;
+    return random_inputs(set, m, uint32_t(task * 31 + m));
   };
   // The oracle: one prepared model per model, sequential plan, run whole.
   auto executor = exec::make_cpu_executor({.pin_threads = false});
@@ -291,16 +296,7 @@ TEST(Runtime, OnCudaTasksMatchTheCpu) {
   const ModelSet set = small_models(64, {"squeezenet", "googlenet"});
   FakeStageCost cost;
   auto input_of = [&](uint32_t m, uint64_t task) {
-    std::vector<std::vector<float>> inputs;
-    std::mt19937 rng(uint32_t(task * 7 + m));
-    std::uniform_real_distribution<float> u(-1, 1);
-    const ir::Graph& g = *set.model(m).units().graph();
-    for (ValueId v : g.inputs()) {
-      std::vector<float> x(size_t(g.value(v).type.elements()));
-      for (float& f : x) f = u(rng);
-      inputs.push_back(std::move(x));
-    }
-    return inputs;
+    return random_inputs(set, m, uint32_t(task * 7 + m));
   };
   auto run_on = [&](Backend& backend) {
     CombinedScheduler dict(set, cost);

@@ -20,19 +20,6 @@ void launch(sim::Program& p, uint32_t stream, std::span<const sim::Kernel> kerne
   }
 }
 
-// tune/measure.cc's metric: resident warps over capacity, time-weighted over [0, makespan].
-double mean_occupancy(const sim::Result& r) {
-  double area = 0, last_t = 0, last_v = 0;
-  for (const sim::OccupancySample& o : r.occupancy) {
-    if (o.device != 0) continue;
-    area += last_v * (o.at_us - last_t);
-    last_t = o.at_us;
-    last_v = o.occupancy;
-  }
-  area += last_v * std::max(0.0, r.makespan_us - last_t);
-  return r.makespan_us > 0 ? area / r.makespan_us : 0;
-}
-
 // Appends `src` to `dst` on streams, events and kernels of its own (renumbered past dst's).
 void append_program(sim::Program& dst, const sim::Program& src) {
   const uint32_t streams = uint32_t(dst.streams.size());
@@ -129,23 +116,9 @@ void SimBackend::check(const Step& step) const {
                 ErrorCode::kInvalidArgument, "sim backend: blocks [", piece.first_block, ", ",
                 piece.last_block, ") of model ", piece.model, " (it has ", blocks, ")");
   }
-  if (step.kind == StepKind::kCombined) {
-    BRAID_CHECK(!step.schedules.empty(), ErrorCode::kInvalidArgument,
-                "sim backend: a combined step without its schedules");
-    // Each combined block covers the next pieces (step.h).
-    size_t at = 0;
-    for (const CombinedSchedule* c : step.schedules) {
-      BRAID_CHECK(c != nullptr, ErrorCode::kInvalidArgument, "sim backend: a null schedule");
-      std::vector<SubBlock> covered;
-      for (size_t k = 0; k < c->sub_blocks.size() && at < step.pieces.size(); ++k, ++at)
-        covered.push_back({step.pieces[at].model, step.pieces[at].first_block});
-      std::sort(covered.begin(), covered.end());
-      BRAID_CHECK(covered == c->sub_blocks, ErrorCode::kInvalidArgument,
-                  "sim backend: the step's pieces are not its schedules' sub-blocks");
-    }
-    BRAID_CHECK(at == step.pieces.size(), ErrorCode::kInvalidArgument,
-                "sim backend: pieces outside the step's schedules");
-  }
+  BRAID_CHECK(step.kind != StepKind::kCombined || schedules_cover_pieces(step),
+              ErrorCode::kInvalidArgument,
+              "sim backend: the step's pieces are not its schedules' sub-blocks");
 }
 
 sim::Program SimBackend::program(const Step& step) const {
@@ -221,7 +194,8 @@ StepResult SimBackend::run(const Step& step) {
   const sim::Result r = sim::simulate(
       p, std::span(&spec_, 1), {.graph_replay = options_.graph_replay, .record_timeline = true});
   ++simulations_;
-  const StepResult result{.device_time = Micros(r.makespan_us), .utilization = mean_occupancy(r)};
+  const StepResult result{.device_time = Micros(r.makespan_us),
+                          .utilization = sim::mean_occupancy(r)};
   steps_.emplace(std::move(key), result);
   return result;
 }

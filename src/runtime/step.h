@@ -69,6 +69,10 @@ struct StepResult {
   double utilization = 0;
 };
 
+// Whether a combined step's schedules cover its pieces as Step::schedules says: each schedule
+// (none null) the next pieces, its sub-blocks exactly, and no piece left over.
+bool schedules_cover_pieces(const Step& step);
+
 // "ind 0:3-4 1:0-1" / "comb 0:3 1:0 | 2:5": the step's kind and (model:blocks) in piece order,
 // combined blocks separated by '|'.
 std::string describe(const Step& step);

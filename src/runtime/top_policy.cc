@@ -87,19 +87,8 @@ class TopHeuristicPolicy final : public Policy {
   double zip_cost(CombinedScheduler& dict, const std::vector<SubBlock>& subs) {
     if (auto it = zip_cache_.find(subs); it != zip_cache_.end()) return it->second;
     std::vector<const CombinedSchedule*> alone;
-    size_t depth = 0;
-    for (const SubBlock& sb : subs) {
-      alone.push_back(&dict.single(sb));
-      depth = std::max(depth, alone.back()->stages.size());
-    }
-    double total = 0;
-    for (size_t k = 0; k < depth; ++k) {
-      std::vector<std::vector<UnitRef>> groups;
-      for (const CombinedSchedule* s : alone)
-        if (k < s->stages.size())
-          groups.insert(groups.end(), s->stages[k].begin(), s->stages[k].end());
-      total += double(dict.cost().stage(groups).count());
-    }
+    for (const SubBlock& sb : subs) alone.push_back(&dict.single(sb));
+    const double total = double(stages_cost(dict.cost(), zip_stages(alone)).count());
     zip_cache_.emplace(subs, total);
     return total;
   }

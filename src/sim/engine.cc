@@ -619,4 +619,16 @@ Result simulate(const Program& program, std::span<const DeviceSpec> devices,
   return Engine(program, devices, options).run();
 }
 
+double mean_occupancy(const Result& result, int device) {
+  double area = 0, last_t = 0, last_v = 0;
+  for (const OccupancySample& o : result.occupancy) {
+    if (o.device != device) continue;
+    area += last_v * (o.at_us - last_t);
+    last_t = o.at_us;
+    last_v = o.occupancy;
+  }
+  area += last_v * std::max(0.0, result.makespan_us - last_t);
+  return result.makespan_us > 0 ? area / result.makespan_us : 0;
+}
+
 }  // namespace braid::sim

@@ -124,4 +124,8 @@ struct Result {
 Result simulate(const Program& program, std::span<const DeviceSpec> devices,
                 const EngineOptions& options = {});
 
+// Achieved occupancy of `device` time-weighted over [0, makespan] (IOS Fig. 8's active-warp
+// metric), from a result simulated with record_timeline; 0 for an empty run.
+double mean_occupancy(const Result& result, int device = 0);
+
 }  // namespace braid::sim

@@ -65,17 +65,6 @@ void set_inputs(const ir::Graph& graph, const exec::PreparedModel& model, exec::
   }
 }
 
-double mean_occupancy(const sim::Result& r) {
-  double area = 0, last_t = 0, last_v = 0;
-  for (const sim::OccupancySample& o : r.occupancy) {
-    if (o.device != 0) continue;
-    area += last_v * (o.at_us - last_t);
-    last_t = o.at_us;
-    last_v = o.occupancy;
-  }
-  return r.makespan_us > 0 ? area / r.makespan_us : 0;
-}
-
 Measured simulate_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
                            const sched::Schedule& schedule, const std::string& device,
                            const MeasureOptions& options) {
@@ -102,7 +91,7 @@ Measured simulate_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir:
   m.lanes = plan.lanes.size();
   m.simulated = true;
   m.kernels = exec::last_program(*request)->kernels.size();
-  m.mean_occupancy = mean_occupancy(r);
+  m.mean_occupancy = sim::mean_occupancy(r);
   if (const ir::Graph* graph = units.graph()) {
     std::vector<std::span<const float>> outputs;
     for (size_t i = 0; i < graph->outputs().size(); ++i)
