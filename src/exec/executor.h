@@ -15,8 +15,11 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
+#include "base/error.h"
 #include "base/ids.h"
 #include "base/units.h"
 #include "ir/graph.h"
@@ -47,6 +50,15 @@ class Request {
   virtual ~Request() = default;
 };
 
+class PreparedModel;
+
+// One unit of a request, as Executor::run_side_by_side runs it.
+struct UnitCall {
+  PreparedModel* model = nullptr;
+  Request* request = nullptr;
+  UnitId unit{};
+};
+
 class PreparedModel {
  public:
   virtual ~PreparedModel() = default;
@@ -65,6 +77,13 @@ class PreparedModel {
   RunStats run(Request& request, RunObserver* observer = nullptr) {
     return run_blocks(request, 0, num_blocks(), observer);
   }
+  // Starts a new inference in `request`: none of its units has run. run_blocks from block 0
+  // does it too; runs of units (Executor::run_side_by_side) need it first. Executors without
+  // unit runs have nothing to reset.
+  virtual void start_inference(Request& /*request*/) const {}
+  // Whether run_blocks may be called for different requests from several threads at once (the
+  // requests then run side by side); else calls must not overlap.
+  virtual bool concurrent_requests() const { return false; }
 
   // Activation memory of one request (the memory plan's arena), graph inputs included.
   virtual Bytes activation_bytes() const = 0;
@@ -88,6 +107,17 @@ class Executor {
   // it cannot.
   virtual bool supports(const ir::Graph& graph, NodeId node) const = 0;
   virtual std::unique_ptr<PreparedModel> prepare(const ModelBundle& model) = 0;
+  // Runs each list of units on its own lane, the lists side by side, each in order; returns
+  // when all are done (what one stage of TOP's combined blocks needs: units of several
+  // requests, of several models prepared here, in an order of the caller's choosing). A unit
+  // runs once per inference (PreparedModel::start_inference), after the units it reads from.
+  // Executors that cannot throw kUnsupported.
+  virtual RunStats run_side_by_side(std::span<const std::vector<UnitCall>> lanes);
 };
+
+inline RunStats Executor::run_side_by_side(std::span<const std::vector<UnitCall>>) {
+  throw Error(ErrorCode::kUnsupported,
+              std::string(name()) + ": runs units only in the order of a prepared plan");
+}
 
 }  // namespace braid::exec

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "ir/analysis.h"
 
 namespace braid::exec {
 namespace {
@@ -129,7 +130,11 @@ MemoryPlan plan_memory(const ir::Graph& g, const ir::UnitGraph& units,
     if (g.is_output(make_id<ValueId>(v)) || value.kind == ir::ValueKind::kInput) l.pinned = true;
   }
 
-  const auto& hb = plan.happens_before;
+  // Dependences are a subset of any valid plan's happens-before (a plan orders every edge).
+  const std::vector<std::vector<bool>> reach = options.order == ReuseOrder::kDependences
+                                                   ? ir::transitive_closure(units)
+                                                   : std::vector<std::vector<bool>>{};
+  const auto& hb = options.order == ReuseOrder::kDependences ? reach : plan.happens_before;
   // a is done before b starts when every unit that touches a (writers and readers) happens
   // before every writer of b. Pinned storage is never handed on.
   auto done_before = [&](const Lifetime& a, const Lifetime& b) {

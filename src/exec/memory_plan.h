@@ -27,8 +27,16 @@ inline constexpr Bytes kTensorAlignment = 64;  // a cache line; oneDNN's preferr
 // Concat's output), `offset` elements into the axis: a question of layouts the plan cannot see.
 using ConcatInPlace = std::function<bool(ValueId input, ValueId concat, int64_t offset)>;
 
+// Which order buffer reuse may rely on.
+enum class ReuseOrder : uint8_t {
+  kPlan,         // the lowered plan's happens-before (program order in a lane, events)
+  kDependences,  // the units' dependences alone: any order that respects them is safe (units
+                 // run outside the plan, e.g. the CPU executor's unit runs); a larger arena
+};
+
 struct MemoryPlanOptions {
-  bool reuse = true;        // false: every tensor its own slot (a debugging aid)
+  bool reuse = true;  // false: every tensor its own slot (a debugging aid)
+  ReuseOrder order = ReuseOrder::kPlan;
   bool alias_views = true;  // Reshape/Flatten/Identity outputs share their input's storage
   // Set: a Concat whose every input can be placed in its window (the window is contiguous,
   // i.e. the dims before the axis are all 1; the input is an activation that no other Concat

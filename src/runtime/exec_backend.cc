@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <map>
 #include <thread>
 #include <unordered_map>
 
 #include "base/error.h"
+#include "runtime/combined.h"
 
 namespace braid::runtime {
 namespace {
@@ -45,16 +47,13 @@ struct ExecBackend::Impl {
     uint32_t next_block = 0;  // the TOP block its next piece must start at
   };
 
-  // Runs `pieces` (all of one model) one after another; stops at the first failure. Returns
-  // their device time (RunStats).
+  // Runs `pieces` one after another, each by its model's plan; stops at the first failure.
+  // Returns their device time (RunStats).
   double run_pieces(const std::vector<const Piece*>& pieces) {
     double device_us = 0;
     for (const Piece* piece : pieces) {
+      check_order(*piece);
       Instance& instance = instances.at(piece->instance);
-      BRAID_CHECK(piece->first_block == instance.next_block, ErrorCode::kInvalidArgument,
-                  "instance ", piece->instance, " of '", set->model(piece->model).name,
-                  "': blocks run out of order: piece starts at block ", piece->first_block,
-                  ", the instance is at block ", instance.next_block);
       const std::vector<TopBlock>& blocks = set->model(piece->model).blocks;
       const exec::RunStats stats = models[piece->model].prepared->run_blocks(
           *instance.request, blocks[piece->first_block].ir_first,
@@ -65,11 +64,50 @@ struct ExecBackend::Impl {
     return device_us;
   }
 
-  void prepare(const ModelSet& models, exec::Executor& executor);
+  // Runs one combined block of a step, stage by stage: each group of a stage on its own lane,
+  // the groups side by side (Executor::run_side_by_side), the units of every instance in its
+  // own request. `pieces` are the schedule's, one block each. Returns the summed stage times.
+  double run_combined(const CombinedSchedule& schedule, std::span<const Piece> pieces) {
+    for (const Piece& piece : pieces) check_order(piece);
+    std::vector<std::vector<exec::UnitCall>> lanes;
+    double device_us = 0;
+    for (const std::vector<std::vector<UnitRef>>& stage : schedule.stages) {
+      lanes.assign(stage.size(), {});
+      for (size_t g = 0; g < stage.size(); ++g)
+        for (const UnitRef& u : stage[g]) {
+          // The instance whose sub-block holds the unit: one per (model, block).
+          const uint32_t block = set->model(u.model).block_of_unit[index(u.unit)];
+          const Piece* piece = nullptr;
+          for (const Piece& p : pieces)
+            if (p.model == u.model && p.first_block == block) piece = &p;
+          BRAID_ASSERT(piece != nullptr, "combined block: unit of model #", u.model, " block ",
+                       block, " has no piece");
+          lanes[g].push_back({models[u.model].prepared.get(),
+                              instances.at(piece->instance).request.get(), u.unit});
+        }
+      device_us += double(executor->run_side_by_side(lanes).device_time.count());
+    }
+    for (const Piece& piece : pieces) instances.at(piece.instance).next_block = piece.last_block;
+    return device_us;
+  }
+
+  void check_order(const Piece& piece) {
+    const Instance& instance = instances.at(piece.instance);
+    BRAID_CHECK(piece.first_block == instance.next_block, ErrorCode::kInvalidArgument, "instance ",
+                piece.instance, " of '", set->model(piece.model).name,
+                "': blocks run out of order: piece starts at block ", piece.first_block,
+                ", the instance is at block ", instance.next_block);
+  }
+
+  void prepare(const ModelSet& models);
 
   const ModelSet* set = nullptr;
+  std::unique_ptr<exec::Executor> executor;  // what prepared the models, which it may outlive
   std::string name = "cpu";
   bool cpu = true;  // utilization from the process's CPU time, else from device times
+  // Combined blocks run as the combined schedule says (units of several instances side by
+  // side); else each of their pieces by its model's own plan.
+  bool unit_runs = false;
   std::vector<Model> models;
   std::unordered_map<InstanceId, Instance> instances;  // in flight
   size_t cpus = 1;
@@ -87,7 +125,12 @@ ExecBackend::ExecBackend(const ModelSet& models, exec::CpuExecutorOptions option
   // models' lanes share the CPUs, and a lane spinning for its next job would take a core from
   // another model's working lane.
   if (lane_cpus > impl_->cpus) options.spin_us = 0;
-  impl_->prepare(models, *exec::make_cpu_executor(options));
+  // Combined blocks run units of an instance in orders no plan has: buffers are reused by the
+  // units' dependences only.
+  options.memory.order = exec::ReuseOrder::kDependences;
+  impl_->executor = exec::make_cpu_executor(options);
+  impl_->unit_runs = true;
+  impl_->prepare(models);
 }
 
 ExecBackend::ExecBackend(const ModelSet& models, std::unique_ptr<exec::Executor> executor,
@@ -98,10 +141,11 @@ ExecBackend::ExecBackend(const ModelSet& models, std::unique_ptr<exec::Executor>
   impl_->cpus = allowed_cpu_count();
   impl_->name = std::move(name);
   impl_->cpu = false;
-  impl_->prepare(models, *executor);
+  impl_->executor = std::move(executor);
+  impl_->prepare(models);
 }
 
-void ExecBackend::Impl::prepare(const ModelSet& models, exec::Executor& executor) {
+void ExecBackend::Impl::prepare(const ModelSet& models) {
   for (size_t m = 0; m < models.size(); ++m) {
     const RuntimeModel& model = models.model(m);
     BRAID_CHECK(!model.plan.lanes.empty(), ErrorCode::kInvalidArgument, "model '", model.name,
@@ -111,7 +155,7 @@ void ExecBackend::Impl::prepare(const ModelSet& models, exec::Executor& executor
     std::shared_ptr<const ir::Weights> weights(std::shared_ptr<const void>{},
                                                &model.loaded.weights);
     auto prepared =
-        executor.prepare({model.loaded.graph, std::move(weights), &model.units(), &model.plan});
+        executor->prepare({model.loaded.graph, std::move(weights), &model.units(), &model.plan});
     BRAID_ASSERT(prepared->num_blocks() == model.blocks.back().ir_last, "model '", model.name,
                  "': ", prepared->num_blocks(), " plan blocks, TOP blocks cover ",
                  model.blocks.back().ir_last);
@@ -145,6 +189,7 @@ void ExecBackend::begin_instance(InstanceId instance, uint32_t model,
     m.free_requests.pop_back();
   }
   try {
+    m.prepared->start_inference(*started.request);
     for (size_t i = 0; i < inputs.size(); ++i)
       m.prepared->set_input(*started.request, i, inputs[i]);
   } catch (...) {
@@ -159,7 +204,6 @@ StepResult ExecBackend::run(const Step& step) {
   // Checked before anything runs, so a malformed step runs nothing: every piece names an
   // instance in flight, its model, and a block range of that model. Block order is checked as
   // the pieces run (two pieces may advance one instance in turn).
-  std::map<uint32_t, std::vector<const Piece*>> by_model;  // pieces of a model, in step order
   for (const Piece& piece : step.pieces) {
     auto it = impl_->instances.find(piece.instance);
     BRAID_CHECK(it != impl_->instances.end(), ErrorCode::kInvalidArgument, "step '", describe(step),
@@ -172,28 +216,48 @@ StepResult ExecBackend::run(const Step& step) {
                 ErrorCode::kInvalidArgument, "step '", describe(step), "': blocks [",
                 piece.first_block, ", ", piece.last_block, ") of '", set.model(piece.model).name,
                 "', which has ", num_blocks);
-    by_model[piece.model].push_back(&piece);
   }
+  const bool combined = step.kind == StepKind::kCombined && impl_->unit_runs;
+  BRAID_CHECK(!combined || schedules_cover_pieces(step), ErrorCode::kInvalidArgument, "step '",
+              describe(step), "': its combined blocks do not cover its pieces");
 
-  // One thread per model (the caller's thread takes the first): different models side by
-  // side, one model's pieces in turn. Threads start per step: a few tens of microseconds
-  // against blocks of milliseconds.
-  std::vector<std::exception_ptr> failures(by_model.size());
-  std::vector<double> device_us(by_model.size(), 0.0);
+  // What runs side by side, each on a thread of its own (the caller's thread takes the last):
+  // the combined blocks of a combined step, each with its own stage barriers; else the pieces
+  // grouped by instance (by model where the executor runs one request of a model at a time),
+  // a group's pieces in step order. Threads start per step: a few tens of microseconds against
+  // blocks of milliseconds.
+  std::vector<std::function<double()>> jobs;
+  std::map<uint32_t, std::vector<const Piece*>> groups;
+  if (combined) {
+    size_t at = 0;
+    for (const CombinedSchedule* schedule : step.schedules) {
+      std::span<const Piece> pieces(step.pieces.data() + at, schedule->sub_blocks.size());
+      at += pieces.size();
+      jobs.push_back([this, schedule, pieces] { return impl_->run_combined(*schedule, pieces); });
+    }
+  } else {
+    for (const Piece& piece : step.pieces) {
+      const bool side_by_side = impl_->models[piece.model].prepared->concurrent_requests();
+      groups[side_by_side ? piece.instance : (1u << 31) + piece.model].push_back(&piece);
+    }
+    for (auto& [key, pieces] : groups)
+      jobs.push_back([this, &pieces = pieces] { return impl_->run_pieces(pieces); });
+  }
+  std::vector<std::exception_ptr> failures(jobs.size());
+  std::vector<double> device_us(jobs.size(), 0.0);
   const double cpu_before = process_cpu_seconds();
   const Clock::time_point begin = Clock::now();
   {
     std::vector<std::jthread> threads;
-    size_t g = 0;
-    for (const auto& [model, pieces] : by_model) {
-      auto work = [this, &pieces, &failure = failures[g], &busy = device_us[g]] {
+    for (size_t g = 0; g < jobs.size(); ++g) {
+      auto work = [&, g] {
         try {
-          busy = impl_->run_pieces(pieces);
+          device_us[g] = jobs[g]();
         } catch (...) {
-          failure = std::current_exception();
+          failures[g] = std::current_exception();
         }
       };
-      if (g++ + 1 < by_model.size())
+      if (g + 1 < jobs.size())
         threads.emplace_back(work);
       else
         work();
@@ -202,7 +266,7 @@ StepResult ExecBackend::run(const Step& step) {
   const Micros wall = Clock::now() - begin;
   const double cpu = process_cpu_seconds() - cpu_before;
   for (const std::exception_ptr& failure : failures)
-    if (failure) std::rethrow_exception(failure);  // the first model's, in model order
+    if (failure) std::rethrow_exception(failure);  // the first group's
 
   StepResult result;
   result.device_time = wall;

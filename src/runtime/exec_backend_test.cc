@@ -8,8 +8,11 @@
 #include <string>
 
 #include "base/error.h"
+#include "runtime/combined.h"
+#include "runtime/sim_backend.h"
 #include "sched/random_schedule.h"
 #include "sched/registry.h"
+#include "sim/device_spec.h"
 
 namespace braid::runtime {
 namespace {
@@ -91,11 +94,40 @@ struct Task {
   uint32_t next_block = 0;
 };
 
+// Combined blocks of `pieces` (one block each): each piece joins the first combined block with
+// room (under `h` sub-blocks) and no sub-block of its (model, block); pieces regrouped by
+// combined block, as a combined step wants them.
+Step combined_step(CombinedScheduler& dict, std::vector<Piece> pieces, size_t h) {
+  std::vector<std::vector<Piece>> groups;
+  for (const Piece& p : pieces) {
+    auto fits = [&](const std::vector<Piece>& g) {
+      return g.size() < h && std::none_of(g.begin(), g.end(), [&](const Piece& q) {
+               return q.model == p.model && q.first_block == p.first_block;
+             });
+    };
+    auto it = std::find_if(groups.begin(), groups.end(), fits);
+    if (it == groups.end()) it = groups.insert(groups.end(), std::vector<Piece>{});
+    it->push_back(p);
+  }
+  Step step{.kind = StepKind::kCombined};
+  for (const std::vector<Piece>& g : groups) {
+    std::vector<SubBlock> sub_blocks;
+    for (const Piece& p : g) sub_blocks.push_back({p.model, p.first_block});
+    step.schedules.push_back(&dict.schedule(sub_blocks));
+    step.pieces.insert(step.pieces.end(), g.begin(), g.end());
+  }
+  return step;
+}
+
 // Instances of two models advanced block by block in interleaved steps — two instances of one
-// model in one step, a combined step of one block each, a request reused after its instance
-// ended — give exactly the outputs of a plain run of the same inputs.
+// model in one step, combined steps (units of several instances side by side, as the combined
+// schedules say), a request reused after its instance ended — give exactly the outputs of a
+// plain run of the same inputs.
 TEST(ExecBackend, InterleavedInstancesMatchPlainRuns) {
   const ModelSet set = make_set();
+  // Combined schedules under the simulated A100's stage cost: zipped and searched by the DP.
+  SimBackend gpu(set, sim::load_device("a100_40gb"));
+  CombinedScheduler dict(set, gpu.stage_cost());
   const uint32_t kSqueeze = 0, kInception = 1;
   const uint32_t squeeze_blocks = static_cast<uint32_t>(set.model(kSqueeze).blocks.size());
   const uint32_t inception_blocks = static_cast<uint32_t>(set.model(kInception).blocks.size());
@@ -111,39 +143,51 @@ TEST(ExecBackend, InterleavedInstancesMatchPlainRuns) {
     const Outputs inputs = random_inputs(set.model(task.model), task.seed);
     cpu.begin_instance(id, task.model, inputs);
   }
-  auto step = [&](StepKind kind, std::vector<Piece> pieces) {
-    for (const Piece& p : pieces) tasks.at(p.instance).next_block = p.last_block;
-    StepResult r = cpu.run({.kind = kind, .pieces = std::move(pieces)});
+  auto run = [&](const Step& s) {
+    for (const Piece& p : s.pieces) tasks.at(p.instance).next_block = p.last_block;
+    StepResult r = cpu.run(s);
     EXPECT_GT(r.device_time.count(), 0);
     EXPECT_GE(r.utilization, 0.0);
     EXPECT_LE(r.utilization, 1.0);
+  };
+  auto step = [&](StepKind kind, std::vector<Piece> pieces) {
+    run(kind == StepKind::kCombined ? combined_step(dict, std::move(pieces), 4)
+                                    : Step{.kind = kind, .pieces = std::move(pieces)});
   };
   // Two instances of SqueezeNet and one of Inception in one step, at different blocks.
   step(StepKind::kIndependent, {{0, kSqueeze, 0, 2}, {2, kInception, 0, 1}, {1, kSqueeze, 0, 1}});
   // One instance advanced twice in one step (its pieces run in turn).
   step(StepKind::kIndependent, {{1, kSqueeze, 1, 2}, {3, kInception, 0, 3}, {1, kSqueeze, 2, 4}});
-  // A combined step: one block of each instance (this backend runs each with its own plan).
+  // A combined step: one block of each instance, all four in one combined block.
   step(StepKind::kCombined,
        {{0, kSqueeze, 2, 3}, {1, kSqueeze, 4, 5}, {2, kInception, 1, 2}, {3, kInception, 3, 4}});
 
-  // The rest in random interleavings: each step advances a random subset by 1-3 blocks.
+  // The rest in random interleavings: each step advances a random subset by 1-3 blocks, or
+  // (every other step) by one block each in combined blocks of up to 3.
   const uint64_t seed = 17;
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   std::map<InstanceId, Outputs> results;
   InstanceId next_id = 4;
-  int reused = 0;
-  while (!tasks.empty()) {
+  int reused = 0, combined = 0;
+  for (int n = 0; !tasks.empty(); ++n) {
+    const bool combine = n % 2 == 1;
     std::vector<Piece> pieces;
     for (auto& [id, task] : tasks) {
       const uint32_t num_blocks = task.model == kSqueeze ? squeeze_blocks : inception_blocks;
       if (rng() % 3 == 0 && task.next_block > 0) continue;
       const uint32_t last =
-          std::min<uint32_t>(num_blocks, task.next_block + 1 + static_cast<uint32_t>(rng() % 3));
+          combine ? task.next_block + 1
+                  : std::min<uint32_t>(num_blocks, task.next_block + 1 + uint32_t(rng() % 3));
       pieces.push_back({id, task.model, task.next_block, last});
     }
     std::shuffle(pieces.begin(), pieces.end(), rng);
-    if (!pieces.empty()) step(StepKind::kIndependent, pieces);
+    if (!pieces.empty()) {
+      const Step s = combine ? combined_step(dict, pieces, 3)
+                             : Step{.kind = StepKind::kIndependent, .pieces = pieces};
+      combined += combine;
+      run(s);
+    }
     for (auto it = tasks.begin(); it != tasks.end();) {
       const auto [id, task] = *it;
       const uint32_t num_blocks = task.model == kSqueeze ? squeeze_blocks : inception_blocks;
@@ -168,6 +212,10 @@ TEST(ExecBackend, InterleavedInstancesMatchPlainRuns) {
   }
   EXPECT_EQ(reused, 2);
   EXPECT_EQ(results.size(), 6u);
+  EXPECT_GT(combined, 5);
+  const CombineStats stats = dict.stats();
+  EXPECT_GT(stats.zip + stats.dp, 3) << "combinations of several sub-blocks were scheduled";
+  EXPECT_GT(stats.dp, 0) << "a combination searched by the DP over the union";
 }
 
 // A malformed step runs nothing; a piece that fails while running (blocks out of order) stops
@@ -202,7 +250,25 @@ TEST(ExecBackend, FailuresReachTheCallerWithoutAHang) {
   expect_error(ErrorCode::kInvalidArgument, "the instance is at block 1", [&] {
     cpu.run({.kind = StepKind::kIndependent, .pieces = {{0, 0, 0, 1}}});
   });
-  cpu.run({.kind = StepKind::kIndependent, .pieces = {{0, 0, 1, 12}, {1, 1, 0, 13}}});
+  // Combined steps: schedules that do not cover the pieces, and a piece out of order (its
+  // combined block does not run; the other one does), then a good one.
+  SimBackend gpu(set, sim::load_device("a100_40gb"));
+  CombinedScheduler dict(set, gpu.stage_cost());
+  const std::vector<SubBlock> wrong = {{0, 4}, {1, 0}}, right = {{0, 2}, {1, 0}};
+  expect_error(ErrorCode::kInvalidArgument, "do not cover its pieces", [&] {
+    cpu.run({.kind = StepKind::kCombined,
+             .pieces = {{0, 0, 1, 2}, {1, 1, 0, 1}},
+             .schedules = {&dict.schedule(wrong)}});
+  });
+  expect_error(ErrorCode::kInvalidArgument, "the instance is at block 0", [&] {
+    cpu.run({.kind = StepKind::kCombined,
+             .pieces = {{0, 0, 1, 2}, {1, 1, 1, 2}},
+             .schedules = {&dict.single({0, 1}), &dict.single({1, 1})}});
+  });
+  cpu.run({.kind = StepKind::kCombined,
+           .pieces = {{0, 0, 2, 3}, {1, 1, 0, 1}},
+           .schedules = {&dict.schedule(right)}});
+  cpu.run({.kind = StepKind::kIndependent, .pieces = {{0, 0, 3, 12}, {1, 1, 1, 13}}});
   expect_equal(cpu.end_instance(0), plain_run(set.model(0), a_in), "squeezenet");
   expect_equal(cpu.end_instance(1), plain_run(set.model(1), b_in), "inception_v3");
 }

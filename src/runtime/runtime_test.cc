@@ -228,6 +228,11 @@ TEST(Runtime, EveryTasksOutputsEqualAPlainRunForEveryPolicyAndH) {
       // As many tasks of each model: sync runs only full rounds (the rest would wait forever).
       const Report r = rt.run(make_arrivals({.fps = {5, 5}, .duration_s = 1, .burst = true}));
       ASSERT_EQ(r.tasks.size(), 10u);
+      // Combined blocks of several sub-blocks ran (on the CPU: units of both models' instances
+      // side by side, as their combined schedules say).
+      if (policy == "top-heuristic" && h >= 2) {
+        EXPECT_GT(r.combine.zip + r.combine.dp, 0);
+      }
       for (const TaskRecord& t : r.tasks) {
         ASSERT_GE(t.done_us, 0) << "task " << t.id << " not done";
         auto request = plain[t.model]->new_request();

@@ -1,50 +1,26 @@
 #include "exec/cpu/cpu_executor.h"
 
 #include <omp.h>
-#include <pthread.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
-#include <thread>
 
 #include "base/error.h"
 #include "exec/cpu/cpu_kernels.h"
+#include "exec/cpu/lane_pool.h"
 #include "exec/cpu/layout.h"
 
 namespace braid::exec {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
-
-// Spins until `done()` or `budget` has passed; returns done(). The clock is read once every
-// 64 probes, so a probe costs a few nanoseconds.
-template <class Done>
-bool spin_until(Done done, std::chrono::microseconds budget) {
-  if (budget.count() <= 0) return done();
-  const auto deadline = Clock::now() + budget;
-  for (;;) {
-    for (int k = 0; k < 64; ++k) {
-      if (done()) return true;
-      cpu_relax();
-    }
-    if (Clock::now() >= deadline) return done();
-  }
-}
+using cpu::GangJob;
+using cpu::LanePool;
 
 // One compiled step of a lane: integers only.
 struct CompiledStep {
@@ -60,10 +36,12 @@ struct UnitTiming {
 
 class CpuRequest final : public Request {
  public:
-  CpuRequest(Bytes arena_bytes, size_t num_events, const std::vector<size_t>& launches_per_lane)
+  CpuRequest(Bytes arena_bytes, size_t num_events, size_t num_units,
+             const std::vector<size_t>& launches_per_lane)
       : arena_(
             static_cast<std::byte*>(std::aligned_alloc(kTensorAlignment, round_up(arena_bytes)))),
         events_(num_events),
+        unit_done_(num_units),
         timings_(launches_per_lane.size()) {
     // Reserved once, so recording timings allocates nothing during a run.
     for (size_t i = 0; i < timings_.size(); ++i) timings_[i].reserve(launches_per_lane[i]);
@@ -71,14 +49,18 @@ class CpuRequest final : public Request {
                 "-byte arena");
     std::memset(arena_, 0, round_up(arena_bytes));
     for (auto& e : events_) e.store(0);
+    for (auto& d : unit_done_) d.store(0);
   }
   ~CpuRequest() override { std::free(arena_); }
 
   std::byte* arena() const { return arena_; }
   std::vector<std::atomic<uint64_t>>& events() { return events_; }
   std::vector<std::vector<UnitTiming>>& timings() { return timings_; }
+  // The epoch in which each unit last ran: done in this inference when it equals `epoch`.
+  bool done(size_t unit) const { return unit_done_[unit].load(std::memory_order_acquire) == epoch; }
+  void mark_done(size_t unit) { unit_done_[unit].store(epoch, std::memory_order_release); }
+
   uint64_t epoch = 0;       // the current inference; events hold the epoch they were recorded in
-  size_t next_block = 0;    // blocks must run in order
   Clock::time_point start;  // of the current inference
 
  private:
@@ -88,13 +70,14 @@ class CpuRequest final : public Request {
   }
   std::byte* arena_;
   std::vector<std::atomic<uint64_t>> events_;
+  std::vector<std::atomic<uint64_t>> unit_done_;
   std::vector<std::vector<UnitTiming>> timings_;
 };
 
 class CpuPreparedModel final : public PreparedModel {
  public:
-  CpuPreparedModel(const ModelBundle& bundle, const CpuExecutorOptions& options);
-  ~CpuPreparedModel() override;
+  CpuPreparedModel(const ModelBundle& bundle, const CpuExecutorOptions& options,
+                   std::shared_ptr<LanePool> pool);
 
   std::unique_ptr<Request> new_request() const override {
     std::vector<size_t> launches;
@@ -102,61 +85,66 @@ class CpuPreparedModel final : public PreparedModel {
       launches.push_back(std::count_if(
           lane.steps.begin(), lane.steps.end(),
           [](const CompiledStep& s) { return s.kind == CompiledStep::Kind::kLaunch; }));
-    return std::make_unique<CpuRequest>(memory_.arena_bytes, num_events_, launches);
+    return std::make_unique<CpuRequest>(memory_.arena_bytes, num_events_, unit_kernels_.size(),
+                                        launches);
   }
   void set_input(Request& request, size_t i, std::span<const float> data) const override;
   std::span<const float> output(const Request& request, size_t i) const override;
   size_t num_blocks() const override { return num_blocks_; }
   RunStats run_blocks(Request& request, size_t first, size_t last, RunObserver* observer) override;
   Bytes activation_bytes() const override { return memory_.arena_bytes; }
+  void start_inference(Request& request) const override {
+    auto& r = static_cast<CpuRequest&>(request);
+    ++r.epoch;
+    r.start = Clock::now();
+  }
+  bool concurrent_requests() const override { return true; }
+
+  const LanePool* pool() const { return pool_.get(); }
+  bool unit_runs() const { return unit_runs_; }
+  Bytes scratch_bytes() const { return scratch_; }
+  // Runs `unit` of `request` on the calling lane, checking first that it may run now.
+  void run_unit(CpuRequest& request, UnitId unit, cpu::LaneState& lane);
 
  private:
   struct Lane {
     std::vector<CompiledStep> steps;
     std::vector<uint32_t> block_begin;
-    cpu::LaneState state;
-    std::vector<std::byte> scratchpad;
-    std::thread thread;
   };
-  void lane_main(size_t lane_index, const std::vector<int>& cpus);
-  void run_lane(Lane& lane, size_t lane_index, CpuRequest& request, size_t first, size_t last);
+  // What one run_blocks call hands its gang: member i runs lane i.
+  struct BlocksJob {
+    CpuPreparedModel* model;
+    CpuRequest* request;
+    size_t first, last;
+    GangJob gang;
+  };
+  void run_lane(size_t lane_index, CpuRequest& request, size_t first, size_t last,
+                cpu::LaneState& state, const GangJob& job);
+  void launch(UnitId unit, CpuRequest& request, cpu::LaneState& state);
 
   std::shared_ptr<const ir::Graph> graph_;
   std::shared_ptr<const ir::Weights> weights_;
-  CpuExecutorOptions options_;
+  std::shared_ptr<LanePool> pool_;  // shared by every model of the executor
   MemoryPlan memory_;
-  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  bool unit_runs_ = false;  // the memory plan allows any order that keeps dependences
   std::vector<std::vector<std::unique_ptr<Kernel>>> unit_kernels_;  // per UnitId
+  // A kernel rebinds its memory handles on every execute (cpu_kernels.h), so two requests'
+  // lanes must not execute one unit's kernels at once: one lock per unit (uncontended unless
+  // two requests are at the same unit).
+  std::unique_ptr<std::mutex[]> unit_locks_;
+  std::vector<std::vector<UnitId>> predecessors_;     // per unit
+  std::vector<std::vector<UnitId>> block_units_;      // per plan block
+  std::vector<std::vector<uint32_t>> block_records_;  // per plan block: the events it records
+  std::vector<std::string> unit_names_;
   std::vector<Lane> lanes_;
+  Bytes scratch_ = 0;  // the largest unit's scratchpad
   size_t num_events_ = 0;
   size_t num_blocks_ = 0;
-
-  // The job the lanes run; one request at a time on the lanes (run_blocks is serialized).
-  std::mutex run_mutex_;
-  std::mutex job_mutex_;
-  std::condition_variable job_cv_, done_cv_;
-  std::atomic<uint64_t> job_generation_{0};  // written under job_mutex_; spun on without it
-  size_t lanes_busy_ = 0;
-  std::atomic<bool> shutdown_{false};
-  std::chrono::microseconds spin_{0};  // options_.spin_us, or 0 where lanes share CPUs
-  CpuRequest* job_request_ = nullptr;
-  size_t job_first_ = 0, job_last_ = 0;
-  std::atomic<bool> failed_{false};
-  std::exception_ptr failure_;
 };
 
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
-}
-
-CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOptions& options)
-    : graph_(b.graph), weights_(b.weights), options_(options) {
+CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOptions& options,
+                                   std::shared_ptr<LanePool> pool)
+    : graph_(b.graph), weights_(b.weights), pool_(std::move(pool)) {
   const ir::Graph& g = *graph_;
   const ir::UnitGraph& units = *b.units;
   const sched::ExecutionPlan& plan = *b.plan;
@@ -184,6 +172,7 @@ CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOption
       return cpu::can_write_into_concat(g, layouts, input, concat, offset);
     };
   memory_ = plan_memory(g, units, plan, memory_options);
+  unit_runs_ = memory_options.order == ReuseOrder::kDependences;
   num_events_ = plan.num_events;
   num_blocks_ = plan.num_blocks;
   TensorLocator locate = [&](ValueId v) {
@@ -197,22 +186,32 @@ CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOption
     return ref;
   };
   // Primitives fix their thread count at creation (ecosystem.md §2.4): create them under the
-  // budget the lanes will run with.
+  // budget the pool's workers run with.
   const int saved_threads = omp_get_max_threads();
   omp_set_num_threads(options.threads_per_stream);
-  Bytes scratch = 0;
   unit_kernels_.resize(units.num_units());
   for (size_t u = 0; u < units.num_units(); ++u) {
     const UnitId unit = make_id<UnitId>(u);
     Bytes unit_scratch = 0;
     if (!options.is_local || options.is_local(unit))
       unit_kernels_[u] =
-          cpu::make_unit_kernels(g, units.unit(unit).ops, locate, {engine_}, &unit_scratch);
+          cpu::make_unit_kernels(g, units.unit(unit).ops, locate, {pool_->engine()}, &unit_scratch);
     if (options.extra_kernels)
       for (auto& k : options.extra_kernels(unit, locate)) unit_kernels_[u].push_back(std::move(k));
-    scratch = std::max(scratch, unit_scratch);
+    scratch_ = std::max(scratch_, unit_scratch);
   }
   omp_set_num_threads(saved_threads);
+  unit_locks_ = std::make_unique<std::mutex[]>(units.num_units());
+  predecessors_.resize(units.num_units());
+  unit_names_.resize(units.num_units());
+  for (size_t u = 0; u < units.num_units(); ++u) {
+    auto preds = units.predecessors(make_id<UnitId>(u));
+    predecessors_[u].assign(preds.begin(), preds.end());
+    unit_names_[u] = units.unit(make_id<UnitId>(u)).name;
+  }
+  block_units_.resize(num_blocks_);
+  for (size_t u = 0; u < plan.block_of_unit.size(); ++u)
+    block_units_[plan.block_of_unit[u]].push_back(make_id<UnitId>(u));
 
   lanes_.resize(plan.lanes.size());
   for (size_t i = 0; i < plan.lanes.size(); ++i) {
@@ -226,91 +225,35 @@ CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOption
         lane.steps.push_back({CompiledStep::Kind::kWait, std::get<sched::WaitStep>(step).event});
     }
     lane.block_begin = plan.lanes[i].block_begin;
-    lane.scratchpad.resize(std::max<Bytes>(scratch, 1));
-    lane.state.stream = dnnl::stream(engine_);
-    lane.state.scratchpad = lane.scratchpad.data();
   }
-  // Lane i gets threads_per_stream consecutive CPUs (wrapping around): its OpenMP team inherits
-  // the lane thread's mask, so a one-CPU mask would stack the whole team on one core.
-  std::vector<int> cpus = allowed_cpus();
-  if (lanes_.size() * static_cast<size_t>(options.threads_per_stream) <= cpus.size())
-    spin_ = std::chrono::microseconds(options.spin_us);
-  const size_t width = static_cast<size_t>(options.threads_per_stream);
-  for (size_t i = 0; i < lanes_.size(); ++i) {
-    std::vector<int> mine;
-    if (options.pin_threads && !cpus.empty())
-      for (size_t k = 0; k < std::min(width, cpus.size()); ++k)
-        mine.push_back(cpus[(i * width + k) % cpus.size()]);
-    lanes_[i].thread = std::thread([this, i, mine] { lane_main(i, mine); });
-  }
+  block_records_.resize(num_blocks_);
+  for (const Lane& lane : lanes_)
+    for (size_t b = 0; b < num_blocks_; ++b)
+      for (uint32_t i = lane.block_begin[b]; i < lane.block_begin[b + 1]; ++i)
+        if (lane.steps[i].kind == CompiledStep::Kind::kRecord)
+          block_records_[b].push_back(lane.steps[i].id);
 }
 
-CpuPreparedModel::~CpuPreparedModel() {
-  {
-    std::lock_guard lock(job_mutex_);
-    shutdown_ = true;
-  }
-  job_cv_.notify_all();
-  for (Lane& lane : lanes_)
-    if (lane.thread.joinable()) lane.thread.join();
+void CpuPreparedModel::launch(UnitId unit, CpuRequest& request, cpu::LaneState& state) {
+  const KernelContext context{request.arena(), &state};
+  std::lock_guard lock(unit_locks_[index(unit)]);
+  for (const auto& kernel : unit_kernels_[index(unit)]) kernel->execute(context);
+  request.mark_done(index(unit));
 }
 
-void CpuPreparedModel::lane_main(size_t lane_index, const std::vector<int>& cpus) {
-  if (!cpus.empty()) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int cpu : cpus) CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-  }
-  // OpenMP's thread budget is per thread: this lane's primitives use threads_per_stream.
-  omp_set_num_threads(options_.threads_per_stream);
-  uint64_t seen = 0;
-  for (;;) {
-    CpuRequest* request;
-    size_t first, last;
-    {
-      auto ready = [&] { return shutdown_ || job_generation_.load() != seen; };
-      spin_until(ready, spin_);
-      std::unique_lock lock(job_mutex_);
-      job_cv_.wait(lock, ready);
-      if (shutdown_) return;
-      seen = job_generation_;
-      request = job_request_;
-      first = job_first_;
-      last = job_last_;
-    }
-    try {
-      run_lane(lanes_[lane_index], lane_index, *request, first, last);
-    } catch (...) {
-      std::lock_guard lock(job_mutex_);
-      if (!failed_.exchange(true)) failure_ = std::current_exception();
-      // Release every waiter so no lane blocks forever on an event this lane will not record.
-      for (auto& e : request->events()) {
-        e.store(request->epoch, std::memory_order_release);
-        e.notify_all();
-      }
-    }
-    {
-      std::lock_guard lock(job_mutex_);
-      --lanes_busy_;
-    }
-    done_cv_.notify_all();
-  }
-}
-
-void CpuPreparedModel::run_lane(Lane& lane, size_t lane_index, CpuRequest& request, size_t first,
-                                size_t last) {
+void CpuPreparedModel::run_lane(size_t lane_index, CpuRequest& request, size_t first, size_t last,
+                                cpu::LaneState& state, const GangJob& job) {
+  const Lane& lane = lanes_[lane_index];
   const uint64_t epoch = request.epoch;
   auto& events = request.events();
   auto& timings = request.timings()[lane_index];
-  const KernelContext context{request.arena(), &lane.state};
   for (uint32_t i = lane.block_begin[first]; i < lane.block_begin[last]; ++i) {
     const CompiledStep& step = lane.steps[i];
     switch (step.kind) {
       case CompiledStep::Kind::kLaunch: {
-        if (failed_.load(std::memory_order_relaxed)) return;
+        if (job.failed.load(std::memory_order_relaxed)) return;
         auto begin = Clock::now();
-        for (const auto& kernel : unit_kernels_[step.id]) kernel->execute(context);
+        launch(make_id<UnitId>(step.id), request, state);
         timings.push_back({make_id<UnitId>(step.id), begin, Clock::now()});
         break;
       }
@@ -318,16 +261,23 @@ void CpuPreparedModel::run_lane(Lane& lane, size_t lane_index, CpuRequest& reque
         events[step.id].store(epoch, std::memory_order_release);
         events[step.id].notify_all();
         break;
-      case CompiledStep::Kind::kWait: {
-        auto& e = events[step.id];
-        spin_until([&] { return e.load(std::memory_order_acquire) == epoch; }, spin_);
-        for (uint64_t v = e.load(std::memory_order_acquire); v != epoch;
-             v = e.load(std::memory_order_acquire))
-          e.wait(v, std::memory_order_acquire);
+      case CompiledStep::Kind::kWait:
+        cpu::wait_for(events[step.id], epoch, job.spin);
         break;
-      }
     }
   }
+}
+
+void CpuPreparedModel::run_unit(CpuRequest& request, UnitId unit, cpu::LaneState& state) {
+  const size_t u = index(unit);
+  BRAID_CHECK(u < unit_kernels_.size(), ErrorCode::kInvalidArgument, "unit #", u,
+              " does not exist: the model has ", unit_kernels_.size());
+  BRAID_CHECK(!request.done(u), ErrorCode::kInvalidArgument, "unit '", unit_names_[u],
+              "' run twice in one inference");
+  for (UnitId p : predecessors_[u])
+    BRAID_CHECK(request.done(index(p)), ErrorCode::kInvalidArgument, "unit '", unit_names_[u],
+                "' run before unit '", unit_names_[index(p)], "', whose output it reads");
+  launch(unit, request, state);
 }
 
 void CpuPreparedModel::set_input(Request& r, size_t i, std::span<const float> data) const {
@@ -360,33 +310,44 @@ RunStats CpuPreparedModel::run_blocks(Request& r, size_t first, size_t last,
   auto& request = static_cast<CpuRequest&>(r);
   BRAID_CHECK(first <= last && last <= num_blocks_, ErrorCode::kInvalidArgument, "blocks [", first,
               ", ", last, ") out of range: the model has ", num_blocks_);
-  BRAID_CHECK(first == 0 || first == request.next_block, ErrorCode::kInvalidArgument, "block ",
-              first, " run out of order: the request is at block ", request.next_block);
-  std::lock_guard run_lock(run_mutex_);
   if (first == 0) {
-    ++request.epoch;
-    request.start = Clock::now();
+    start_inference(request);
+  } else {
+    // Every earlier block done (by run_blocks or by runs of units), block `first` not begun.
+    for (size_t b = 0; b < first; ++b)
+      for (UnitId u : block_units_[b])
+        BRAID_CHECK(request.done(index(u)), ErrorCode::kInvalidArgument, "block ", first,
+                    " run out of order: the request is at block ", b);
+    for (UnitId u : block_units_[first])
+      BRAID_CHECK(!request.done(index(u)), ErrorCode::kInvalidArgument, "block ", first,
+                  " run out of order: its unit '", unit_names_[index(u)], "' has already run");
+    // Earlier blocks run unit by unit recorded none of their events, which later blocks' lanes
+    // may wait on: their units are all done, so their events are.
+    for (size_t b = 0; b < first; ++b)
+      for (uint32_t e : block_records_[b])
+        request.events()[e].store(request.epoch, std::memory_order_release);
   }
   for (auto& t : request.timings()) t.clear();
+  BlocksJob job{this, &request, first, last, {}};
+  job.gang.run = [](void* context, size_t member, cpu::LaneState& state) {
+    auto& j = *static_cast<BlocksJob*>(context);
+    j.model->run_lane(member, *j.request, j.first, j.last, state, j.gang);
+  };
+  job.gang.context = &job;
+  job.gang.members = lanes_.size();
+  job.gang.scratch = scratch_;
+  // Release every waiter so no lane blocks forever on an event a failed lane will not record
+  // (the lanes stop at their next launch).
+  job.gang.on_failure = [](void* context) {
+    auto& j = *static_cast<BlocksJob*>(context);
+    for (auto& e : j.request->events()) {
+      e.store(j.request->epoch, std::memory_order_release);
+      e.notify_all();
+    }
+  };
   const Clock::time_point dispatched = Clock::now();
-  {
-    std::lock_guard lock(job_mutex_);
-    job_request_ = &request;
-    job_first_ = first;
-    job_last_ = last;
-    lanes_busy_ = lanes_.size();
-    failed_ = false;
-    failure_ = nullptr;
-    ++job_generation_;
-  }
-  job_cv_.notify_all();
-  {
-    std::unique_lock lock(job_mutex_);
-    done_cv_.wait(lock, [&] { return lanes_busy_ == 0; });
-  }
+  pool_->run(job.gang);  // rethrows a lane's failure
   const RunStats stats{.device_time = Clock::now() - dispatched};
-  request.next_block = last;
-  if (failure_) std::rethrow_exception(failure_);
   if (observer)
     for (size_t lane = 0; lane < request.timings().size(); ++lane)
       for (const UnitTiming& t : request.timings()[lane])
@@ -396,7 +357,12 @@ RunStats CpuPreparedModel::run_blocks(Request& r, size_t first, size_t last,
 
 class CpuExecutor final : public Executor {
  public:
-  explicit CpuExecutor(const CpuExecutorOptions& options) : options_(options) {}
+  explicit CpuExecutor(const CpuExecutorOptions& options)
+      : options_(options),
+        pool_(std::make_shared<LanePool>(
+            cpu::LanePoolOptions{.threads_per_stream = options.threads_per_stream,
+                                 .pin_threads = options.pin_threads,
+                                 .spin_us = options.spin_us})) {}
   std::string_view name() const override { return "cpu"; }
   bool supports(const ir::Graph& graph, NodeId node) const override {
     return cpu::supports(graph, node);
@@ -405,12 +371,51 @@ class CpuExecutor final : public Executor {
     BRAID_CHECK(
         model.graph && model.weights && model.units && model.plan, ErrorCode::kInvalidArgument,
         "the CPU executor needs a graph, weights, units and a plan (a weighted DAG cannot run)");
-    return std::make_unique<CpuPreparedModel>(model, options_);
+    return std::make_unique<CpuPreparedModel>(model, options_, pool_);
   }
+  RunStats run_side_by_side(std::span<const std::vector<UnitCall>> lanes) override;
 
  private:
   CpuExecutorOptions options_;
+  std::shared_ptr<LanePool> pool_;
 };
+
+RunStats CpuExecutor::run_side_by_side(std::span<const std::vector<UnitCall>> lanes) {
+  // Checked before anything runs: every call names a model prepared here, able to run units
+  // outside its plan, and a request.
+  Bytes scratch = 0;
+  for (const std::vector<UnitCall>& lane : lanes)
+    for (const UnitCall& call : lane) {
+      auto* model = dynamic_cast<CpuPreparedModel*>(call.model);
+      BRAID_CHECK(model != nullptr && model->pool() == pool_.get(), ErrorCode::kInvalidArgument,
+                  "run_side_by_side: a unit of a model not prepared by this executor");
+      BRAID_CHECK(model->unit_runs(), ErrorCode::kInvalidArgument,
+                  "run_side_by_side: the model was prepared with a memory plan that reuses "
+                  "buffers in its plan's order (MemoryPlanOptions::order = kDependences allows "
+                  "runs of units)");
+      BRAID_CHECK(call.request != nullptr, ErrorCode::kInvalidArgument,
+                  "run_side_by_side: a unit without a request");
+      scratch = std::max(scratch, model->scratch_bytes());
+    }
+  struct Job {
+    std::span<const std::vector<UnitCall>> lanes;
+    GangJob gang;
+  } job{lanes, {}};
+  job.gang.run = [](void* context, size_t member, cpu::LaneState& state) {
+    auto& j = *static_cast<Job*>(context);
+    for (const UnitCall& call : j.lanes[member]) {
+      if (j.gang.failed.load(std::memory_order_relaxed)) return;
+      static_cast<CpuPreparedModel*>(call.model)
+          ->run_unit(*static_cast<CpuRequest*>(call.request), call.unit, state);
+    }
+  };
+  job.gang.context = &job;
+  job.gang.members = lanes.size();
+  job.gang.scratch = scratch;
+  const Clock::time_point dispatched = Clock::now();
+  pool_->run(job.gang);
+  return {.device_time = Clock::now() - dispatched};
+}
 
 }  // namespace
 

@@ -4,6 +4,12 @@
 // lane stores and others wait on (C++20 atomic wait). Kernels are oneDNN primitives created
 // once at prepare time; a run only walks the lanes' step lists.
 //
+// The workers are one pool per executor (cpu/lane_pool.h), shared by every model it prepares:
+// a run takes as many idle workers as its plan has lanes, so requests of one model, and
+// models, run side by side on different workers (TOP's instances in flight). Models prepared
+// with MemoryPlanOptions::order = kDependences may also run lists of units of several requests
+// side by side (Executor::run_side_by_side: TOP's combined blocks).
+//
 // Why plain threads and not oneTBB arenas: the schedule fixes which unit runs on which stream
 // and in what order, so no work stealing is wanted, and oneDNN's OpenMP runtime needs its
 // thread budget set per thread (omp_set_num_threads in the lane thread), which std::thread
@@ -25,11 +31,11 @@ namespace braid::exec {
 
 struct CpuExecutorOptions {
   int threads_per_stream = 1;  // OpenMP threads inside each oneDNN primitive
-  bool pin_threads = true;     // pin lane i to CPUs [i*T, i*T + T) of the allowed set (wrapping)
+  bool pin_threads = true;  // pin worker i to CPUs [i*T, i*T + T) of the allowed set (wrapping)
   // How long a lane spins on an event (or for the next job) before it sleeps on a futex. Waking
   // a sleeping thread on another CPU costs tens of microseconds on a VM, more than most units
   // of a small model; spinning on its own CPU costs nothing when lanes do not share CPUs, so
-  // lanes spin only when lanes x threads_per_stream fit in the allowed CPUs. 0: never spin.
+  // lanes spin only when busy workers x threads_per_stream fit in the allowed CPUs. 0: never.
   int spin_us = 100;
   // Producers write straight into their window of a Concat's output where the layouts allow
   // (cpu::can_write_into_concat); the Concat then copies nothing.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <random>
 #include <thread>
@@ -214,9 +215,9 @@ TEST(CpuExecutor, BlocksMustRunInOrder) {
 
 // TOP's block pipelining (top.txt §IV): requests of one prepared model advance block by block
 // in any interleaving — A's block 0, B's block 0, A's block 1, ... — and from two threads at
-// once (run_blocks serializes them). Each request has its own arena and events, so the values
-// must be exactly those of a whole run. Three random lanes, so blocks end with events that a
-// later block's lanes wait on.
+// once (side by side, on different workers of the executor's pool). Each request has its own arena
+// and events, so the values must be exactly those of a whole run. Three random lanes, so blocks end
+// with events that a later block's lanes wait on.
 TEST(CpuExecutor, RequestsOfOneModelInterleaveBlockByBlock) {
   Model m = make_model("inception_v3", {.batch = 1, .image_size = 107});
   const sched::ExecutionPlan plan =
@@ -268,6 +269,179 @@ TEST(CpuExecutor, RequestsOfOneModelInterleaveBlockByBlock) {
   for (std::thread& t : threads) t.join();
   for (size_t r = 0; r < kRequests; ++r)
     EXPECT_EQ(output_of(*requests[r]), want[kRequests - 1 - r]) << "two threads, request " << r;
+}
+
+// Requests of one model from two threads really run side by side: the units of one request
+// overlap in time with those of the other (a lock around run_blocks would keep them apart).
+TEST(CpuExecutor, RequestsOfOneModelRunSideBySide) {
+  Model m = make_model("squeezenet", {.batch = 1, .image_size = 96});
+  const sched::ExecutionPlan plan =
+      sched::lower(m.units, sched::make_scheduler("sequential")->schedule(m.units));
+  auto model =
+      make_cpu_executor({.pin_threads = false})->prepare({m.graph, m.weights, &m.units, &plan});
+  ASSERT_TRUE(model->concurrent_requests());
+  using Clock = std::chrono::steady_clock;
+  struct Interval {
+    Clock::time_point begin, end;
+  };
+  // Unit times are relative to the run's start; each thread adds its own reading of the clock
+  // taken just before the call (the run starts after it, so intervals only move earlier by the
+  // call's few microseconds).
+  struct Recorder : RunObserver {
+    Clock::time_point t0;
+    std::vector<Interval>* out;
+    void on_unit(size_t, UnitId, Micros begin, Micros end) override {
+      out->push_back({t0 + std::chrono::duration_cast<Clock::duration>(begin),
+                      t0 + std::chrono::duration_cast<Clock::duration>(end)});
+    }
+  };
+  std::vector<Interval> units[2];
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      auto request = model->new_request();
+      model->set_input(*request, 0, m.inputs[0]);
+      Recorder recorder;
+      recorder.out = &units[t];
+      for (int i = 0; i < 30; ++i) {
+        recorder.t0 = Clock::now();
+        model->run(*request, &recorder);
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  const auto slack = std::chrono::microseconds(50);
+  size_t overlapping = 0;
+  for (const Interval& a : units[0])
+    for (const Interval& b : units[1])
+      if (a.begin + slack < b.end && b.begin + slack < a.end) ++overlapping;
+  EXPECT_GT(overlapping, 0u) << "no unit of one request ran while the other's did";
+}
+
+// Models prepared for runs of units (the memory plan reuses by dependences only).
+struct UnitRunModel {
+  Model m;
+  sched::ExecutionPlan plan;
+  std::unique_ptr<PreparedModel> prepared;
+};
+
+// TOP's combined blocks on the CPU: units of three requests of two models, one block at a time,
+// in stages of units at the same depth within the block, each stage's units spread over lanes
+// side by side — an order no plan of either model has. The outputs must be those of a whole run.
+TEST(CpuExecutor, UnitsOfSeveralModelsRunSideBySide) {
+  auto executor =
+      make_cpu_executor({.pin_threads = false, .memory = {.order = ReuseOrder::kDependences}});
+  std::vector<UnitRunModel> models(2);
+  models[0].m = make_model("inception_v3", {.batch = 1, .image_size = 107});
+  models[1].m = make_model("squeezenet", {.batch = 1, .image_size = 64});
+  for (UnitRunModel& x : models) {
+    x.plan = sched::lower(x.m.units, sched::make_scheduler("sequential")->schedule(x.m.units));
+    x.prepared = executor->prepare({x.m.graph, x.m.weights, &x.m.units, &x.plan});
+  }
+  struct Req {
+    size_t model;
+    std::unique_ptr<Request> request;
+    std::vector<float> want;
+  };
+  std::vector<Req> reqs;
+  for (size_t r = 0; r < 3; ++r) {
+    const size_t mi = r == 2 ? 1 : 0;
+    UnitRunModel& x = models[mi];
+    std::vector<float> input = x.m.inputs[0];
+    for (float& f : input) f *= 1.0f + 0.25f * float(r);
+    Req q{mi, x.prepared->new_request(), {}};
+    x.prepared->set_input(*q.request, 0, input);
+    x.prepared->run(*q.request);
+    auto o = x.prepared->output(*q.request, 0);
+    q.want.assign(o.begin(), o.end());
+    x.prepared->set_input(*q.request, 0, input);  // runs of units start on the same input
+    x.prepared->start_inference(*q.request);
+    reqs.push_back(std::move(q));
+  }
+  ASSERT_NE(reqs[0].want, reqs[1].want);
+  // Depth of each unit within its block: 1 + the deepest predecessor in the same block.
+  auto depths = [](const UnitRunModel& x) {
+    std::vector<size_t> depth(x.m.units.num_units(), 0);
+    for (size_t u = 0; u < depth.size(); ++u)  // ids are topological
+      for (UnitId p : x.m.units.predecessors(make_id<UnitId>(u)))
+        if (x.plan.block_of_unit[index(p)] == x.plan.block_of_unit[u])
+          depth[u] = std::max(depth[u], depth[index(p)] + 1);
+    return depth;
+  };
+  const std::vector<size_t> depth[2] = {depths(models[0]), depths(models[1])};
+  const size_t blocks = std::max(models[0].plan.num_blocks, models[1].plan.num_blocks);
+  size_t stages = 0;
+  for (size_t b = 0; b < blocks; ++b)
+    for (size_t d = 0;; ++d) {
+      std::vector<std::vector<UnitCall>> lanes;
+      for (Req& q : reqs) {
+        UnitRunModel& x = models[q.model];
+        std::vector<UnitCall> mine[2];
+        size_t k = 0;
+        for (size_t u = 0; u < depth[q.model].size(); ++u)
+          if (x.plan.block_of_unit[u] == b && depth[q.model][u] == d)
+            mine[k++ % 2].push_back({x.prepared.get(), q.request.get(), make_id<UnitId>(u)});
+        for (auto& lane : mine)
+          if (!lane.empty()) lanes.push_back(std::move(lane));
+      }
+      if (lanes.empty()) break;
+      executor->run_side_by_side(lanes);
+      ++stages;
+    }
+  EXPECT_GT(stages, blocks);
+  for (size_t r = 0; r < reqs.size(); ++r) {
+    auto o = models[reqs[r].model].prepared->output(*reqs[r].request, 0);
+    EXPECT_EQ(std::vector<float>(o.begin(), o.end()), reqs[r].want) << "request " << r;
+  }
+}
+
+// Runs of units and of blocks mix in one inference: block 0 unit by unit, the rest by the plan.
+// Units out of their dependences' order, twice, or of a model prepared for its plan's order
+// only are refused before they run.
+TEST(CpuExecutor, UnitRunsAreCheckedAndMixWithBlockRuns) {
+  auto executor =
+      make_cpu_executor({.pin_threads = false, .memory = {.order = ReuseOrder::kDependences}});
+  Model m = make_model("squeezenet", {.batch = 1, .image_size = 64});
+  const sched::ExecutionPlan plan =
+      sched::lower(m.units, sched::make_scheduler("greedy")->schedule(m.units));
+  auto model = executor->prepare({m.graph, m.weights, &m.units, &plan});
+  auto request = model->new_request();
+  model->set_input(*request, 0, m.inputs[0]);
+  model->run(*request);
+  auto o = model->output(*request, 0);
+  const std::vector<float> want(o.begin(), o.end());
+
+  model->set_input(*request, 0, m.inputs[0]);
+  model->start_inference(*request);
+  std::vector<UnitId> block0;
+  for (size_t u = 0; u < plan.block_of_unit.size(); ++u)
+    if (plan.block_of_unit[u] == 0) block0.push_back(make_id<UnitId>(u));
+  ASSERT_GE(block0.size(), 2u);
+  // The second unit of block 0 before the first (its input).
+  std::vector<std::vector<UnitCall>> wrong = {{{model.get(), request.get(), block0[1]}}};
+  try {
+    executor->run_side_by_side(wrong);
+    ADD_FAILURE() << "a unit ran before its input";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("whose output it reads"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(model->run_blocks(*request, 1, 2), Error);  // block 0 not done
+  std::vector<std::vector<UnitCall>> first_block(1);
+  for (UnitId u : block0) first_block[0].push_back({model.get(), request.get(), u});
+  executor->run_side_by_side(first_block);
+  EXPECT_THROW(executor->run_side_by_side(first_block), Error);  // twice in one inference
+  model->start_inference(*request);
+  executor->run_side_by_side(first_block);
+  model->run_blocks(*request, 1, model->num_blocks());
+  o = model->output(*request, 0);
+  EXPECT_EQ(std::vector<float>(o.begin(), o.end()), want);
+
+  // A model prepared for its plan's order only, and a model of another executor.
+  auto plain =
+      make_cpu_executor({.pin_threads = false})->prepare({m.graph, m.weights, &m.units, &plan});
+  auto plain_request = plain->new_request();
+  std::vector<std::vector<UnitCall>> other = {{{plain.get(), plain_request.get(), block0[0]}}};
+  EXPECT_THROW(executor->run_side_by_side(other), Error);
 }
 
 }  // namespace

@@ -1,0 +1,164 @@
+#include "exec/cpu/lane_pool.h"
+
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "base/error.h"
+
+namespace braid::exec::cpu {
+namespace {
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+struct FreeDeleter {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+
+}  // namespace
+
+struct LanePool::Worker {
+  std::thread thread;
+  std::vector<int> cpus;  // empty: not pinned
+  // The pool hands a job over by writing `job` and `member`, then bumping `generation`; the
+  // worker answers by storing that generation in `finished`. The job lives on its caller's
+  // stack, so the worker's last touch of anything but its own fields is before `finished`.
+  std::atomic<uint64_t> generation{0};
+  std::atomic<uint64_t> finished{0};
+  GangJob* job = nullptr;
+  size_t member = 0;
+  bool busy = false;  // under the pool's mutex
+  LaneState lane;
+  std::unique_ptr<std::byte, FreeDeleter> scratchpad;
+  Bytes scratchpad_bytes = 0;
+};
+
+LanePool::LanePool(const LanePoolOptions& options) : options_(options), cpus_(allowed_cpus()) {
+  BRAID_CHECK(options.threads_per_stream >= 1, ErrorCode::kInvalidArgument,
+              "threads per stream must be >= 1, got ", options.threads_per_stream);
+}
+
+LanePool::~LanePool() {
+  shutdown_ = true;
+  std::lock_guard lock(mutex_);
+  for (auto& w : workers_) {
+    w->generation.fetch_add(1, std::memory_order_release);
+    w->generation.notify_one();
+  }
+  for (auto& w : workers_) w->thread.join();
+}
+
+size_t LanePool::num_workers() const {
+  return num_workers_.load();
+}
+
+LanePool::Worker& LanePool::add_worker() {
+  const size_t i = workers_.size();
+  auto worker = std::make_unique<Worker>();
+  // Worker i gets threads_per_stream consecutive CPUs (wrapping around): its OpenMP team
+  // inherits the worker's mask, so a one-CPU mask would stack the whole team on one core.
+  const size_t width = static_cast<size_t>(options_.threads_per_stream);
+  if (options_.pin_threads && !cpus_.empty())
+    for (size_t k = 0; k < std::min(width, cpus_.size()); ++k)
+      worker->cpus.push_back(cpus_[(i * width + k) % cpus_.size()]);
+  worker->lane.stream = dnnl::stream(engine_);
+  Worker& w = *worker;
+  workers_.push_back(std::move(worker));
+  num_workers_ = workers_.size();
+  w.thread = std::thread([this, &w] { worker_main(w); });
+  return w;
+}
+
+void LanePool::worker_main(Worker& w) {
+  if (!w.cpus.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu : w.cpus) CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  }
+  // OpenMP's thread budget is per thread: the primitives were built under this one.
+  omp_set_num_threads(options_.threads_per_stream);
+  uint64_t seen = 0;
+  for (;;) {
+    // Idle workers spin for their next job only while every worker has CPUs of its own.
+    const bool fits = num_workers_.load(std::memory_order_relaxed) *
+                          static_cast<size_t>(options_.threads_per_stream) <=
+                      cpus_.size();
+    auto handed = [&] { return w.generation.load(std::memory_order_acquire) != seen; };
+    spin_until(handed, std::chrono::microseconds(fits ? options_.spin_us : 0));
+    for (uint64_t g = w.generation.load(std::memory_order_acquire); g == seen;
+         g = w.generation.load(std::memory_order_acquire))
+      w.generation.wait(g, std::memory_order_acquire);
+    if (shutdown_) return;
+    seen = w.generation.load(std::memory_order_acquire);
+    GangJob& job = *w.job;
+    try {
+      if (w.scratchpad_bytes < job.scratch) {
+        const Bytes bytes = (job.scratch + 63) / 64 * 64;
+        w.scratchpad.reset(static_cast<std::byte*>(std::aligned_alloc(64, bytes)));
+        BRAID_CHECK(w.scratchpad != nullptr, ErrorCode::kInternal, "cannot allocate a ", bytes,
+                    "-byte scratchpad");
+        w.scratchpad_bytes = bytes;
+        w.lane.scratchpad = w.scratchpad.get();
+      }
+      job.run(job.context, w.member, w.lane);
+    } catch (...) {
+      if (!job.failed.exchange(true)) {
+        job.failure = std::current_exception();
+        if (job.on_failure) job.on_failure(job.context);
+      }
+    }
+    w.finished.store(seen, std::memory_order_release);
+    w.finished.notify_one();
+  }
+}
+
+void LanePool::run(GangJob& job) {
+  if (job.members == 0) return;
+  job.failed = false;
+  job.failure = nullptr;
+  // The gang: the lowest idle workers (so one model alone gets workers 0..k-1, on CPUs
+  // 0..k-1), new ones where too few are idle.
+  std::vector<Worker*> gang;
+  gang.reserve(job.members);
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& w : workers_) {
+      if (gang.size() == job.members) break;
+      if (!w->busy) gang.push_back(w.get());
+    }
+    while (gang.size() < job.members) gang.push_back(&add_worker());
+    for (Worker* w : gang) w->busy = true;
+    busy_ += gang.size();
+    const bool fits = busy_ * static_cast<size_t>(options_.threads_per_stream) <= cpus_.size();
+    job.spin = std::chrono::microseconds(fits ? options_.spin_us : 0);
+  }
+  std::vector<uint64_t> handed(gang.size());
+  for (size_t i = 0; i < gang.size(); ++i) {
+    Worker& w = *gang[i];
+    w.job = &job;
+    w.member = i;
+    handed[i] = w.generation.fetch_add(1, std::memory_order_acq_rel) + 1;
+    w.generation.notify_one();
+  }
+  for (size_t i = 0; i < gang.size(); ++i) wait_for(gang[i]->finished, handed[i], job.spin);
+  {
+    std::lock_guard lock(mutex_);
+    for (Worker* w : gang) w->busy = false;
+    busy_ -= gang.size();
+  }
+  if (job.failed) std::rethrow_exception(job.failure);
+}
+
+}  // namespace braid::exec::cpu

@@ -1,0 +1,113 @@
+// The CPU executor's lanes: one pool of worker threads shared by every model an executor
+// prepares (and by every request of each), so models running side by side spread over the
+// cores instead of each pinning its own lanes from CPU 0. A job takes a gang of idle workers —
+// one per lane of the plan, all started before any is waited for, since a plan's lanes wait on
+// each other's events — and gives them back when every member is done. Gangs of different
+// callers run side by side on different workers; the pool grows when too few are idle, so a
+// gang never waits for another gang and two gangs can never deadlock.
+//
+// Each worker keeps what a lane needs (cpu_kernels.h's contract): a oneDNN stream on the pool's
+// engine, its own scratchpad, and the executor's OpenMP thread budget.
+//
+//   cpu::LanePool pool({.threads_per_stream = 1, .pin_threads = true, .spin_us = 100});
+//   cpu::GangJob job{.run = &run_member, .context = &ctx, .members = 3, .scratch = bytes};
+//   pool.run(job);  // rethrows the first member's failure
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "base/units.h"
+#include "exec/cpu/cpu_kernels.h"
+
+namespace braid::exec::cpu {
+
+// Spins until `done()` or `budget` has passed; returns done(). The clock is read once every 64
+// probes, so a probe costs a few nanoseconds.
+template <class Done>
+bool spin_until(Done done, std::chrono::microseconds budget) {
+  if (budget.count() <= 0) return done();
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  for (;;) {
+    for (int k = 0; k < 64; ++k) {
+      if (done()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
+// Waits until `value` holds `want`: spins for `spin`, then sleeps on the atomic.
+template <class T>
+void wait_for(const std::atomic<T>& value, T want, std::chrono::microseconds spin) {
+  spin_until([&] { return value.load(std::memory_order_acquire) == want; }, spin);
+  for (T v = value.load(std::memory_order_acquire); v != want;
+       v = value.load(std::memory_order_acquire))
+    value.wait(v, std::memory_order_acquire);
+}
+
+// A job for a gang of workers: member i calls run(context, i, its lane state). A member that
+// throws fails the job: `failed` is set, the first exception kept, and on_failure(context)
+// called once (to release members waiting on events the failed one will not record). Members
+// should stop early once `failed` is set.
+struct GangJob {
+  void (*run)(void* context, size_t member, LaneState& lane) = nullptr;
+  void* context = nullptr;
+  size_t members = 0;
+  Bytes scratch = 0;  // every member's scratchpad holds at least this many bytes
+  void (*on_failure)(void* context) = nullptr;
+
+  // Set by the pool.
+  std::chrono::microseconds spin{0};  // how long a member may spin on an event
+  std::atomic<bool> failed{false};
+  std::exception_ptr failure;
+};
+
+struct LanePoolOptions {
+  int threads_per_stream = 1;  // OpenMP threads in each worker's primitives
+  bool pin_threads = true;     // worker i on CPUs [i*T, i*T + T) of the allowed set (wrapping)
+  // How long a worker spins for its next job, and a member on an event, before sleeping: only
+  // while every busy worker (for idle ones: every worker) has CPUs of its own.
+  int spin_us = 100;
+};
+
+class LanePool {
+ public:
+  explicit LanePool(const LanePoolOptions& options);
+  ~LanePool();
+  LanePool(const LanePool&) = delete;
+  LanePool& operator=(const LanePool&) = delete;
+
+  // The engine every kernel run on this pool's workers is built for (a stream is tied to it).
+  const dnnl::engine& engine() const { return engine_; }
+  int threads_per_stream() const { return options_.threads_per_stream; }
+
+  // Runs `job` on job.members workers at once and returns when every member has returned;
+  // rethrows the job's failure. Thread-safe.
+  void run(GangJob& job);
+
+  size_t num_workers() const;
+
+ private:
+  struct Worker;
+  Worker& add_worker();  // under mutex_
+  void worker_main(Worker& worker);
+
+  LanePoolOptions options_;
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  std::vector<int> cpus_;  // the CPUs this process may use
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<Worker>> workers_;  // never shrinks; addresses stable
+  size_t busy_ = 0;                               // workers in a gang
+  std::atomic<size_t> num_workers_{0};
+  std::atomic<bool> shutdown_{false};
+};
+
+}  // namespace braid::exec::cpu
