@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
@@ -32,8 +33,8 @@ struct LanePool::Worker {
   std::thread thread;
   std::vector<int> cpus;  // empty: not pinned
   // The pool hands a job over by writing `job` and `member`, then bumping `generation`; the
-  // worker answers by storing that generation in `finished`. The job lives on its caller's
-  // stack, so the worker's last touch of anything but its own fields is before `finished`.
+  // worker answers by storing that generation in `finished` (under the pool's done_mutex_).
+  // The job lives on its caller's stack, so the worker's last touch of it is before that.
   std::atomic<uint64_t> generation{0};
   std::atomic<uint64_t> finished{0};
   GangJob* job = nullptr;
@@ -119,8 +120,14 @@ void LanePool::worker_main(Worker& w) {
         if (job.on_failure) job.on_failure(job.context);
       }
     }
-    w.finished.store(seen, std::memory_order_release);
-    w.finished.notify_one();
+    {
+      // Under the mutex the caller sleeps on (a condition variable, not an atomic wait: a
+      // caller sharing this worker's CPU must be woken, and so scheduled at once, not left
+      // yielding to a worker spinning for its next job).
+      std::lock_guard lock(done_mutex_);
+      w.finished.store(seen, std::memory_order_release);
+    }
+    done_cv_.notify_all();
   }
 }
 
@@ -132,6 +139,7 @@ void LanePool::run(GangJob& job) {
   // 0..k-1), new ones where too few are idle.
   std::vector<Worker*> gang;
   gang.reserve(job.members);
+  bool caller_spins = false;
   {
     std::lock_guard lock(mutex_);
     for (auto& w : workers_) {
@@ -141,8 +149,16 @@ void LanePool::run(GangJob& job) {
     while (gang.size() < job.members) gang.push_back(&add_worker());
     for (Worker* w : gang) w->busy = true;
     busy_ += gang.size();
-    const bool fits = busy_ * static_cast<size_t>(options_.threads_per_stream) <= cpus_.size();
-    job.spin = std::chrono::microseconds(fits ? options_.spin_us : 0);
+    const size_t busy_cpus = busy_ * static_cast<size_t>(options_.threads_per_stream);
+    job.spin = std::chrono::microseconds(busy_cpus <= cpus_.size() ? options_.spin_us : 0);
+    // The caller spins for the gang's end only on a CPU of its own: spinning on a member's CPU
+    // would take it from the member it waits for.
+    caller_spins = busy_cpus + 1 <= cpus_.size();
+    if (caller_spins && options_.pin_threads) {
+      const int me = sched_getcpu();
+      for (const Worker* w : gang)
+        if (std::find(w->cpus.begin(), w->cpus.end(), me) != w->cpus.end()) caller_spins = false;
+    }
   }
   std::vector<uint64_t> handed(gang.size());
   for (size_t i = 0; i < gang.size(); ++i) {
@@ -152,7 +168,15 @@ void LanePool::run(GangJob& job) {
     handed[i] = w.generation.fetch_add(1, std::memory_order_acq_rel) + 1;
     w.generation.notify_one();
   }
-  for (size_t i = 0; i < gang.size(); ++i) wait_for(gang[i]->finished, handed[i], job.spin);
+  auto all_finished = [&] {
+    for (size_t i = 0; i < gang.size(); ++i)
+      if (gang[i]->finished.load(std::memory_order_acquire) != handed[i]) return false;
+    return true;
+  };
+  if (!caller_spins || !spin_until(all_finished, job.spin)) {
+    std::unique_lock lock(done_mutex_);
+    done_cv_.wait(lock, all_finished);
+  }
   {
     std::lock_guard lock(mutex_);
     for (Worker* w : gang) w->busy = false;

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <exception>
 #include <memory>
@@ -106,6 +107,8 @@ class LanePool {
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Worker>> workers_;  // never shrinks; addresses stable
   size_t busy_ = 0;                               // workers in a gang
+  std::mutex done_mutex_;  // a worker's `finished` is stored under it; callers sleep on it
+  std::condition_variable done_cv_;
   std::atomic<size_t> num_workers_{0};
   std::atomic<bool> shutdown_{false};
 };
