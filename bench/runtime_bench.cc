@@ -14,16 +14,25 @@
 //   CpuStep vs RunBlocks one block of SqueezeNet (32x32) run through ExecBackend::run and straight
 //                        through the prepared model's run_blocks: the backend's overhead per
 //                        dispatch is the difference of their us_per_block.
+//   CpuPair/independent  one task each of SqueezeNet and GoogLeNet (112x112, sequential plans)
+//   CpuPair/combined     advanced block by block on the CPU, both models' blocks in one step:
+//                        each with its own plan side by side, or as one combined block (the
+//                        union DP or the zip under the simulated A100's stage cost) run stage by
+//                        stage, units side by side. Counters: us_per_task_pair, stages_per_pair.
 // Benchmarks measure, they do not assert (STYLE.md §5).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
+#include "runtime/combined.h"
 #include "runtime/exec_backend.h"
 #include "runtime/runtime.h"
 #include "runtime/scenario.h"
+#include "runtime/sim_backend.h"
 #include "sched/registry.h"
+#include "sim/device_spec.h"
 
 namespace braid::runtime {
 namespace {
@@ -120,6 +129,58 @@ void RunBlocks(benchmark::State& state) {
       double(n) * (block + 1), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(RunBlocks)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void CpuPair(benchmark::State& state) {
+  const bool combined = state.range(0) == 1;
+  ModelSet set;
+  for (const char* name : {"squeezenet", "googlenet"}) {
+    set.add(name, {.load = {.zoo = {.image_size = 112}}});
+    set.set_schedule(
+        set.size() - 1,
+        sched::make_scheduler("sequential")->schedule(set.model(set.size() - 1).units()));
+  }
+  SimBackend gpu(set, sim::load_device("a100_40gb"));
+  CombinedScheduler dict(set, gpu.stage_cost());
+  ExecBackend cpu(set);
+  const uint32_t blocks =
+      uint32_t(std::min(set.model(0).blocks.size(), set.model(1).blocks.size()));
+  std::vector<Step> steps;
+  size_t stages = 0;
+  for (uint32_t b = 0; b < blocks; ++b) {
+    // The last common block takes each model's remaining blocks when independent.
+    const uint32_t last0 = b + 1 < blocks ? b + 1 : uint32_t(set.model(0).blocks.size());
+    const uint32_t last1 = b + 1 < blocks ? b + 1 : uint32_t(set.model(1).blocks.size());
+    if (combined && last0 == b + 1 && last1 == b + 1) {
+      const std::vector<SubBlock> both = {{0, b}, {1, b}};
+      const CombinedSchedule& s = dict.schedule(both);
+      stages += s.stages.size();
+      steps.push_back({.kind = StepKind::kCombined,
+                       .pieces = {{0, 0, b, b + 1}, {1, 1, b, b + 1}},
+                       .schedules = {&s}});
+    } else {
+      steps.push_back(
+          {.kind = StepKind::kIndependent, .pieces = {{0, 0, b, last0}, {1, 1, b, last1}}});
+    }
+  }
+  int64_t n = 0;
+  for (auto _ : state) {
+    cpu.begin_instance(0, 0, {});
+    cpu.begin_instance(1, 1, {});
+    for (const Step& step : steps) cpu.run(step);
+    cpu.end_instance(0);
+    cpu.end_instance(1);
+    ++n;
+  }
+  state.counters["us_per_task_pair"] =
+      benchmark::Counter(double(n), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["stages_per_pair"] = double(stages);
+}
+BENCHMARK(CpuPair)
+    ->ArgName("combined")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace braid::runtime
