@@ -1,7 +1,6 @@
 #include "tune/auto_schedule.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -12,6 +11,7 @@
 #include "cost/roofline.h"
 #include "models/loader.h"
 #include "models/random_dag.h"
+#include "test_env.h"
 #include "tune/decision_cache.h"
 
 namespace braid::tune {
@@ -24,8 +24,7 @@ ir::UnitGraph wide_dag(uint64_t seed = 3) {
 }
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("braid_tune_test_" + std::to_string(::getpid())) / name;
+  auto dir = testing::scratch_dir() / name;
   std::filesystem::remove_all(dir);
   return dir;
 }

@@ -1,18 +1,17 @@
 #include "tune/decision_cache.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <fstream>
 
 #include "models/loader.h"
+#include "test_env.h"
 
 namespace braid::tune {
 namespace {
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("braid_decision_cache_test_" + std::to_string(::getpid())) / name;
+  auto dir = testing::scratch_dir() / name;
   std::filesystem::remove_all(dir);
   return dir;
 }

@@ -673,7 +673,7 @@ TEST(Cli, RunInputErrorsNameTheInput) {
 // braid top: a scenario runs under several policies, writes its report, and bad input exits 2
 // naming what is wrong.
 TEST(Cli, TopRunsAScenarioAndRejectsBadInput) {
-  const auto json = std::filesystem::temp_directory_path() / "braid_cli_top.json";
+  const auto json = testing::scratch_dir() / "top.json";
   auto r = run_command(cli() +
                        " top -m squeezenet:200 -m resnet50:100:stages --image-size 64"
                        " --scheduler sequential --device sim:a100_40gb --policy sync,top-heuristic"
@@ -713,7 +713,7 @@ TEST(Cli, TopRunsAScenarioAndRejectsBadInput) {
     EXPECT_EQ(e.exit_code, 2) << b.args << ": " << e.err;
     EXPECT_NE(e.err.find(b.says), std::string::npos) << b.args << ": " << e.err;
   }
-  const auto scenario = std::filesystem::temp_directory_path() / "braid_cli_top_bad.json";
+  const auto scenario = testing::scratch_dir() / "top_bad.json";
   std::ofstream(scenario) << R"({"format": "braid.top/1", "models": [{"model": "squeezenet"}],
                                 "duration": 3})";
   auto e = run_command(cli() + " top --scenario " + scenario.string());

@@ -22,7 +22,8 @@ inline std::filesystem::path venv_python() {
   auto p = source_dir() / ".venv" / "bin" / "python";
   return std::filesystem::exists(p) ? p : std::filesystem::path{};
 }
-// A scratch directory unique to this test process.
+// A scratch directory unique to this test process, removed when it exits (kept with
+// BRAID_KEEP_TEST_FILES=1 in the environment).
 std::filesystem::path scratch_dir();
 
 struct CommandResult {
