@@ -56,13 +56,14 @@ double percentile(std::vector<double> v, double p) {
 class Run {
  public:
   Run(const ModelSet& models, Backend& backend, Policy& policy, CombinedScheduler* combiner,
-      const RuntimeOptions& options, const std::vector<Arrival>& arrivals)
+      const RuntimeOptions& options, const std::vector<Arrival>& arrivals, Inbox* inbox = nullptr)
       : models_(models),
         backend_(backend),
         policy_(policy),
         combiner_(combiner),
         options_(options),
         arrivals_(arrivals),
+        inbox_(inbox),
         queues_(models.size()),
         next_due_(models.size(), 0.0),
         block_us_(models.size(), 0.0) {
@@ -78,19 +79,24 @@ class Run {
     decide();
     next_sample_ = options_.sample_period_us;
     for (;;) {
+      now_ = std::max(now_, clock_now());
       take_arrivals();
+      drop_timed_out();
       launch();
       sample_until_now();
       // Without drain the run ends at the duration, whatever is still queued or in flight.
       if (!options_.drain && now_ >= options_.duration_us) break;
+      if (inbox_ != nullptr && inbox_->stopped()) break;
       refresh_state();
       if (std::optional<Step> step = policy_.next_step(state_)) {
         run_step(*step);
         continue;
       }
       const double next = next_event();
-      const bool arrivals_over = next_arrival_ >= arrivals_.size() ||
-                                 arrivals_[next_arrival_].at_us >= options_.duration_us;
+      const bool arrivals_over = inbox_ != nullptr
+                                     ? inbox_->drained()
+                                     : next_arrival_ >= arrivals_.size() ||
+                                           arrivals_[next_arrival_].at_us >= options_.duration_us;
       if (options_.drain && arrivals_over && instances_in_flight() == 0 && all_queues_empty())
         break;
       if (!std::isfinite(next)) break;  // nothing can change any more (a policy that never admits)
@@ -98,8 +104,19 @@ class Run {
     }
     sample_until_now();
     // Instances still in flight at the end give their slots back, so the backend can serve
-    // another run (their tasks are reported in flight).
-    for (InstanceId i : order_) backend_.end_instance(i);
+    // another run (their tasks are reported in flight); tasks given online are answered.
+    if (inbox_ != nullptr) take_arrivals();  // stopped: submitted ones not yet taken
+    for (InstanceId i : order_) {
+      backend_.end_instance(i);
+      answer(instances_[i].state.task, {.status = TaskOutcome::Status::kCancelled,
+                                        .error = "the runtime stopped before the task finished"});
+    }
+    for (auto& queue : queues_)
+      for (uint64_t id : queue) {
+        if (inbox_ != nullptr) inbox_->left_queue(tasks_[id].model);
+        answer(id, {.status = TaskOutcome::Status::kCancelled,
+                    .error = "the runtime stopped before the task was run"});
+      }
     return report(std::chrono::duration<double>(Clock::now() - wall_start).count());
   }
 
@@ -116,9 +133,16 @@ class Run {
   }
   void wait_until(double t) {
     if (t <= now_) return;
-    if (!backend_.virtual_time())
-      std::this_thread::sleep_until(start_ + std::chrono::duration_cast<Clock::duration>(
-                                                 std::chrono::duration<double, std::micro>(t)));
+    if (!backend_.virtual_time()) {
+      const Clock::time_point deadline =
+          start_ + std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double, std::micro>(std::min(t, 1e15)));
+      // Online, a submission wakes the loop early (once closed, none can come).
+      if (inbox_ != nullptr && !inbox_->closed())
+        inbox_->wait_until(deadline);
+      else
+        std::this_thread::sleep_until(deadline);
+    }
     now_ = std::max(now_, backend_.virtual_time() ? t : clock_now());
   }
   // The next time something happens without a step: an arrival, a launcher tick, a sample.
@@ -128,7 +152,9 @@ class Run {
       t = std::min(t, arrivals_[next_arrival_].at_us);
     for (size_t m = 0; m < queues_.size(); ++m)
       if (!queues_[m].empty() && next_due_[m] > now_) t = std::min(t, next_due_[m]);
-    if (std::isfinite(t)) t = std::min(t, next_sample_);
+    // Online, arrivals are not known ahead: the loop sleeps until the next sample at most (a
+    // submission wakes it earlier).
+    if (std::isfinite(t) || inbox_ != nullptr) t = std::min(t, next_sample_);
     return t;
   }
 
@@ -140,6 +166,20 @@ class Run {
   }
 
   void take_arrivals() {
+    if (inbox_ != nullptr) {
+      for (Inbox::Taken& taken : inbox_->take()) {
+        // Stamped on the run's clock when submitted, so queueing before the loop saw it counts.
+        const double at =
+            std::chrono::duration<double, std::micro>(taken.submitted - start_).count();
+        TaskRecord task{.id = tasks_.size(), .model = taken.task.model, .arrival_us = at};
+        ++state_.model[task.model].arrived;
+        queues_[task.model].push_back(task.id);
+        log(fmt::format("arrive m{} t{}", task.model, task.id));
+        online_.push_back(std::move(taken.task));
+        tasks_.push_back(std::move(task));
+      }
+      return;
+    }
     while (next_arrival_ < arrivals_.size() && arrivals_[next_arrival_].at_us <= now_ &&
            arrivals_[next_arrival_].at_us < options_.duration_us) {
       const Arrival& a = arrivals_[next_arrival_++];
@@ -197,7 +237,12 @@ class Run {
                         .in_use = true};
     order_.push_back(slot);
     std::vector<std::vector<float>> inputs;
-    if (options_.input_of) inputs = options_.input_of(m, task_id);
+    if (inbox_ != nullptr) {
+      inbox_->left_queue(m);
+      inputs = std::move(online_[task_id].inputs);
+    } else if (options_.input_of) {
+      inputs = options_.input_of(m, task_id);
+    }
     backend_.begin_instance(slot, m, inputs);
     log(fmt::format("dequeue m{} t{} i{}", m, task_id, slot));
   }
@@ -226,7 +271,14 @@ class Run {
   void run_step(const Step& step) {
     check_step(step);
     const double begin = now_;
-    const StepResult r = backend_.run(step);
+    StepResult r;
+    try {
+      r = backend_.run(step);
+    } catch (const std::exception& e) {
+      if (inbox_ == nullptr) throw;
+      fail_step(step, e.what());
+      return;
+    }
     const double took = double(r.device_time.count());
     if (backend_.virtual_time())
       now_ += took;
@@ -250,11 +302,63 @@ class Run {
       TaskRecord& task = tasks_[inst.state.task];
       task.done_us = now_;
       std::vector<std::vector<float>> outputs = backend_.end_instance(p.instance);
-      if (options_.keep_outputs) task.outputs = std::move(outputs);
+      if (inbox_ != nullptr)
+        answer(task.id, {.status = TaskOutcome::Status::kDone, .outputs = std::move(outputs)});
+      else if (options_.keep_outputs)
+        task.outputs = std::move(outputs);
       ++state_.model[p.model].completed;
       inst.in_use = false;
       order_.erase(std::find(order_.begin(), order_.end(), p.instance));
       log(fmt::format("done m{} t{} {:.3f}us", p.model, task.id, now_ - task.arrival_us));
+    }
+  }
+
+  // Online: answers task `id` once (its callback), with its queueing and run times.
+  void answer(uint64_t id, TaskOutcome outcome) {
+    if (inbox_ == nullptr) return;
+    const TaskRecord& task = tasks_[id];
+    Submission& sub = online_[id];
+    if (!sub.done) return;  // answered already
+    const double end = task.done_us >= 0 ? task.done_us : now_;
+    outcome.queue_us = (task.dequeued_us >= 0 ? task.dequeued_us : end) - task.arrival_us;
+    outcome.run_us = task.dequeued_us >= 0 ? end - task.dequeued_us : 0;
+    auto done = std::move(sub.done);
+    sub = {};
+    done(std::move(outcome));
+  }
+
+  // Online: tasks still queued past their timeout are answered kTimedOut, not run late.
+  void drop_timed_out() {
+    if (inbox_ == nullptr) return;
+    for (auto& queue : queues_)
+      for (auto it = queue.begin(); it != queue.end();) {
+        const TaskRecord& task = tasks_[*it];
+        const double timeout = online_[*it].timeout_us;
+        if (timeout <= 0 || now_ - task.arrival_us <= timeout) {
+          ++it;
+          continue;
+        }
+        log(fmt::format("timeout m{} t{}", task.model, task.id));
+        inbox_->left_queue(task.model);
+        answer(*it, {.status = TaskOutcome::Status::kTimedOut,
+                     .error = fmt::format("queued {:.0f} us, over its timeout of {:.0f} us",
+                                          now_ - task.arrival_us, timeout)});
+        it = queue.erase(it);
+      }
+  }
+
+  // Online: a step that threw fails the tasks it advanced (their instances are given back);
+  // the loop goes on with the others.
+  void fail_step(const Step& step, const std::string& what) {
+    now_ = clock_now();
+    log(fmt::format("fail {} {}", describe(step), what));
+    for (const Piece& p : step.pieces) {
+      Instance& inst = instances_[p.instance];
+      if (!inst.in_use) continue;
+      backend_.end_instance(p.instance);
+      inst.in_use = false;
+      order_.erase(std::find(order_.begin(), order_.end(), p.instance));
+      answer(inst.state.task, {.status = TaskOutcome::Status::kFailed, .error = what});
     }
   }
 
@@ -401,6 +505,8 @@ class Run {
   CombinedScheduler* combiner_;
   const RuntimeOptions& options_;
   const std::vector<Arrival>& arrivals_;
+  Inbox* inbox_;                    // online: where tasks come from; null offline
+  std::vector<Submission> online_;  // online: per task id, its inputs until dequeued and callback
 
   Clock::time_point start_;
   double now_ = 0;
@@ -443,6 +549,18 @@ Report Runtime::run(const std::vector<Arrival>& arrivals) {
                              [](const Arrival& a, const Arrival& b) { return a.at_us < b.at_us; }),
               ErrorCode::kInvalidArgument, "arrivals must be sorted by time");
   Run run(*models_, *backend_, *policy_, combiner_, options_, arrivals);
+  return run.execute();
+}
+
+Report Runtime::serve(Inbox& inbox) {
+  BRAID_CHECK(!backend_->virtual_time(), ErrorCode::kInvalidArgument, "backend '", backend_->name(),
+              "' runs in virtual time: it cannot serve tasks as they come");
+  RuntimeOptions options = options_;
+  options.duration_us = std::numeric_limits<double>::infinity();
+  options.drain = true;
+  options.keep_outputs = false;
+  const std::vector<Arrival> none;
+  Run run(*models_, *backend_, *policy_, combiner_, options, none, &inbox);
   return run.execute();
 }
 

@@ -23,6 +23,7 @@
 
 #include "runtime/arrivals.h"
 #include "runtime/combined.h"
+#include "runtime/inbox.h"
 #include "runtime/policy.h"
 #include "runtime/step.h"
 
@@ -94,6 +95,11 @@ class Runtime {
   Runtime(const ModelSet& models, Backend& backend, Policy& policy, CombinedScheduler* combiner,
           RuntimeOptions options);
   Report run(const std::vector<Arrival>& arrivals);
+  // Online: the loop on the calling thread, on the wall clock, taking tasks from `inbox` as they
+  // are submitted, until it is closed and every accepted task is answered (or it is stopped:
+  // what is left is answered kCancelled). RuntimeOptions' duration, drain, input_of and
+  // keep_outputs do not apply. kInvalidArgument for a virtual-time backend.
+  Report serve(Inbox& inbox);
 
  private:
   const ModelSet* models_;

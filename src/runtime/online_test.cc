@@ -1,0 +1,289 @@
+// The runtime online (Runtime::serve): tasks submitted from several threads while it runs, each
+// answered exactly once — with the outputs of a plain run, or timed out, failed, cancelled —
+// and refused at once when a queue is full or the inbox is closed.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "base/error.h"
+#include "exec/cpu/cpu_executor.h"
+#include "runtime/exec_backend.h"
+#include "runtime/runtime.h"
+#include "runtime/sim_backend.h"
+#include "sched/registry.h"
+#include "sim/device_spec.h"
+
+namespace braid::runtime {
+namespace {
+
+using Outputs = std::vector<std::vector<float>>;
+
+ModelSet two_models() {
+  ModelSet set;
+  auto sequential = sched::make_scheduler("sequential");
+  for (const char* name : {"squeezenet", "googlenet"}) {
+    set.add(name, {.load = {.zoo = {.image_size = 48}}});
+    set.set_schedule(set.size() - 1, sequential->schedule(set.model(set.size() - 1).units()));
+  }
+  return set;
+}
+
+Outputs inputs_for(const ModelSet& set, uint32_t m, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  Outputs inputs;
+  const ir::Graph& g = *set.model(m).loaded.graph;
+  for (ValueId v : g.inputs()) {
+    std::vector<float> x(g.value(v).type.elements());
+    for (float& f : x) f = dist(rng);
+    inputs.push_back(std::move(x));
+  }
+  return inputs;
+}
+
+// What the callbacks saw, by task key.
+struct Answers {
+  std::mutex mutex;
+  std::map<uint64_t, std::vector<TaskOutcome>> by_key;
+  std::function<void(TaskOutcome)> callback(uint64_t key) {
+    return [this, key](TaskOutcome o) {
+      std::lock_guard lock(mutex);
+      by_key[key].push_back(std::move(o));
+    };
+  }
+};
+
+// The oracle: one prepared model per model, its plan, run whole.
+class PlainRuns {
+ public:
+  explicit PlainRuns(const ModelSet& set) : set_(set) {
+    auto executor = exec::make_cpu_executor({.pin_threads = false});
+    for (size_t m = 0; m < set.size(); ++m) {
+      const RuntimeModel& model = set.model(m);
+      prepared_.push_back(executor->prepare(
+          {model.units().graph_ptr(), std::make_shared<const ir::Weights>(model.loaded.weights),
+           &model.units(), &model.plan}));
+    }
+  }
+  Outputs run(uint32_t m, const Outputs& inputs) {
+    auto request = prepared_[m]->new_request();
+    for (size_t i = 0; i < inputs.size(); ++i) prepared_[m]->set_input(*request, i, inputs[i]);
+    prepared_[m]->run(*request);
+    Outputs out;
+    for (size_t o = 0; o < set_.model(m).loaded.graph->outputs().size(); ++o) {
+      auto y = prepared_[m]->output(*request, o);
+      out.emplace_back(y.begin(), y.end());
+    }
+    return out;
+  }
+
+ private:
+  const ModelSet& set_;
+  std::vector<std::unique_ptr<exec::PreparedModel>> prepared_;
+};
+
+// Four client threads submit while the loop runs, under every policy; close() drains. Every
+// accepted task is answered once, done, with exactly a plain run's outputs.
+TEST(Online, EveryAcceptedTaskIsAnsweredOnceWithAPlainRunsOutputs) {
+  const ModelSet set = two_models();
+  PlainRuns plain(set);
+  ExecBackend backend(set);
+  for (const std::string policy : {"static", "static-serial", "top-heuristic"}) {
+    SCOPED_TRACE(policy);
+    SimBackend gpu(set, sim::load_device("a100_40gb"));
+    CombinedScheduler dict(set, gpu.stage_cost());
+    auto p = make_policy(policy);
+    Runtime rt(set, backend, *p, &dict, {});
+    Inbox inbox(set.size());
+    Answers answers;
+    std::thread loop([&] { rt.serve(inbox); });
+    std::vector<std::thread> clients;
+    constexpr int kClients = 4, kPerClient = 6;
+    for (int c = 0; c < kClients; ++c)
+      clients.emplace_back([&, c] {
+        for (int i = 0; i < kPerClient; ++i) {
+          const uint64_t key = uint64_t(c * 100 + i);
+          const uint32_t m = uint32_t(key % 2);
+          EXPECT_EQ(
+              inbox.submit(
+                  {.model = m, .inputs = inputs_for(set, m, key), .done = answers.callback(key)}),
+              SubmitStatus::kAccepted);
+          std::this_thread::sleep_for(std::chrono::milliseconds(1 + (key % 3)));
+        }
+      });
+    for (std::thread& t : clients) t.join();
+    inbox.close();
+    loop.join();
+    EXPECT_EQ(inbox.submit({.model = 0, .done = answers.callback(999)}), SubmitStatus::kClosed);
+    ASSERT_EQ(answers.by_key.size(), size_t(kClients * kPerClient));
+    for (auto& [key, outcomes] : answers.by_key) {
+      ASSERT_EQ(outcomes.size(), 1u)
+          << "task " << key << " answered " << outcomes.size() << " times";
+      const TaskOutcome& o = outcomes[0];
+      ASSERT_EQ(o.status, TaskOutcome::Status::kDone) << o.error;
+      EXPECT_GE(o.queue_us, 0);
+      EXPECT_GT(o.run_us, 0);
+      const uint32_t m = uint32_t(key % 2);
+      EXPECT_EQ(o.outputs, plain.run(m, inputs_for(set, m, key))) << "task " << key;
+    }
+  }
+}
+
+// A full queue refuses at once (the caller answers 503 without waiting for the loop); an unknown
+// model too. Submitted = accepted + refused, and every accepted task is answered.
+TEST(Online, FullQueuesRefuseAtOnceAndNothingIsLost) {
+  const ModelSet set = two_models();
+  ExecBackend backend(set);
+  auto p = make_policy("static-serial");
+  Runtime rt(set, backend, *p, nullptr, {});
+  Inbox inbox(set.size(), {.queue_capacity = 3});
+  Answers answers;
+  size_t accepted = 0, full = 0;
+  for (uint64_t key = 0; key < 40; ++key) {  // before the loop runs: nothing is dequeued yet
+    const SubmitStatus s = inbox.submit({.model = uint32_t(key % 2),
+                                         .inputs = inputs_for(set, uint32_t(key % 2), key),
+                                         .done = answers.callback(key)});
+    accepted += s == SubmitStatus::kAccepted;
+    full += s == SubmitStatus::kQueueFull;
+  }
+  EXPECT_EQ(accepted, 6u);
+  EXPECT_EQ(full, 34u);
+  EXPECT_EQ(inbox.waiting(0), 3u);
+  EXPECT_EQ(inbox.submit({.model = 7, .done = answers.callback(99)}), SubmitStatus::kUnknownModel);
+  std::thread loop([&] { rt.serve(inbox); });
+  inbox.close();
+  loop.join();
+  EXPECT_EQ(answers.by_key.size(), accepted);
+  for (auto& [key, outcomes] : answers.by_key) {
+    ASSERT_EQ(outcomes.size(), 1u);
+    EXPECT_EQ(outcomes[0].status, TaskOutcome::Status::kDone);
+  }
+  EXPECT_EQ(inbox.waiting(0) + inbox.waiting(1), 0u);
+}
+
+// A task still queued past its timeout is answered kTimedOut and never run late: one instance at
+// a time, a burst with a timeout shorter than the burst takes to run.
+TEST(Online, QueuedPastItsTimeoutIsDroppedNotRunLate) {
+  const ModelSet set = two_models();
+  ExecBackend backend(set);
+  auto p = make_policy("static-serial");
+  Runtime rt(set, backend, *p, nullptr, {});
+  Inbox inbox(set.size());
+  Answers answers;
+  constexpr double kTimeoutUs = 20000;
+  for (uint64_t key = 0; key < 60; ++key)
+    ASSERT_EQ(inbox.submit({.model = 1,
+                            .inputs = inputs_for(set, 1, key),
+                            .timeout_us = kTimeoutUs,
+                            .done = answers.callback(key)}),
+              SubmitStatus::kAccepted);
+  std::thread loop([&] { rt.serve(inbox); });
+  inbox.close();
+  loop.join();
+  ASSERT_EQ(answers.by_key.size(), 60u);
+  size_t done = 0, timed_out = 0;
+  for (auto& [key, outcomes] : answers.by_key) {
+    ASSERT_EQ(outcomes.size(), 1u);
+    const TaskOutcome& o = outcomes[0];
+    if (o.status == TaskOutcome::Status::kDone) {
+      ++done;
+      EXPECT_LE(o.queue_us, kTimeoutUs * 1.5) << "task " << key << " ran after its timeout";
+    } else {
+      ASSERT_EQ(o.status, TaskOutcome::Status::kTimedOut) << o.error;
+      EXPECT_TRUE(o.outputs.empty());
+      EXPECT_NE(o.error.find("timeout"), std::string::npos) << o.error;
+      ++timed_out;
+    }
+  }
+  EXPECT_GT(done, 0u);
+  EXPECT_GT(timed_out, 0u);
+}
+
+// stop(): the loop ends after the step under way; whatever it holds is answered kCancelled.
+TEST(Online, StopAnswersWhatIsLeftCancelled) {
+  const ModelSet set = two_models();
+  ExecBackend backend(set);
+  auto p = make_policy("static-serial");
+  Runtime rt(set, backend, *p, nullptr, {});
+  Inbox inbox(set.size());
+  Answers answers;
+  for (uint64_t key = 0; key < 40; ++key)
+    inbox.submit({.model = uint32_t(key % 2),
+                  .inputs = inputs_for(set, uint32_t(key % 2), key),
+                  .done = answers.callback(key)});
+  std::thread loop([&] { rt.serve(inbox); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  inbox.stop();
+  loop.join();
+  ASSERT_EQ(answers.by_key.size(), 40u);
+  size_t cancelled = 0;
+  for (auto& [key, outcomes] : answers.by_key) {
+    ASSERT_EQ(outcomes.size(), 1u);
+    cancelled += outcomes[0].status == TaskOutcome::Status::kCancelled;
+  }
+  EXPECT_GT(cancelled, 0u);
+  EXPECT_EQ(inbox.submit({.model = 0, .done = answers.callback(99)}), SubmitStatus::kClosed);
+}
+
+// A step that throws fails the tasks it advanced (the backend does not say which of its pieces
+// finished, so all of them); the loop answers them and goes on with the others.
+class FailingBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "failing"; }
+  bool virtual_time() const override { return false; }
+  void begin_instance(InstanceId, uint32_t, std::span<const std::vector<float>>) override {}
+  StepResult run(const Step& step) override {
+    for (const Piece& p : step.pieces)
+      if (p.model == 1) throw Error(ErrorCode::kInternal, "model 1's kernel failed");
+    return {Micros{50}, 0.5};
+  }
+  std::vector<std::vector<float>> end_instance(InstanceId) override { return {{1.0f}}; }
+};
+
+TEST(Online, AFailedStepFailsItsTasksAndTheLoopGoesOn) {
+  const ModelSet set = two_models();
+  FailingBackend backend;
+  auto p = make_policy("static-serial");
+  Runtime rt(set, backend, *p, nullptr, {});
+  Inbox inbox(set.size());
+  Answers answers;
+  // Two tasks of model 1 first, then eight of model 0: the first two steps hold a task of
+  // each model and fail; the six model-0 tasks after them run alone.
+  for (uint64_t key = 0; key < 10; ++key)
+    inbox.submit({.model = key < 2 ? 1u : 0u, .done = answers.callback(key)});
+  std::thread loop([&] { rt.serve(inbox); });
+  inbox.close();
+  loop.join();
+  ASSERT_EQ(answers.by_key.size(), 10u);
+  size_t done = 0;
+  for (auto& [key, outcomes] : answers.by_key) {
+    ASSERT_EQ(outcomes.size(), 1u);
+    const TaskOutcome& o = outcomes[0];
+    if (key < 2 || o.status == TaskOutcome::Status::kFailed) {
+      EXPECT_EQ(o.status, TaskOutcome::Status::kFailed) << "task " << key;
+      EXPECT_NE(o.error.find("model 1's kernel failed"), std::string::npos) << o.error;
+    } else {
+      EXPECT_EQ(o.status, TaskOutcome::Status::kDone) << o.error;
+      EXPECT_EQ(o.outputs, Outputs{{1.0f}});
+      ++done;
+    }
+  }
+  EXPECT_GE(done, 6u);
+}
+
+TEST(Online, VirtualTimeCannotServe) {
+  ModelSet set;
+  set.add("squeezenet", {.load = {.zoo = {.image_size = 48}, .with_weights = false}});
+  SimBackend gpu(set, sim::load_device("a100_40gb"));
+  auto p = make_policy("static");
+  Runtime rt(set, gpu, *p, nullptr, {});
+  Inbox inbox(set.size());
+  EXPECT_THROW(rt.serve(inbox), Error);
+}
+
+}  // namespace
+}  // namespace braid::runtime
