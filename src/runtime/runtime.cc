@@ -286,6 +286,7 @@ class Run {
       now_ = clock_now();
     account_busy(begin, now_, r.utilization);
     ++steps_;
+    if (step.kind == StepKind::kCombined) ++combined_steps_;
     if (step_sizes_.size() <= step.pieces.size()) step_sizes_.resize(step.pieces.size() + 1, 0);
     ++step_sizes_[step.pieces.size()];
     log(fmt::format("step {} {:.3f}us", describe(step), took));
@@ -400,6 +401,13 @@ class Run {
       s.variance = state_.queue_variance();
       samples_.push_back(std::move(s));
       next_sample_ += options_.sample_period_us;
+      if (options_.on_sample)
+        options_.on_sample({.at_us = samples_.back().at_us,
+                            .in_flight = order_.size(),
+                            .variance = samples_.back().variance,
+                            .steps = steps_,
+                            .combined_steps = combined_steps_,
+                            .stage_dict_hits = combiner_ ? uint64_t(combiner_->stats().hits) : 0});
       if (samples_.back().variance > options_.variance_threshold) {
         log(fmt::format("redecide variance {:.3f}", samples_.back().variance));
         decide();
@@ -522,7 +530,7 @@ class Run {
   double busy_total_ = 0, run_total_ = 0;
   std::vector<double> busy_by_period_, run_by_period_;
   std::vector<Sample> samples_;
-  uint64_t steps_ = 0, decisions_ = 0;
+  uint64_t steps_ = 0, combined_steps_ = 0, decisions_ = 0;
   std::vector<uint64_t> step_sizes_;
   LogHash hash_;
   std::vector<std::string> event_log_;

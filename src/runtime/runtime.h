@@ -29,6 +29,15 @@
 
 namespace braid::runtime {
 
+// What the loop reports at every sample (online: a server's gauges).
+struct LiveStats {
+  double at_us = 0;
+  size_t in_flight = 0;  // instances
+  double variance = 0;   // σ_t of the remaining tasks
+  uint64_t steps = 0, combined_steps = 0;
+  uint64_t stage_dict_hits = 0;
+};
+
 struct RuntimeOptions {
   double duration_us = 1e6;        // arrivals after it are dropped
   bool drain = false;              // after the duration, run until every task is done
@@ -40,6 +49,8 @@ struct RuntimeOptions {
   std::function<std::vector<std::vector<float>>(uint32_t model, uint64_t task)> input_of;
   bool keep_outputs = false;  // Report::tasks[i].outputs
   bool keep_event_log = false;
+  // Called from the loop's thread at every sample.
+  std::function<void(const LiveStats&)> on_sample;
 };
 
 struct TaskRecord {

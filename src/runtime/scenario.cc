@@ -176,14 +176,20 @@ const ModelSet& ScenarioRunner::models() const {
 CombinedScheduler& ScenarioRunner::combiner() {
   return *impl_->combiner;
 }
+Backend& ScenarioRunner::backend() {
+  return *impl_->backend;
+}
+std::unique_ptr<Policy> ScenarioRunner::make_policy(const std::string& name) const {
+  return runtime::make_policy(
+      name, {.max_in_flight = scenario_.max_in_flight, .max_sub_blocks = scenario_.max_sub_blocks});
+}
 
 Report ScenarioRunner::run(const std::string& policy_name, uint64_t seed,
                            const std::function<void(RuntimeOptions&)>& adjust) {
   const Scenario& s = scenario_;
   ArrivalPattern pattern{.kind = s.arrivals, .duration_s = s.duration_s, .seed = seed};
   for (const ScenarioModel& m : s.models) pattern.fps.push_back(m.fps);
-  auto policy = make_policy(policy_name,
-                            {.max_in_flight = s.max_in_flight, .max_sub_blocks = s.max_sub_blocks});
+  auto policy = make_policy(policy_name);
   RuntimeOptions options{.duration_us = s.duration_s * 1e6,
                          .drain = s.drain,
                          .variance_threshold = s.variance_threshold,

@@ -72,6 +72,9 @@ class ScenarioRunner {
   const Scenario& scenario() const { return scenario_; }
   const ModelSet& models() const;
   CombinedScheduler& combiner();
+  Backend& backend();
+  // A policy as run() makes it (the scenario's H and in-flight cap); kNotFound listing the known.
+  std::unique_ptr<Policy> make_policy(const std::string& name) const;
 
  private:
   struct Impl;
