@@ -10,6 +10,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler        # ONNX import/export
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libboost-graph-dev
   libssl-dev                                           # SHA-256 of outputs (braid run --json)
+  libcpp-httplib-dev                                   # braid serve, braid load (HTTP)
   libopenmpi-dev openmpi-bin                           # the multi-device executor (mpirun)
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-testdata                                     # ONNX's backend node tests
@@ -29,7 +30,7 @@ fi
 
 stamp=.venv/.requirements
 if [ ! -f "$stamp" ] || ! cmp -s scripts/requirements.txt "$stamp"; then
-  echo "deps: creating .venv (onnx, onnxruntime, numpy)"
+  echo "deps: creating .venv (scripts/requirements.txt)"
   [ -x .venv/bin/python ] || python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
   cp scripts/requirements.txt "$stamp"

@@ -52,5 +52,7 @@ void add_bench_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
 void add_transfers_command(CLI::App& app);
 void add_top_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
+void add_load_command(CLI::App& app);
 
 }  // namespace braid::cli

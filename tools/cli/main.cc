@@ -40,6 +40,8 @@ int main(int argc, char** argv) {
   braid::cli::add_calibrate_command(app);
   braid::cli::add_transfers_command(app);
   braid::cli::add_top_command(app);
+  braid::cli::add_serve_command(app);
+  braid::cli::add_load_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

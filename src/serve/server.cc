@@ -1,0 +1,354 @@
+#include "serve/server.h"
+
+#include <httplib.h>
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "runtime/runtime.h"
+#include "serve/metrics.h"
+#include "serve/protocol.h"
+
+namespace braid::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+size_t cpu_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+    return size_t(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+ModelMetadata metadata_of(const runtime::RuntimeModel& model, const std::string& version) {
+  ModelMetadata m{.name = model.name, .versions = {version}, .platform = "onnxruntime_onnx"};
+  const ir::Graph& g = *model.loaded.graph;
+  auto spec = [&](ValueId v) {
+    const ir::Value& value = g.value(v);
+    return TensorSpec{value.name, datatype_of(value.type.dtype), value.type.shape};
+  };
+  for (ValueId v : g.inputs()) m.inputs.push_back(spec(v));
+  for (ValueId v : g.outputs()) m.outputs.push_back(spec(v));
+  return m;
+}
+
+void reply_error(httplib::Response& res, int status, std::string_view message) {
+  res.status = status;
+  res.set_content(error_body(message), "application/json");
+}
+
+}  // namespace
+
+struct Server::Impl {
+  Impl(const runtime::ModelSet& models, runtime::Backend& backend, runtime::Policy& policy,
+       runtime::CombinedScheduler* combiner, ServerOptions options)
+      : models(models),
+        options(std::move(options)),
+        inbox(models.size(), {.queue_capacity = this->options.queue_capacity}),
+        runtime(models, backend, policy, combiner,
+                {.on_sample =
+                     [this](const runtime::LiveStats& s) {
+                       std::lock_guard lock(live_mutex);
+                       live = s;
+                     }}),
+        metrics(model_names(models), this->options.version),
+        pending(std::make_unique<std::atomic<size_t>[]>(models.size())) {
+    for (size_t m = 0; m < models.size(); ++m) {
+      metadata.push_back(metadata_of(models.model(m), this->options.version));
+      pending[m] = 0;
+    }
+    routes();
+  }
+
+  static std::vector<std::string> model_names(const runtime::ModelSet& models) {
+    std::vector<std::string> names;
+    for (size_t m = 0; m < models.size(); ++m) names.push_back(models.model(m).name);
+    return names;
+  }
+
+  // The model a path names (and its version, when given), or a 404 written to `res`.
+  std::optional<size_t> find_model(const httplib::Request& req, httplib::Response& res) {
+    const std::string name = req.matches[1];
+    const std::string version = req.matches.size() > 2 ? std::string(req.matches[2]) : "";
+    for (size_t m = 0; m < models.size(); ++m) {
+      if (models.model(m).name != name) continue;
+      if (!version.empty() && version != options.version) {
+        reply_error(res, 404,
+                    fmt::format("Request for unknown model: '{}' version {} is not found (it has "
+                                "version {})",
+                                name, version, options.version));
+        return std::nullopt;
+      }
+      return m;
+    }
+    reply_error(res, 404, fmt::format("Request for unknown model: '{}' is not found", name));
+    return std::nullopt;
+  }
+
+  void routes();
+  void infer(size_t m, const httplib::Request& req, httplib::Response& res);
+  std::string scrape();
+
+  const runtime::ModelSet& models;
+  ServerOptions options;
+  runtime::Inbox inbox;
+  runtime::Runtime runtime;
+  Metrics metrics;
+  std::vector<ModelMetadata> metadata;
+  std::unique_ptr<std::atomic<size_t>[]> pending;  // per model: accepted, not yet answered
+
+  httplib::Server http;
+  std::thread http_thread, loop_thread;
+  std::promise<void> loop_done;
+  int bound_port = -1;
+  std::atomic<bool> is_ready{false}, running{false};
+  std::mutex shutdown_mutex;
+
+  std::mutex live_mutex;
+  runtime::LiveStats live;
+  std::mutex scrape_mutex;
+  double last_cpu = 0;
+  Clock::time_point last_scrape = Clock::now();
+};
+
+void Server::Impl::routes() {
+  http.set_payload_max_length(options.max_request_bytes);
+  const int threads = std::max(1, options.http_threads);
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  // httplib answers some errors itself (413 for a body over the limit, 404 for an unknown
+  // path, 400 for a malformed request line) with an empty body: give them the protocol's.
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string message = fmt::format("HTTP {}", res.status);
+    if (res.status == 404) message = fmt::format("no such endpoint: {} {}", req.method, req.path);
+    if (res.status == 413) message = "request body too large (--max-request-bytes)";
+    res.set_content(error_body(message), "application/json");
+  });
+
+  http.Get("/v2/health/live",
+           [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
+  http.Get("/v2/health/ready", [this](const httplib::Request&, httplib::Response& res) {
+    res.status = is_ready ? 200 : 503;
+  });
+  http.Get("/v2", [](const httplib::Request&, httplib::Response& res) {
+    const nlohmann::json body = {{"name", "braid"},
+                                 {"version", "0.1.0"},
+                                 {"extensions", {"binary_tensor_data", "statistics"}}};
+    res.set_content(body.dump(), "application/json");
+  });
+  // Before the model routes, which would take "stats" for a model's name.
+  http.Get("/v2/models/stats", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics.stats(std::nullopt).dump(), "application/json");
+  });
+  const std::string model = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
+  http.Get(model, [this](const httplib::Request& req, httplib::Response& res) {
+    if (auto m = find_model(req, res))
+      res.set_content(
+          to_json(metadata[*m]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+          "application/json");
+  });
+  http.Get(model + "/ready", [this](const httplib::Request& req, httplib::Response& res) {
+    if (find_model(req, res)) res.status = is_ready ? 200 : 503;
+  });
+  http.Get(model + "/stats", [this](const httplib::Request& req, httplib::Response& res) {
+    if (auto m = find_model(req, res))
+      res.set_content(metrics.stats(*m).dump(), "application/json");
+  });
+  http.Post(model + "/infer", [this](const httplib::Request& req, httplib::Response& res) {
+    if (auto m = find_model(req, res)) infer(*m, req, res);
+  });
+  http.Post("/v2/repository/index", [this](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json index = nlohmann::json::array();
+    for (size_t m = 0; m < models.size(); ++m)
+      index.push_back({{"name", models.model(m).name},
+                       {"version", options.version},
+                       {"state", is_ready ? "READY" : "UNAVAILABLE"}});
+    res.set_content(index.dump(), "application/json");
+  });
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(scrape(), "text/plain; version=0.0.4");
+  });
+}
+
+void Server::Impl::infer(size_t m, const httplib::Request& req, httplib::Response& res) {
+  const Clock::time_point begin = Clock::now();
+  auto elapsed_us = [&] {
+    return std::chrono::duration<double, std::micro>(Clock::now() - begin).count();
+  };
+  if (!is_ready) {
+    res.set_header("Retry-After", "1");
+    return reply_error(res, 503, "the server is shutting down");
+  }
+  std::optional<size_t> header_length;
+  if (req.has_header("Inference-Header-Content-Length")) {
+    const std::string value = req.get_header_value("Inference-Header-Content-Length");
+    size_t n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size()) {
+      metrics.record_failure(m, elapsed_us());
+      return reply_error(res, 400,
+                         fmt::format("Inference-Header-Content-Length '{}' is not a size", value));
+    }
+    header_length = n;
+  }
+  InferRequest request;
+  try {
+    request = parse_infer_request(req.body, header_length, metadata[m]);
+  } catch (const Error& e) {
+    metrics.record_failure(m, elapsed_us());
+    return reply_error(res, http_status(e.code()), e.what());
+  }
+
+  auto answer = std::make_shared<std::promise<runtime::TaskOutcome>>();
+  std::future<runtime::TaskOutcome> outcome_future = answer->get_future();
+  runtime::Submission task{
+      .model = uint32_t(m),
+      .timeout_us = request.timeout_us ? double(*request.timeout_us) : options.default_timeout_us,
+      .done = [answer](runtime::TaskOutcome o) { answer->set_value(std::move(o)); }};
+  for (InputTensor& input : request.inputs) task.inputs.push_back(std::move(input.values));
+  ++pending[m];
+  const runtime::SubmitStatus status = inbox.submit(std::move(task));
+  if (status != runtime::SubmitStatus::kAccepted) {
+    --pending[m];
+    metrics.record_failure(m, elapsed_us());
+    res.set_header("Retry-After", "1");
+    if (status == runtime::SubmitStatus::kQueueFull)
+      return reply_error(res, options.overload_status,
+                         fmt::format("model '{}': queue full ({} requests waiting)",
+                                     models.model(m).name, options.queue_capacity));
+    return reply_error(res, 503, "the server is shutting down");
+  }
+  runtime::TaskOutcome outcome = outcome_future.get();
+  --pending[m];
+  switch (outcome.status) {
+    case runtime::TaskOutcome::Status::kDone:
+      break;
+    case runtime::TaskOutcome::Status::kTimedOut:
+      metrics.record_failure(m, elapsed_us());
+      res.set_header("Retry-After", "1");
+      return reply_error(res, 503,
+                         fmt::format("model '{}': request timed out before it ran: {}",
+                                     models.model(m).name, outcome.error));
+    case runtime::TaskOutcome::Status::kCancelled:
+      metrics.record_failure(m, elapsed_us());
+      return reply_error(res, 503, "the server shut down before the request ran");
+    case runtime::TaskOutcome::Status::kFailed:
+      metrics.record_failure(m, elapsed_us());
+      return reply_error(res, 500, outcome.error);
+  }
+  std::vector<OutputTensor> outputs;
+  const ModelMetadata& meta = metadata[m];
+  for (size_t o = 0; o < meta.outputs.size() && o < outcome.outputs.size(); ++o)
+    outputs.push_back({meta.outputs[o].name, meta.outputs[o].datatype, meta.outputs[o].shape,
+                       std::move(outcome.outputs[o])});
+  EncodedResponse encoded;
+  try {
+    encoded = encode_infer_response(meta.name, options.version, request, outputs);
+  } catch (const Error& e) {
+    metrics.record_failure(m, elapsed_us());
+    return reply_error(res, http_status(e.code()), e.what());
+  }
+  if (encoded.header_length)
+    res.set_header("Inference-Header-Content-Length", std::to_string(*encoded.header_length));
+  res.set_content(std::move(encoded.body), encoded.content_type);
+  metrics.record_success(
+      m, {.queue_us = outcome.queue_us, .compute_us = outcome.run_us, .total_us = elapsed_us()});
+}
+
+std::string Server::Impl::scrape() {
+  Gauges g;
+  for (size_t m = 0; m < models.size(); ++m) g.pending.push_back(pending[m].load());
+  {
+    std::lock_guard lock(scrape_mutex);
+    const double cpu = process_cpu_seconds();
+    const Clock::time_point now = Clock::now();
+    const double wall = std::chrono::duration<double>(now - last_scrape).count();
+    g.cpu_utilization =
+        wall > 0 ? std::clamp((cpu - last_cpu) / (wall * double(cpu_count())), 0.0, 1.0) : 0.0;
+    last_cpu = cpu;
+    last_scrape = now;
+  }
+  {
+    std::lock_guard lock(live_mutex);
+    g.in_flight_instances = live.in_flight;
+    g.queue_variance = live.variance;
+    g.steps = live.steps;
+    g.combined_steps = live.combined_steps;
+    g.stage_dict_hits = live.stage_dict_hits;
+  }
+  return metrics.prometheus(g);
+}
+
+Server::Server(const runtime::ModelSet& models, runtime::Backend& backend, runtime::Policy& policy,
+               runtime::CombinedScheduler* combiner, ServerOptions options)
+    : impl_(std::make_unique<Impl>(models, backend, policy, combiner, std::move(options))) {
+  BRAID_CHECK(impl_->options.overload_status == 503 || impl_->options.overload_status == 429,
+              ErrorCode::kInvalidArgument, "overload status must be 503 or 429, got ",
+              impl_->options.overload_status);
+  BRAID_CHECK(impl_->options.port >= 0 && impl_->options.port <= 65535, ErrorCode::kInvalidArgument,
+              "port ", impl_->options.port, " is out of range");
+}
+
+Server::~Server() {
+  shutdown();
+}
+
+void Server::start() {
+  Impl& s = *impl_;
+  BRAID_CHECK(!s.running, ErrorCode::kInvalidArgument, "the server is already running");
+  s.bound_port = s.options.port == 0
+                     ? s.http.bind_to_any_port(s.options.host)
+                     : (s.http.bind_to_port(s.options.host, s.options.port) ? s.options.port : -1);
+  BRAID_CHECK(s.bound_port > 0, ErrorCode::kInvalidArgument, "cannot listen on ", s.options.host,
+              ":", s.options.port, " (in use, or not an address of this machine)");
+  s.running = true;
+  s.loop_thread = std::thread([&s] {
+    s.runtime.serve(s.inbox);
+    s.loop_done.set_value();
+  });
+  s.http_thread = std::thread([&s] { s.http.listen_after_bind(); });
+  s.is_ready = true;
+}
+
+int Server::port() const {
+  return impl_->bound_port;
+}
+bool Server::ready() const {
+  return impl_->is_ready;
+}
+
+void Server::shutdown() {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.shutdown_mutex);
+  if (!s.running) return;
+  s.is_ready = false;
+  s.inbox.close();  // new requests: 503; the loop finishes the accepted ones
+  auto done = s.loop_done.get_future();
+  if (done.wait_for(std::chrono::duration<double>(s.options.exit_timeout_s)) !=
+      std::future_status::ready)
+    s.inbox.stop();  // what is left is answered cancelled (503)
+  s.loop_thread.join();
+  s.http.stop();
+  s.http_thread.join();
+  s.running = false;
+}
+
+}  // namespace braid::serve

@@ -1,0 +1,61 @@
+// braid's inference server: the Open Inference Protocol v2 (KServe v2, what Triton's clients
+// speak) over HTTP, in front of TOP's runtime (runtime/runtime.h, online). Each model's requests
+// become tasks in its bounded queue; the runtime's policy pipelines them block by block on the
+// device; every accepted request gets exactly one response.
+//
+//   serve::Server server(models, backend, *policy, &dict, {.port = 0});
+//   server.start();                 // binds; the runtime's loop and the HTTP threads run
+//   server.port();                  // the port bound (0 asks for an ephemeral one)
+//   server.shutdown();              // readiness false, new requests 503, accepted ones finish
+//
+// Endpoints: /v2/health/live|ready, /v2, /v2/models/{m}[/versions/{v}][/ready|/infer|/stats],
+// /v2/models/stats, /v2/repository/index, /metrics (Prometheus text). HTTP is cpp-httplib
+// (Debian's libcpp-httplib-dev): a thread per connection from a pool; a handler waits for its
+// task's answer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "runtime/combined.h"
+#include "runtime/model_set.h"
+#include "runtime/policy.h"
+#include "runtime/step.h"
+
+namespace braid::serve {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;                       // Triton's HTTP port; 0: an ephemeral one
+  size_t max_request_bytes = 64u << 20;  // larger bodies get 413
+  size_t queue_capacity = 64;            // per model; more waiting gets the overload status
+  int overload_status = 503;             // or 429, for clients that expect it
+  double exit_timeout_s = 30;            // shutdown: how long accepted requests may take
+  int http_threads = 32;                 // handler threads (each waits for its answer)
+  double default_timeout_us = 0;         // per request, unless it gives parameters.timeout
+  std::string version = "1";             // the one version of every model
+};
+
+class Server {
+ public:
+  // `models` (with their schedules), `backend` (real time), `policy` and `combiner` (may be
+  // null for policies that do not combine) must outlive the server.
+  Server(const runtime::ModelSet& models, runtime::Backend& backend, runtime::Policy& policy,
+         runtime::CombinedScheduler* combiner, ServerOptions options);
+  ~Server();  // shutdown() if running
+
+  // Binds host:port (kInvalidArgument naming them when it cannot) and starts serving.
+  void start();
+  int port() const;
+  bool ready() const;
+  // Graceful: readiness turns false, new requests get 503, accepted ones finish within
+  // exit_timeout_s (what is left then is answered 503, cancelled), then the listener closes.
+  void shutdown();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace braid::serve

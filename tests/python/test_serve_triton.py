@@ -1,0 +1,111 @@
+"""braid serve against the official Triton client (tritonclient[http] from PyPI), unchanged:
+health, metadata, inference with JSON and binary tensors, outputs compared element-wise to ONNX
+Runtime on the same model and input; /metrics parsed by prometheus-client's own parser."""
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import tritonclient.http as httpclient
+from prometheus_client.parser import text_string_to_metric_families
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BRAID = pathlib.Path(os.environ.get("BRAID_BINARY_DIR", ROOT / "build")) / "braid"
+MODELS = ["squeezenet", "googlenet"]
+IMAGE = 48
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not BRAID.exists():
+        pytest.skip(f"{BRAID} is not built")
+    cmd = [str(BRAID), "serve", "--models", ",".join(MODELS), "--image-size", str(IMAGE),
+           "--scheduler", "sequential", "--policy", "top-heuristic", "--port", "0"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        m = re.search(r"listening on http://([\d.]+):(\d+)", line)
+        if m:
+            url = f"{m.group(1)}:{m.group(2)}"
+            break
+    if url is None:
+        proc.kill()
+        pytest.fail("braid serve did not start: " + "".join(lines) + proc.stderr.read())
+    # Keep reading its output so the pipe never fills.
+    rest = []
+    reader = threading.Thread(target=lambda: rest.extend(proc.stdout), daemon=True)
+    reader.start()
+    yield url
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    reader.join(timeout=5)
+    assert any("draining" in line for line in rest), rest
+
+
+@pytest.fixture(scope="module")
+def onnx_models(tmp_path_factory):
+    out = {}
+    d = tmp_path_factory.mktemp("onnx")
+    for name in MODELS:
+        path = d / f"{name}.onnx"
+        subprocess.run([str(BRAID), "export", name, "--image-size", str(IMAGE), "-o", str(path)],
+                       check=True, capture_output=True)
+        out[name] = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return out
+
+
+def test_health_and_metadata(server):
+    client = httpclient.InferenceServerClient(url=server)
+    assert client.is_server_live()
+    assert client.is_server_ready()
+    assert client.get_server_metadata()["name"] == "braid"
+    for name in MODELS:
+        assert client.is_model_ready(name)
+        meta = client.get_model_metadata(name)
+        assert meta["name"] == name
+        assert meta["inputs"][0]["datatype"] == "FP32"
+        assert meta["inputs"][0]["shape"] == [1, 3, IMAGE, IMAGE]
+    with pytest.raises(Exception, match="unknown model"):
+        client.get_model_metadata("nope")
+
+
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("name", MODELS)
+def test_infer_matches_onnxruntime(server, onnx_models, name, binary):
+    client = httpclient.InferenceServerClient(url=server)
+    meta = client.get_model_metadata(name)
+    x = np.random.default_rng(7).uniform(-1, 1, (1, 3, IMAGE, IMAGE)).astype(np.float32)
+    inp = httpclient.InferInput(meta["inputs"][0]["name"], list(x.shape), "FP32")
+    inp.set_data_from_numpy(x, binary_data=binary)
+    out_name = meta["outputs"][0]["name"]
+    out = httpclient.InferRequestedOutput(out_name, binary_data=binary)
+    result = client.infer(name, [inp], outputs=[out], request_id="abc")
+    got = result.as_numpy(out_name)
+    sess = onnx_models[name]
+    want = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    assert got.shape == want.shape
+    scale = float(np.abs(want).max())
+    assert float(np.abs(got - want).max()) <= 1e-4 * max(scale, 1e-30)
+    assert result.get_response()["id"] == "abc"
+
+
+def test_metrics_parse_and_count(server):
+    client = httpclient.InferenceServerClient(url=server)
+    stats = client.get_inference_statistics()
+    served = sum(int(s["inference_stats"]["success"]["count"]) for s in stats["model_stats"])
+    import urllib.request
+    text = urllib.request.urlopen(f"http://{server}/metrics").read().decode()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert "nv_inference_request_success" in families
+    total = sum(s.value for s in families["nv_inference_request_success"].samples)
+    assert total == served
+    assert "braid_inference_request_duration_us" in families
+    assert families["braid_inference_request_duration_us"].type == "histogram"

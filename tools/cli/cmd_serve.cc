@@ -1,0 +1,126 @@
+// braid serve: the Open Inference Protocol v2 over HTTP in front of TOP's runtime (serve/server.h).
+// Loads and schedules the models, prints where it listens, and serves until SIGINT or SIGTERM,
+// then drains (readiness false, new requests 503, accepted ones finish within
+// --exit-timeout-secs) and exits 0.
+#include <fmt/core.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "base/error.h"
+#include "commands.h"
+#include "runtime/scenario.h"
+#include "serve/server.h"
+
+namespace braid::cli {
+namespace {
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, sep);)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "serve", "Serve models over HTTP (KServe v2 / Triton protocol) on TOP's runtime");
+  static std::string models_flag, device = "cpu", policy = "top-heuristic", scheduler = "ios";
+  static std::string host = "127.0.0.1", cost;
+  static int port = 8000, overload_status = 503, http_threads = 32, max_sub_blocks = 4;
+  static size_t queue_capacity = 64, max_request_bytes = 64u << 20;
+  static double exit_timeout = 30;
+  static int64_t image_size = 224, batch = 1;
+  cmd->add_option(
+         "--models", models_flag,
+         "Models to serve, comma-separated: zoo names or .onnx files, each NAME[:ir|stages]")
+      ->required();
+  cmd->add_option("--device", device, "cpu or cuda:N")->capture_default_str();
+  cmd->add_option("--policy", policy,
+                  "The runtime's policy (static, static-serial, sync, top-heuristic)")
+      ->capture_default_str();
+  cmd->add_option("--scheduler", scheduler, "Each model's own schedule")->capture_default_str();
+  cmd->add_option("--cost", cost, "Its cost model (default: roofline on cpu, cuda:N on a GPU)");
+  cmd->add_option("-H", max_sub_blocks, "Most sub-blocks in a combined block")
+      ->capture_default_str();
+  cmd->add_option("--host", host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", port, "Port (0: an ephemeral one, printed)")->capture_default_str();
+  cmd->add_option("--queue-capacity", queue_capacity, "Requests waiting per model before overload")
+      ->capture_default_str();
+  cmd->add_option("--overload-status", overload_status, "Status of an overload answer: 503 or 429")
+      ->capture_default_str();
+  cmd->add_option("--max-request-bytes", max_request_bytes, "Larger request bodies get 413")
+      ->capture_default_str();
+  cmd->add_option("--exit-timeout-secs", exit_timeout,
+                  "On SIGTERM/SIGINT, how long accepted requests may take to finish")
+      ->capture_default_str();
+  cmd->add_option("--http-threads", http_threads, "HTTP handler threads")->capture_default_str();
+  cmd->add_option("--image-size", image_size, "Input size of zoo CNNs")->capture_default_str();
+  cmd->add_option("--batch", batch, "Batch of zoo models")->capture_default_str();
+  cmd->callback([] {
+    runtime::Scenario scenario{.device = device,
+                               .policies = {policy},
+                               .max_sub_blocks = max_sub_blocks,
+                               .batch = batch,
+                               .image_size = image_size,
+                               .scheduler = scheduler,
+                               .cost = cost};
+    for (const std::string& spec : split(models_flag, ',')) {
+      const std::vector<std::string> parts = split(spec, ':');
+      runtime::ScenarioModel m{.model = parts[0]};
+      if (parts.size() > 1) {
+        BRAID_CHECK(parts.size() == 2 && (parts[1] == "ir" || parts[1] == "stages"),
+                    ErrorCode::kInvalidArgument, "--models '", spec,
+                    "': expected NAME or NAME:ir|stages");
+        m.blocks =
+            parts[1] == "stages" ? runtime::BlockGrouping::kStages : runtime::BlockGrouping::kIr;
+      }
+      scenario.models.push_back(m);
+    }
+    BRAID_CHECK(!scenario.models.empty(), ErrorCode::kInvalidArgument, "--models names none");
+
+    // SIGINT/SIGTERM are taken by sigwait below: blocked before any thread starts, so every
+    // thread inherits the mask and none is interrupted.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+    std::cerr << fmt::format("braid serve: loading {} model(s) on {} ...\n", scenario.models.size(),
+                             device);
+    runtime::ScenarioRunner runner(scenario);
+    auto the_policy = runner.make_policy(policy);
+    serve::Server server(runner.models(), runner.backend(), *the_policy, &runner.combiner(),
+                         {.host = host,
+                          .port = port,
+                          .max_request_bytes = max_request_bytes,
+                          .queue_capacity = queue_capacity,
+                          .overload_status = overload_status,
+                          .exit_timeout_s = exit_timeout,
+                          .http_threads = http_threads});
+    server.start();
+    for (size_t m = 0; m < runner.models().size(); ++m) {
+      const runtime::RuntimeModel& model = runner.models().model(m);
+      std::cout << fmt::format("model {}: {} units, {} blocks\n", model.name,
+                               model.units().num_units(), model.blocks.size());
+    }
+    std::cout << fmt::format("policy {} on {}; listening on http://{}:{}\n", policy, device, host,
+                             server.port())
+              << std::flush;
+    int received = 0;
+    sigwait(&signals, &received);
+    std::cout << fmt::format("braid serve: {} received: draining (up to {} s)\n",
+                             received == SIGINT ? "SIGINT" : "SIGTERM", exit_timeout)
+              << std::flush;
+    server.shutdown();
+    std::cout << "braid serve: stopped\n";
+  });
+}
+
+}  // namespace braid::cli
