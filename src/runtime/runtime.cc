@@ -400,6 +400,13 @@ class Run {
       s.busy = std::clamp(ran / options_.sample_period_us, 0.0, 1.0);
       s.variance = state_.queue_variance();
       samples_.push_back(std::move(s));
+      if (inbox_ != nullptr) {
+        std::vector<uint64_t> arrived;
+        for (const ModelState& ms : state_.model) arrived.push_back(ms.arrived);
+        arrival_history_.emplace_back(next_sample_, std::move(arrived));
+        while (arrival_history_.front().first < next_sample_ - kRateWindowUs)
+          arrival_history_.pop_front();
+      }
       next_sample_ += options_.sample_period_us;
       if (options_.on_sample)
         options_.on_sample({.at_us = samples_.back().at_us,
@@ -432,11 +439,17 @@ class Run {
   void refresh_state() {
     state_.now_us = now_;
     const double elapsed = std::max(now_, 1.0);
+    // Online, rates are over the last second (arrival_history_): a server idle for an hour and
+    // then busy must not see its rate averaged over the hour. Offline, over the whole run.
+    const std::pair<double, std::vector<uint64_t>>* since =
+        inbox_ != nullptr && !arrival_history_.empty() ? &arrival_history_.front() : nullptr;
     for (size_t m = 0; m < models_.size(); ++m) {
       ModelState& s = state_.model[m];
       s.queued = queues_[m].size();
       s.in_flight = 0;
-      s.arrival_rate_hz = double(s.arrived) / elapsed * 1e6;
+      s.arrival_rate_hz = since != nullptr && now_ > since->first
+                              ? double(s.arrived - since->second[m]) / (now_ - since->first) * 1e6
+                              : double(s.arrived) / elapsed * 1e6;
       s.block_us = block_us_[m];
     }
     state_.instances.clear();
@@ -513,7 +526,10 @@ class Run {
   CombinedScheduler* combiner_;
   const RuntimeOptions& options_;
   const std::vector<Arrival>& arrivals_;
-  Inbox* inbox_;                    // online: where tasks come from; null offline
+  Inbox* inbox_;  // online: where tasks come from; null offline
+  // Online: (sample time, arrivals per model so far) over the last kRateWindowUs.
+  static constexpr double kRateWindowUs = 1e6;
+  std::deque<std::pair<double, std::vector<uint64_t>>> arrival_history_;
   std::vector<Submission> online_;  // online: per task id, its inputs until dequeued and callback
 
   Clock::time_point start_;

@@ -28,7 +28,7 @@ struct LoadOptions {
   std::vector<std::pair<std::string, double>> pattern;  // model, requests per second
   double duration_s = 10;
   runtime::ArrivalKind arrivals = runtime::ArrivalKind::kPeriodic;
-  int concurrency = 64;          // requests outstanding at most
+  int concurrency = 16;          // requests outstanding at most (each sender keeps one connection)
   uint64_t seed = 1;             // arrival phases / Poisson draws, and the inputs' values
   bool binary = true;            // binary tensors (Triton's extension) or JSON
   double sample_period_s = 0.5;  // how often the server's queues are read (/metrics)

@@ -131,6 +131,8 @@ struct Server::Impl {
 
 void Server::Impl::routes() {
   http.set_payload_max_length(options.max_request_bytes);
+  // An idle kept-alive connection holds a handler thread (cpp-httplib): give it back soon.
+  http.set_keep_alive_timeout(2);
   const int threads = std::max(1, options.http_threads);
   http.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
   // httplib answers some errors itself (413 for a body over the limit, 404 for an unknown

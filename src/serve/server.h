@@ -32,9 +32,12 @@ struct ServerOptions {
   size_t queue_capacity = 64;            // per model; more waiting gets the overload status
   int overload_status = 503;             // or 429, for clients that expect it
   double exit_timeout_s = 30;            // shutdown: how long accepted requests may take
-  int http_threads = 32;                 // handler threads (each waits for its answer)
-  double default_timeout_us = 0;         // per request, unless it gives parameters.timeout
-  std::string version = "1";             // the one version of every model
+  // Handler threads. cpp-httplib serves one connection per thread for as long as it is kept
+  // alive: connections beyond this many wait for a thread (seconds), so it should exceed the
+  // connections clients keep open.
+  int http_threads = 64;
+  double default_timeout_us = 0;  // per request, unless it gives parameters.timeout
+  std::string version = "1";      // the one version of every model
 };
 
 class Server {

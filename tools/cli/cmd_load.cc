@@ -16,7 +16,7 @@ void add_load_command(CLI::App& app) {
       "load", "Send open-loop inference traffic at per-model rates to a KServe v2 / Triton server");
   static std::string url = "127.0.0.1:8000", pattern, arrivals = "constant", json_out, csv_out;
   static double duration = 10;
-  static int concurrency = 64;
+  static int concurrency = 16;
   static uint64_t seed = 1;
   static bool json_tensors = false;
   cmd->add_option("url", url, "HOST:PORT of the server")->capture_default_str();

@@ -32,7 +32,7 @@ void add_serve_command(CLI::App& app) {
       "serve", "Serve models over HTTP (KServe v2 / Triton protocol) on TOP's runtime");
   static std::string models_flag, device = "cpu", policy = "top-heuristic", scheduler = "ios";
   static std::string host = "127.0.0.1", cost;
-  static int port = 8000, overload_status = 503, http_threads = 32, max_sub_blocks = 4;
+  static int port = 8000, overload_status = 503, http_threads = 64, max_sub_blocks = 4;
   static size_t queue_capacity = 64, max_request_bytes = 64u << 20;
   static double exit_timeout = 30;
   static int64_t image_size = 224, batch = 1;
@@ -59,7 +59,10 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--exit-timeout-secs", exit_timeout,
                   "On SIGTERM/SIGINT, how long accepted requests may take to finish")
       ->capture_default_str();
-  cmd->add_option("--http-threads", http_threads, "HTTP handler threads")->capture_default_str();
+  cmd->add_option(
+         "--http-threads", http_threads,
+         "HTTP handler threads: one per open connection (keep >= the clients' connections)")
+      ->capture_default_str();
   cmd->add_option("--image-size", image_size, "Input size of zoo CNNs")->capture_default_str();
   cmd->add_option("--batch", batch, "Batch of zoo models")->capture_default_str();
   cmd->callback([] {
