@@ -6,7 +6,7 @@ ifdef CI
   CMAKE_FLAGS += -DBRAID_WERROR=ON
 endif
 
-.PHONY: all deps bench-deps build test demo models bench fuzz tsan format clean
+.PHONY: all deps bench-deps build test demo soak models bench fuzz tsan format clean
 
 all: build
 
@@ -41,6 +41,17 @@ demo: build bench-deps
 	./$(BUILD)/braid bench inception_v3 --algos sequential,greedy,ios,lios,opara --cost sim:v100 --streams 8
 	@echo "== ... and the default run: auto measures the best schedulers there and keeps the fastest =="
 	./$(BUILD)/braid run inception_v3 --device sim:v100
+	@echo "== braid serve: the KServe v2 / Triton protocol on TOP's runtime, driven by braid load =="
+	bash scripts/serve_demo.sh $(BUILD) inception_v3,resnet50:stages,squeezenet \
+	  inception_v3:4,resnet50:8,squeezenet:16 5 --image-size 112 --scheduler sequential
+
+# 60 s at saturation through braid load on loopback (not in `make test`): the rates 2 cores serve
+# at most, 48 connections against queues of 4 per model, so some requests get the overload
+# status; no other error, every request answered, the server's RSS growing under 5%.
+soak: build
+	LOAD_FLAGS="--concurrency 48" bash scripts/serve_demo.sh $(BUILD) \
+	  inception_v3,resnet50:stages,squeezenet inception_v3:16,resnet50:32,squeezenet:64 60 --soak \
+	  --image-size 112 --scheduler sequential --queue-capacity 4
 
 # Real PyTorch models exported to ONNX (Debian's CPU-only torch; never at test time).
 models:
