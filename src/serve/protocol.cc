@@ -139,6 +139,17 @@ float exact_integer(const InputContext& in, T v, size_t index) {
   return static_cast<float>(value);
 }
 
+// A floating-point element as float: FP16 rounded to half precision, values beyond float's range
+// refused (the conversion would be undefined; infinities and NaN pass).
+float narrow_float(const InputContext& in, double v, size_t index) {
+  if (std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max()) {
+    fail_input(in, "element {} ({}) is out of float's range (braid carries tensors as float)",
+               index, v);
+  }
+  const auto f = static_cast<float>(v);
+  return in.datatype == DataType::kFp16 ? float_from_half(half_from_float(f)) : f;
+}
+
 float json_element(const InputContext& in, const json& v, size_t index) {
   switch (in.datatype) {
     case DataType::kBool:
@@ -149,7 +160,7 @@ float json_element(const InputContext& in, const json& v, size_t index) {
     case DataType::kFp32:
     case DataType::kFp64:
       if (!v.is_number()) fail_input(in, "element {} is not a number", index);
-      return static_cast<float>(v.get<double>());
+      return narrow_float(in, v.get<double>(), index);
     case DataType::kBytes:
       break;  // refused before data is read
     default:
@@ -244,7 +255,7 @@ std::vector<float> decode_binary(const InputContext& in, std::string_view bytes,
         values[i] = load_le<float>(src);
         break;
       case DataType::kFp64:
-        values[i] = static_cast<float>(load_le<double>(src));
+        values[i] = narrow_float(in, load_le<double>(src), i);
         break;
       case DataType::kBytes:
         BRAID_THROW(ErrorCode::kInternal, "BYTES input reached the decoder");

@@ -290,6 +290,25 @@ TEST(Protocol, MalformedBodiesAreInvalidArgument) {
   }
 }
 
+TEST(Protocol, FloatsBeyondFloatRangeAreRefused) {
+  expect_error({{"inputs", {x_json({1, 2, 3, 1e300}), ids_json()}}},
+               "input 'x': element 3 (1e+300) is out of float's range");
+  ModelMetadata model = tiny_model();
+  model.inputs = {{"d", DataType::kFp64, {2}}};
+  const json header = {{"inputs",
+                        {{{"name", "d"},
+                          {"datatype", "FP64"},
+                          {"shape", {2}},
+                          {"parameters", {{"binary_data_size", 16}}}}}}};
+  const std::string text = header.dump();
+  EXPECT_EQ(parse_infer_request(text + bytes_of<double>({0.5, -1e30}), text.size(), model)
+                .inputs[0]
+                .values,
+            (std::vector<float>{0.5f, -1e30f}));
+  EXPECT_THROW(parse_infer_request(text + bytes_of<double>({0.5, 1e39}), text.size(), model),
+               Error);
+}
+
 TEST(Protocol, BinaryBoolMustBeZeroOrOne) {
   ModelMetadata model = tiny_model();
   model.inputs = {{"flag", DataType::kBool, {2}}};
@@ -399,6 +418,15 @@ TEST(Protocol, Fp16RoundTripThroughBinary) {
   // 1 + 2^-11 is halfway between 1 and 1 + 2^-10: ties to even gives 1.
   EXPECT_EQ(rr.body.substr(*rr.header_length),
             bytes_of<uint16_t>({0x3c00, 0x7c00, 0x7bff, 0x0000}));
+}
+
+TEST(Protocol, Fp16JsonValuesRoundToHalfPrecision) {
+  ModelMetadata model{"h", {"1"}, "braid", {{"h", DataType::kFp16, {2}}}, {}};
+  const json body = {
+      {"inputs", {{{"name", "h"}, {"datatype", "FP16"}, {"shape", {2}}, {"data", {0.1, 1}}}}}};
+  // 0.1 is 0x2e66 in half precision: 1638 / 16384.
+  EXPECT_EQ(parse_infer_request(body.dump(), std::nullopt, model).inputs[0].values,
+            (std::vector<float>{1638.0f / 16384.0f, 1.0f}));
 }
 
 TEST(Protocol, ResponseInconsistenciesAreInternal) {
