@@ -319,7 +319,9 @@ std::vector<int64_t> parse_shape(const InputContext& in, const json& object,
     } else if (d.is_number_integer() && !d.is_number_unsigned()) {
       fail_input(in, "shape has the negative dimension {}", d.get<int64_t>());
     } else {
-      fail_input(in, "shape has the dimension {}, not an integer of int64's range", d.dump());
+      // Only scalars are printed: dumping a nested value recurses as deep as the body nests.
+      fail_input(in, "shape has the dimension {}, not an integer of int64's range",
+                 d.is_primitive() ? d.dump() : d.type_name());
     }
     if (dims.size() > spec.shape.size()) break;  // mismatched either way; stop reading a long array
   }

@@ -309,6 +309,17 @@ TEST(Protocol, FloatsBeyondFloatRangeAreRefused) {
                Error);
 }
 
+TEST(Protocol, DeepNestingIsAnErrorNotAStackOverflow) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  const std::string ids = ids_json().dump();
+  expect_error(R"({"inputs":[{"name":"x","datatype":"FP32","shape":)" + deep + "}," + ids + "]}",
+               std::nullopt, "input 'x': shape has the dimension array");
+  expect_error(R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,2],"data":)" + deep + "}," +
+                   ids + "]}",
+               std::nullopt, "input 'x': nested data does not follow shape [1,2]");
+  expect_error(R"({"id":)" + deep + "}", std::nullopt, "'id' must be a string");
+}
+
 TEST(Protocol, BinaryBoolMustBeZeroOrOne) {
   ModelMetadata model = tiny_model();
   model.inputs = {{"flag", DataType::kBool, {2}}};
