@@ -277,6 +277,15 @@ const json* parameters_of(const json& object, std::string_view owner) {
   return p;
 }
 
+// A tensor's parameters: Triton's shared-memory extension is refused by name rather than read as
+// "no data".
+const json* tensor_parameters_of(const json& object, std::string_view owner) {
+  const json* p = parameters_of(object, owner);
+  BRAID_CHECK(p == nullptr || !p->contains("shared_memory_region"), ErrorCode::kUnsupported, owner,
+              ": the shared-memory extension is not supported");
+  return p;
+}
+
 std::optional<bool> bool_parameter(const json* parameters, const char* key,
                                    std::string_view owner) {
   if (parameters == nullptr) return std::nullopt;
@@ -379,7 +388,7 @@ InputTensor parse_input(const json& object, const TensorSpec& spec, std::string_
                shape_string(tensor.shape), body.size());
   }
 
-  const json* parameters = parameters_of(object, fmt::format("input '{}'", spec.name));
+  const json* parameters = tensor_parameters_of(object, fmt::format("input '{}'", spec.name));
   const std::optional<uint64_t> binary_size =
       unsigned_parameter(parameters, "binary_data_size", fmt::format("input '{}'", spec.name));
   const json* data = find_member(object, "data");
@@ -462,7 +471,7 @@ InferRequest parse_header(const json& root, std::string_view body, BinaryCursor 
       BRAID_CHECK(std::none_of(request.outputs.begin(), request.outputs.end(),
                                [&](const RequestedOutput& o) { return o.name == name; }),
                   ErrorCode::kInvalidArgument, "output '", name, "' is requested twice");
-      const json* output_parameters = parameters_of(output, owner);
+      const json* output_parameters = tensor_parameters_of(output, owner);
       BRAID_CHECK(output_parameters == nullptr || !output_parameters->contains("classification"),
                   ErrorCode::kUnsupported, owner,
                   ": the classification extension is not supported");

@@ -216,6 +216,17 @@ TEST(Protocol, ValidationErrorsNameTheTensor) {
   expect_error({{"inputs", {x_json({1, 2, 3, 4}), ids}},
                 {"outputs", {{{"name", "y"}, {"parameters", {{"classification", 2}}}}}}},
                "classification extension is not supported", ErrorCode::kUnsupported);
+  expect_error(
+      {{"inputs",
+        {ids,
+         {{"name", "x"},
+          {"datatype", "FP32"},
+          {"shape", {1, 2}},
+          {"parameters", {{"shared_memory_region", "r"}, {"shared_memory_byte_size", 8}}}}}}},
+      "input 'x': the shared-memory extension is not supported", ErrorCode::kUnsupported);
+  expect_error({{"inputs", {x_json({1, 2, 3, 4}), ids}},
+                {"outputs", {{{"name", "y"}, {"parameters", {{"shared_memory_region", "r"}}}}}}},
+               "output 'y': the shared-memory extension is not supported", ErrorCode::kUnsupported);
   expect_error({{"id", 5}, {"inputs", {x_json({1, 2, 3, 4}), ids}}}, "'id' must be a string");
   expect_error({{"parameters", {{"timeout", -1}}}, {"inputs", {x_json({1, 2, 3, 4}), ids}}},
                "parameter 'timeout' must be a non-negative integer");
