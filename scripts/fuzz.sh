@@ -122,8 +122,11 @@ for target in "${targets[@]}"; do
   binary=$(find "$build/src" -name "$target" -type f -perm -u+x | head -n 1)
   corpus=$build/fuzz/$target/corpus
   mkdir -p "$corpus"
+  # A dictionary beside the target's source (src/*/TARGET.dict), where there is one.
+  dict=$(find "$root/src" -name "$target.dict" | head -n 1)
   echo "== $target: $seconds s"
   "$binary" "$corpus" "$seeds/$target" -max_total_time="$seconds" -max_len=65536 -timeout=10 \
-    -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$build/fuzz/$target/" || status=1
+    -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$build/fuzz/$target/" \
+    ${dict:+-dict="$dict"} || status=1
 done
 exit $status
