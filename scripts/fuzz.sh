@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the parser fuzzers (libFuzzer + AddressSanitizer, clang) in build-fuzz/ and runs each on
 # a seed corpus: onnx_import_fuzz (small valid and broken models), dag_json_fuzz (.dag.json; the
-# golden DAGs) and schedule_json_fuzz (schedule JSON on the golden diamond; its schedules).
+# golden DAGs), schedule_json_fuzz (schedule JSON on the golden diamond; its schedules) and
+# protocol_fuzz (inference request bodies, JSON and binary; a few valid requests).
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET...]   # SECONDS per target, default 60; default all three;
+#   scripts/fuzz.sh [SECONDS] [TARGET...]   # SECONDS per target, default 60; default all four;
 #                                           # exits non-zero when a fuzzer finds a crash
 #
 # Environment: BRAID_FUZZ_BUILD_DIR (default build-fuzz), CXX_FUZZ (default clang++),
@@ -17,7 +18,7 @@ build=${BRAID_FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(onnx_import_fuzz dag_json_fuzz schedule_json_fuzz)
+[[ ${#targets[@]} -gt 0 ]] || targets=(onnx_import_fuzz dag_json_fuzz schedule_json_fuzz protocol_fuzz)
 cxx=${CXX_FUZZ:-clang++}
 python=${BRAID_PYTHON:-$root/.venv/bin/python}
 
@@ -30,9 +31,31 @@ ninja -C "$build" -j2 "${targets[@]}"
 
 # Seeds, regenerated each run; each target's corpus (fuzz/TARGET/corpus) grows as it finds coverage.
 seeds=$build/fuzz/seeds
-mkdir -p "$seeds/onnx_import_fuzz" "$seeds/dag_json_fuzz" "$seeds/schedule_json_fuzz"
+mkdir -p "$seeds/onnx_import_fuzz" "$seeds/dag_json_fuzz" "$seeds/schedule_json_fuzz" \
+  "$seeds/protocol_fuzz"
 cp "$root"/tests/golden/*.dag.json "$seeds/dag_json_fuzz/"
 cp "$root"/tests/golden/diamond.*.schedule.json "$seeds/schedule_json_fuzz/"
+
+# protocol_fuzz: 2 bytes of Inference-Header-Content-Length (little-endian; ff ff: none), then the
+# body, for its model x FP32 [-1,3], ids INT64 [2] (protocol_fuzz.cc).
+protocol_seed() {  # FILE JSON [BINARY_PAYLOAD as printf %b escapes]
+  local file=$1 header=$2 payload=${3:-} len
+  if [[ -z $payload ]]; then
+    printf '\xff\xff%s' "$header" >"$file"
+  else
+    len=${#header}
+    printf '%b%s%b' "\\x$(printf %02x $((len & 255)))\\x$(printf %02x $((len >> 8)))" "$header" \
+      "$payload" >"$file"
+  fi
+}
+x_json='{"name":"x","datatype":"FP32","shape":[1,3],"data":[1.5,-2,3e-8]}'
+ids_json='{"name":"ids","datatype":"INT64","shape":[2],"data":[7,-9]}'
+protocol_seed "$seeds/protocol_fuzz/json" "{\"id\":\"a\",\"inputs\":[$ids_json,$x_json]}"
+protocol_seed "$seeds/protocol_fuzz/nested" \
+  "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[2,3],\"data\":[[1,2,3],[4,5,6]]},$ids_json],\"outputs\":[{\"name\":\"y\",\"parameters\":{\"binary_data\":true}}]}"
+protocol_seed "$seeds/protocol_fuzz/binary" \
+  "{\"parameters\":{\"binary_data_output\":true,\"timeout\":100},\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,3],\"parameters\":{\"binary_data_size\":12}},{\"name\":\"ids\",\"datatype\":\"INT64\",\"shape\":[2],\"parameters\":{\"binary_data_size\":16}}]}" \
+  '\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x05\x00\x00\x00\x00\x00\x00\x00\xfb\xff\xff\xff\xff\xff\xff\xff'
 if [[ -x "$python" ]]; then
   "$python" "$root/scripts/make_bad_onnx.py" "$seeds/onnx_import_fuzz"
   "$python" - "$seeds/onnx_import_fuzz" <<'PY'
@@ -99,8 +122,11 @@ for target in "${targets[@]}"; do
   binary=$(find "$build/src" -name "$target" -type f -perm -u+x | head -n 1)
   corpus=$build/fuzz/$target/corpus
   mkdir -p "$corpus"
+  # A dictionary beside the target's source (src/*/TARGET.dict), where there is one.
+  dict=$(find "$root/src" -name "$target.dict" | head -n 1)
   echo "== $target: $seconds s"
   "$binary" "$corpus" "$seeds/$target" -max_total_time="$seconds" -max_len=65536 -timeout=10 \
-    -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$build/fuzz/$target/" || status=1
+    -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$build/fuzz/$target/" \
+    ${dict:+-dict="$dict"} || status=1
 done
 exit $status

@@ -1,16 +1,24 @@
-// The Open Inference Protocol v2 (KServe v2, what Triton's clients speak), as data: model
-// metadata, inference requests parsed and checked against a model, responses encoded — JSON
-// tensors and Triton's binary tensor extension (the JSON header's length in the
-// Inference-Header-Content-Length header, raw tensors after it). No HTTP here: the server
-// (server.h) feeds bodies in and writes what comes out.
+// The Open Inference Protocol v2 (KServe v2, as Triton speaks it over HTTP/REST) as a codec:
+// request bodies in, validated tensors out; output tensors in, response bodies out. No transport
+// here: the server hands the POST body (and the Inference-Header-Content-Length header) to
+// parse_infer_request and writes what encode_infer_response returns.
 //
-//   InferRequest r = parse_infer_request(body, header_length, metadata);  // or kInvalidArgument
-//   EncodedResponse out = encode_infer_response("resnet50", "1", r, outputs);
+//   ModelMetadata model{"tiny", {"1"}, "braid", {{"x", DataType::kFp32, {-1, 3}}}, {{"y", ...}}};
+//   InferRequest req = parse_infer_request(body, header_length, model);   // throws braid::Error
+//   ... run req.inputs (in the model's input order) ...
+//   EncodedResponse res = encode_infer_response("tiny", "1", req, outputs);
 //
-// Any byte string gives a request or a braid::Error naming what is wrong and where: never a
-// crash, an uncaught exception of the JSON library, or an allocation sized by a lying field.
+// Formats (docs/serving.md; KServe "v2-protocol", Triton "extension_binary_data"):
+//   request  {"id"?, "parameters"?: {"binary_data_output"?, "timeout"? (µs)},
+//             "inputs": [{"name", "datatype", "shape", "parameters"?: {"binary_data_size"?},
+//             "data"?}], "outputs"?: [{"name", "parameters"?: {"binary_data"?}}]}
+//   response {"model_name", "model_version"?, "id", "outputs": [{"name", "datatype", "shape",
+//             "data" | "parameters": {"binary_data_size"}}]}
+// Binary payloads (little-endian, row-major, BOOL one byte 0/1) follow the JSON header in the order
+// of the tensors that claim them. Any byte string gives a result or a braid::Error; nothing else.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -25,6 +33,7 @@
 
 namespace braid::serve {
 
+/// The protocol's tensor element types ("BOOL", "UINT8", ..., "FP32", "BYTES").
 enum class DataType : uint8_t {
   kBool,
   kUint8,
@@ -38,17 +47,19 @@ enum class DataType : uint8_t {
   kFp16,
   kFp32,
   kFp64,
-  kBytes,
+  kBytes
 };
+
 std::string_view to_string(DataType);  // "FP32"
 std::optional<DataType> parse_datatype(std::string_view);
 DataType datatype_of(ir::DType);
-size_t element_bytes(DataType);  // 0 for BYTES
+size_t element_bytes(DataType);  // 0 for BYTES (variable length)
 
+/// A model input or output as the metadata endpoint describes it; -1 marks a dimension of any size.
 struct TensorSpec {
   std::string name;
   DataType datatype = DataType::kFp32;
-  std::vector<int64_t> shape;  // -1: any size
+  std::vector<int64_t> shape;
 };
 
 struct ModelMetadata {
@@ -57,10 +68,13 @@ struct ModelMetadata {
   std::string platform;
   std::vector<TensorSpec> inputs, outputs;
 };
-nlohmann::json to_json(const ModelMetadata&);  // GET /v2/models/{m}
 
-// Values are floats (braid's executors take float; int64 and bool convert back at the
-// executor, ir::store_floats); FP32 is carried bit for bit.
+/// The body of GET /v2/models/{m}.
+nlohmann::json to_json(const ModelMetadata&);
+
+/// A validated input. Values are float because braid's executors take float (ir::store_floats
+/// converts int64/bool back); FP32 is bit-exact, integers are refused unless exact in float
+/// (|v| <= 2^24), FP64 is rounded to the nearest float.
 struct InputTensor {
   std::string name;
   DataType datatype = DataType::kFp32;
@@ -70,26 +84,28 @@ struct InputTensor {
 
 struct RequestedOutput {
   std::string name;
-  bool binary = false;
+  bool binary = false;  // the output's binary_data, else the request's binary_data_output
 };
 
 struct InferRequest {
   std::string id;                        // echoed back ("" if none)
-  std::vector<InputTensor> inputs;       // in the model's input order
-  std::vector<RequestedOutput> outputs;  // empty: every output
-  bool binary_data_output = false;       // parameters.binary_data_output: outputs in binary
-  std::optional<uint64_t> timeout_us;    // parameters.timeout (µs, as Triton)
+  std::vector<InputTensor> inputs;       // in the MODEL's input order (reordered from the request)
+  std::vector<RequestedOutput> outputs;  // empty: all outputs, binary iff binary_data_output
+  bool binary_data_output = false;       // request-level parameter
+  std::optional<uint64_t> timeout_us;    // parameters.timeout (Triton: microseconds), if given
 };
 
-// `header_length`: the Inference-Header-Content-Length value when given (the JSON is
-// body[0, header_length); binary inputs follow in input order, each its
-// parameters.binary_data_size bytes). Checked against `model`: every input given once, none
-// unknown, its datatype the model's, its shape the model's (-1 matches any size), its data as
-// many elements as its shape; requested outputs exist. kInvalidArgument naming the tensor and
-// what was expected; kUnsupported for BYTES tensors.
+/// Parses and validates one POST .../infer body against `model`.
+/// `header_length` is the Inference-Header-Content-Length header's value when present: the JSON
+/// header is body[0, header_length) and binary payloads follow (0, like an absent header, means
+/// the whole body is JSON, as Triton reads it). Every model input must be given exactly once with
+/// the model's datatype, a matching shape (-1 matches any size) and as many elements as the shape
+/// holds; requested outputs must exist. Throws braid::Error(kInvalidArgument) naming the tensor and
+/// what was expected, kUnsupported for BYTES tensors and the classification extension.
 InferRequest parse_infer_request(std::string_view body, std::optional<size_t> header_length,
                                  const ModelMetadata& model);
 
+/// A computed output; values.size() must equal the product of shape.
 struct OutputTensor {
   std::string name;
   DataType datatype = DataType::kFp32;
@@ -99,18 +115,22 @@ struct OutputTensor {
 
 struct EncodedResponse {
   std::string body;
-  std::optional<size_t> header_length;  // set when binary tensors follow the JSON
+  std::optional<size_t> header_length;  // set iff binary payloads follow the JSON
   std::string content_type;             // application/json or application/octet-stream
 };
 
-// The outputs the request asked for (all when it named none), each in JSON or binary as asked.
+/// Encodes the response to `request`: the outputs it asked for, in its order (all of `outputs`
+/// when it named none), each as JSON data or as a binary payload. Throws braid::Error(kInternal)
+/// when a requested output is absent from `outputs` or has the wrong number of values.
 EncodedResponse encode_infer_response(std::string_view model_name, std::string_view model_version,
                                       const InferRequest& request,
                                       std::span<const OutputTensor> outputs);
 
-std::string error_body(std::string_view message);  // {"error": "..."}
-// The status Triton gives an error of this kind: 400 bad input, 404 not found, 501
-// unsupported, 500 internal.
+/// {"error": "..."}, JSON-escaped (invalid UTF-8 replaced, never thrown on).
+std::string error_body(std::string_view message);
+
+/// The HTTP status for an error, as Triton maps its errors: bad input 400, kNotFound 404,
+/// kUnsupported 501, kInternal 500. 503 (overload, draining) is the server's decision.
 int http_status(ErrorCode code);
 
 }  // namespace braid::serve
