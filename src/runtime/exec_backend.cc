@@ -12,27 +12,13 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "base/stats.h"
 #include "runtime/combined.h"
 
 namespace braid::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// CPU time of the whole process (every thread, lanes spinning included), in seconds.
-double process_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
-
-size_t allowed_cpu_count() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-    return static_cast<size_t>(CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 }  // namespace
 

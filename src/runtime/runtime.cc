@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/stats.h"
 
 namespace braid::runtime {
 namespace {
@@ -42,15 +43,6 @@ class LogHash {
  private:
   EVP_MD_CTX* ctx_;
 };
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double rank = p / 100 * double(v.size() - 1);
-  const auto lo = size_t(std::floor(rank));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (rank - double(lo));
-}
 
 // One run's mutable state: queues, instances, clock, metrics.
 class Run {

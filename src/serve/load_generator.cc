@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/stats.h"
 
 namespace braid::serve {
 namespace {
@@ -39,15 +40,6 @@ std::pair<std::string, int> host_port(std::string url) {
   BRAID_CHECK(port > 0 && port <= 65535, ErrorCode::kInvalidArgument, "URL '", url,
               "': the port is not a number in 1..65535");
   return {url.substr(0, colon), port};
-}
-
-double percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double rank = p / 100 * double(v.size() - 1);
-  const auto lo = size_t(rank);
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (rank - double(lo));
 }
 
 // One model's request, built once: every request of the model sends the same body.

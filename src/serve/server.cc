@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/stats.h"
 #include "runtime/runtime.h"
 #include "serve/metrics.h"
 #include "serve/protocol.h"
@@ -23,20 +24,6 @@ namespace braid::serve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double process_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
-}
-
-size_t cpu_count() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-    return size_t(CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 ModelMetadata metadata_of(const runtime::RuntimeModel& model, const std::string& version) {
   ModelMetadata m{.name = model.name, .versions = {version}, .platform = "onnxruntime_onnx"};
@@ -284,7 +271,8 @@ std::string Server::Impl::scrape() {
     const Clock::time_point now = Clock::now();
     const double wall = std::chrono::duration<double>(now - last_scrape).count();
     g.cpu_utilization =
-        wall > 0 ? std::clamp((cpu - last_cpu) / (wall * double(cpu_count())), 0.0, 1.0) : 0.0;
+        wall > 0 ? std::clamp((cpu - last_cpu) / (wall * double(allowed_cpu_count())), 0.0, 1.0)
+                 : 0.0;
     last_cpu = cpu;
     last_scrape = now;
   }

@@ -37,14 +37,6 @@ struct Row {
   std::optional<double> measured_speedup, gap_to_optimal;
 };
 
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 nlohmann::json to_json(const Row& r) {
   nlohmann::json j = {{"model", r.model}, {"algorithm", r.algorithm}};
   if (r.error) {
@@ -131,7 +123,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--png", png_path,
                   "Also draw a bar chart (needs --csv; runs scripts/plot_bench.py in .venv)");
   cmd->callback([] {
-    const std::vector<std::string> names = split(algos);
+    const std::vector<std::string> names = nonempty(split(algos, ','));
     BRAID_CHECK(!names.empty(), ErrorCode::kInvalidArgument, "--algos is empty");
     for (const std::string& n : names) tune::check_algorithm_name(n);  // unknown names fail now
     for (const std::string& n : names)

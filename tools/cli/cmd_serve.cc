@@ -15,18 +15,6 @@
 #include "serve/server.h"
 
 namespace braid::cli {
-namespace {
-
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, sep);)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-}  // namespace
-
 void add_serve_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "serve", "Serve models over HTTP (KServe v2 / Triton protocol) on TOP's runtime");
@@ -73,7 +61,7 @@ void add_serve_command(CLI::App& app) {
                                .image_size = image_size,
                                .scheduler = scheduler,
                                .cost = cost};
-    for (const std::string& spec : split(models_flag, ',')) {
+    for (const std::string& spec : nonempty(split(models_flag, ','))) {
       const std::vector<std::string> parts = split(spec, ':');
       runtime::ScenarioModel m{.model = parts[0]};
       if (parts.size() > 1) {

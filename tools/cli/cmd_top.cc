@@ -15,13 +15,6 @@
 namespace braid::cli {
 namespace {
 
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, sep);) out.push_back(item);
-  return out;
-}
-
 // NAME[:FPS[:ir|stages]]
 runtime::ScenarioModel parse_model_flag(const std::string& flag) {
   const std::vector<std::string> parts = split(flag, ':');

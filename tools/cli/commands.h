@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "models/loader.h"
 #include "sched/registry.h"
@@ -23,6 +24,10 @@ void add_limit_flags(CLI::App& cmd, models::LoadOptions& options);
 
 // Flag ranges: beyond them a model is absurd (or bert's build runs for minutes), and the error
 // says so in a sentence instead of CLI11's "not in range 0 to 1.79e308".
+// `text` cut at every `sep`, empty items kept ("a,,b" -> a, "", b); `nonempty` drops them.
+std::vector<std::string> split(const std::string& text, char sep);
+std::vector<std::string> nonempty(std::vector<std::string> items);
+
 inline constexpr int64_t kMaxBatch = 65536;
 inline constexpr int64_t kMaxImageSize = 16384;
 inline constexpr int64_t kMaxLayers = 128;

@@ -1,6 +1,8 @@
 #include <fmt/core.h>
+
 #include <charconv>
 #include <limits>
+#include <sstream>
 
 #include "commands.h"
 
@@ -28,6 +30,18 @@ CLI::Validator positive_int() {
 }
 CLI::Validator non_negative_int() {
   return whole_number_in("the value", 0, std::numeric_limits<int>::max());
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, sep);) out.push_back(item);
+  return out;
+}
+
+std::vector<std::string> nonempty(std::vector<std::string> items) {
+  std::erase(items, std::string());
+  return items;
 }
 
 void add_model_flags(CLI::App& cmd, ModelFlags& flags) {

@@ -1,0 +1,18 @@
+// Small measurements shared by the runtime, the server and the load generator.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace braid {
+
+// The p-th percentile (0..100) of `values`, linearly interpolated between ranks; 0 when empty.
+double percentile(std::vector<double> values, double p);
+
+// CPU time of the whole process (every thread), in seconds.
+double process_cpu_seconds();
+
+// The CPUs this process may run on (its affinity mask), at least 1.
+size_t allowed_cpu_count();
+
+}  // namespace braid
