@@ -141,6 +141,7 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
   auto scheduler = sched::make_scheduler(s.scheduler);
   for (const ScenarioModel& sm : s.models) {
     models::LoadOptions load{.zoo = {.batch = s.batch, .image_size = s.image_size}};
+    load.name = sm.name;
     RuntimeModel& m = impl_->models.add(sm.model, {.load = load, .blocks = sm.blocks});
     auto weights = std::make_shared<const ir::Weights>(m.loaded.weights);
     auto model_cost = tune::make_cost_model({.name = cost}, m.units(), weights);

@@ -38,8 +38,10 @@ std::string escape_label(const std::string& value) {
   return out;
 }
 
-Metrics::Metrics(std::vector<std::string> model_names, std::string version)
-    : names_(std::move(model_names)), version_(std::move(version)), counters_(names_.size()) {
+Metrics::Metrics(std::vector<std::string> model_names, std::vector<std::string> versions)
+    : names_(std::move(model_names)), versions_(std::move(versions)), counters_(names_.size()) {
+  BRAID_CHECK(versions_.size() == names_.size(), ErrorCode::kInvalidArgument,
+              "metrics: ", versions_.size(), " versions for ", names_.size(), " models");
   for (Counters& c : counters_) c.buckets.assign(kBuckets, 0);
 }
 
@@ -69,7 +71,7 @@ std::string Metrics::prometheus(const Gauges& g) const {
   std::string out;
   auto labels = [&](size_t m) {
     return fmt::format("model=\"{}\",version=\"{}\"", escape_label(names_[m]),
-                       escape_label(version_));
+                       escape_label(versions_[m]));
   };
   auto family = [&](const char* name, const char* type, const char* help, auto value) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
@@ -146,7 +148,7 @@ nlohmann::json Metrics::stats(std::optional<size_t> model) const {
       return nlohmann::json{{"count", count}, {"ns", ns(us)}};
     };
     list.push_back({{"name", names_[m]},
-                    {"version", version_},
+                    {"version", versions_[m]},
                     {"last_inference", c.last_inference_ms},
                     {"inference_count", c.success},
                     {"execution_count", c.success},

@@ -41,7 +41,8 @@ inline constexpr double kLatencyBucketsUs[] = {
 
 class Metrics {
  public:
-  explicit Metrics(std::vector<std::string> model_names, std::string version = "1");
+  // One version per model (labels and statistics).
+  Metrics(std::vector<std::string> model_names, std::vector<std::string> versions);
 
   void record_success(size_t model, const RequestTimes& times);
   // A request that reached the model and failed (bad input, timed out, failed, cancelled).
@@ -59,7 +60,7 @@ class Metrics {
     std::vector<uint64_t> buckets;   // per bound, non-cumulative; the last is +Inf
   };
   std::vector<std::string> names_;
-  std::string version_;
+  std::vector<std::string> versions_;
   mutable std::mutex mutex_;
   std::vector<Counters> counters_;
 };

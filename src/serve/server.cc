@@ -56,13 +56,21 @@ struct Server::Impl {
                        std::lock_guard lock(live_mutex);
                        live = s;
                      }}),
-        metrics(model_names(models), this->options.version),
+        versions(versions_of(models.size(), this->options.versions)),
+        metrics(model_names(models), versions),
         pending(std::make_unique<std::atomic<size_t>[]>(models.size())) {
     for (size_t m = 0; m < models.size(); ++m) {
-      metadata.push_back(metadata_of(models.model(m), this->options.version));
+      metadata.push_back(metadata_of(models.model(m), versions[m]));
       pending[m] = 0;
     }
     routes();
+  }
+
+  static std::vector<std::string> versions_of(size_t n, std::vector<std::string> given) {
+    given.resize(n);
+    for (std::string& v : given)
+      if (v.empty()) v = "1";
+    return given;
   }
 
   static std::vector<std::string> model_names(const runtime::ModelSet& models) {
@@ -77,11 +85,11 @@ struct Server::Impl {
     const std::string version = req.matches.size() > 2 ? std::string(req.matches[2]) : "";
     for (size_t m = 0; m < models.size(); ++m) {
       if (models.model(m).name != name) continue;
-      if (!version.empty() && version != options.version) {
+      if (!version.empty() && version != versions[m]) {
         reply_error(res, 404,
                     fmt::format("Request for unknown model: '{}' version {} is not found (it has "
                                 "version {})",
-                                name, version, options.version));
+                                name, version, versions[m]));
         return std::nullopt;
       }
       return m;
@@ -98,6 +106,7 @@ struct Server::Impl {
   ServerOptions options;
   runtime::Inbox inbox;
   runtime::Runtime runtime;
+  std::vector<std::string> versions;  // per model
   Metrics metrics;
   std::vector<ModelMetadata> metadata;
   std::unique_ptr<std::atomic<size_t>[]> pending;  // per model: accepted, not yet answered
@@ -168,7 +177,7 @@ void Server::Impl::routes() {
     nlohmann::json index = nlohmann::json::array();
     for (size_t m = 0; m < models.size(); ++m)
       index.push_back({{"name", models.model(m).name},
-                       {"version", options.version},
+                       {"version", versions[m]},
                        {"state", is_ready ? "READY" : "UNAVAILABLE"}});
     res.set_content(index.dump(), "application/json");
   });
@@ -250,7 +259,7 @@ void Server::Impl::infer(size_t m, const httplib::Request& req, httplib::Respons
                        std::move(outcome.outputs[o])});
   EncodedResponse encoded;
   try {
-    encoded = encode_infer_response(meta.name, options.version, request, outputs);
+    encoded = encode_infer_response(meta.name, versions[m], request, outputs);
   } catch (const Error& e) {
     metrics.record_failure(m, elapsed_us());
     return reply_error(res, http_status(e.code()), e.what());

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/combined.h"
 #include "runtime/model_set.h"
@@ -37,7 +38,8 @@ struct ServerOptions {
   // connections clients keep open.
   int http_threads = 64;
   double default_timeout_us = 0;  // per request, unless it gives parameters.timeout
-  std::string version = "1";      // the one version of every model
+  // Each model's one version (a repository's directory name); missing or empty: "1".
+  std::vector<std::string> versions;
 };
 
 class Server {

@@ -109,3 +109,47 @@ def test_metrics_parse_and_count(server):
     assert total == served
     assert "braid_inference_request_duration_us" in families
     assert families["braid_inference_request_duration_us"].type == "histogram"
+
+
+def start_serve(args):
+    """Starts braid serve with `args`; returns (process, host:port)."""
+    proc = subprocess.Popen([str(BRAID), "serve", "--port", "0", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        m = re.search(r"listening on http://([\d.]+):(\d+)", line)
+        if m:
+            threading.Thread(target=lambda: list(proc.stdout), daemon=True).start()
+            return proc, f"{m.group(1)}:{m.group(2)}"
+    proc.kill()
+    pytest.fail("braid serve did not start: " + "".join(lines) + proc.stderr.read())
+
+
+def test_model_repository_serves_the_highest_version(tmp_path):
+    """Triton's layout: REPO/NAME/VERSION/model.onnx; the highest version is served and named."""
+    if not BRAID.exists():
+        pytest.skip(f"{BRAID} is not built")
+    repo = tmp_path / "repo"
+    for version in ("1", "3"):
+        (repo / "sq" / version).mkdir(parents=True)
+        subprocess.run([str(BRAID), "export", "squeezenet", "--image-size", str(IMAGE), "-o",
+                        str(repo / "sq" / version / "model.onnx")], check=True,
+                       capture_output=True)
+    proc, url = start_serve(["--model-repository", str(repo), "--scheduler", "sequential"])
+    try:
+        client = httpclient.InferenceServerClient(url=url)
+        meta = client.get_model_metadata("sq", model_version="3")
+        assert meta["versions"] == ["3"]
+        assert not client.is_model_ready("sq", model_version="1")
+        x = np.random.default_rng(3).uniform(-1, 1, (1, 3, IMAGE, IMAGE)).astype(np.float32)
+        inp = httpclient.InferInput(meta["inputs"][0]["name"], list(x.shape), "FP32")
+        inp.set_data_from_numpy(x)
+        got = client.infer("sq", [inp], model_version="3").as_numpy(meta["outputs"][0]["name"])
+        sess = ort.InferenceSession(str(repo / "sq" / "3" / "model.onnx"),
+                                    providers=["CPUExecutionProvider"])
+        want = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+        assert float(np.abs(got - want).max()) <= 1e-4 * max(float(np.abs(want).max()), 1e-30)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0

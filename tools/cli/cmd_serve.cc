@@ -12,22 +12,25 @@
 #include "base/error.h"
 #include "commands.h"
 #include "runtime/scenario.h"
+#include "serve/repository.h"
 #include "serve/server.h"
 
 namespace braid::cli {
 void add_serve_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "serve", "Serve models over HTTP (KServe v2 / Triton protocol) on TOP's runtime");
-  static std::string models_flag, device = "cpu", policy = "top-heuristic", scheduler = "ios";
+  static std::string models_flag, repository, device = "cpu", policy = "top-heuristic",
+                                              scheduler = "ios";
   static std::string host = "127.0.0.1", cost;
   static int port = 8000, overload_status = 503, http_threads = 64, max_sub_blocks = 4;
   static size_t queue_capacity = 64, max_request_bytes = 64u << 20;
   static double exit_timeout = 30;
   static int64_t image_size = 224, batch = 1;
   cmd->add_option(
-         "--models", models_flag,
-         "Models to serve, comma-separated: zoo names or .onnx files, each NAME[:ir|stages]")
-      ->required();
+      "--models", models_flag,
+      "Models to serve, comma-separated: zoo names or .onnx files, each NAME[:ir|stages]");
+  cmd->add_option("--model-repository", repository,
+                  "Serve DIR/NAME/VERSION/model.onnx (Triton's layout; the highest VERSION)");
   cmd->add_option("--device", device, "cpu or cuda:N")->capture_default_str();
   cmd->add_option("--policy", policy,
                   "The runtime's policy (static, static-serial, sync, top-heuristic)")
@@ -73,7 +76,14 @@ void add_serve_command(CLI::App& app) {
       }
       scenario.models.push_back(m);
     }
-    BRAID_CHECK(!scenario.models.empty(), ErrorCode::kInvalidArgument, "--models names none");
+    std::vector<std::string> versions(scenario.models.size(), "1");
+    if (!repository.empty())
+      for (const serve::RepositoryModel& r : serve::scan_repository(repository)) {
+        scenario.models.push_back({.model = r.path.string(), .name = r.name});
+        versions.push_back(r.version);
+      }
+    BRAID_CHECK(!scenario.models.empty(), ErrorCode::kInvalidArgument,
+                "no models: give --models or --model-repository");
 
     // SIGINT/SIGTERM are taken by sigwait below: blocked before any thread starts, so every
     // thread inherits the mask and none is interrupted.
@@ -94,12 +104,13 @@ void add_serve_command(CLI::App& app) {
                           .queue_capacity = queue_capacity,
                           .overload_status = overload_status,
                           .exit_timeout_s = exit_timeout,
-                          .http_threads = http_threads});
+                          .http_threads = http_threads,
+                          .versions = versions});
     server.start();
     for (size_t m = 0; m < runner.models().size(); ++m) {
       const runtime::RuntimeModel& model = runner.models().model(m);
-      std::cout << fmt::format("model {}: {} units, {} blocks\n", model.name,
-                               model.units().num_units(), model.blocks.size());
+      std::cout << fmt::format("model {} (version {}): {} units, {} blocks\n", model.name,
+                               versions[m], model.units().num_units(), model.blocks.size());
     }
     std::cout << fmt::format("policy {} on {}; listening on http://{}:{}\n", policy, device, host,
                              server.port())
