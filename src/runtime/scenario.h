@@ -28,9 +28,9 @@ namespace braid::runtime {
 
 struct ScenarioModel {
   std::string model;  // zoo name or .onnx file
-  std::string name;   // its name in reports and requests; empty: the loader's (zoo name, file stem)
   double fps = 0;
   BlockGrouping blocks = BlockGrouping::kIr;
+  std::string name;  // its name in reports and requests; empty: the loader's (zoo name, file stem)
 };
 
 struct Scenario {
