@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "base/stats.h"
 #include "exec/cpu/cpu_executor.h"
 #include "exec/cpu/cpu_kernels.h"
 #include "ir/graph.h"
@@ -167,16 +168,6 @@ void report(benchmark::State& state, double seconds, int64_t units_per_iteration
   state.counters["us_per_run"] = benchmark::Counter(seconds * 1e6 / runs, kAvg);
   state.counters["us_per_unit"] =
       benchmark::Counter(seconds * 1e6 / (runs * static_cast<double>(units_per_iteration)), kAvg);
-}
-
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
 }
 
 // Pins the calling thread to one CPU for the scope; restores its mask after.

@@ -24,12 +24,19 @@ double process_cpu_seconds() {
   return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
 }
 
-size_t allowed_cpu_count() {
+std::vector<int> allowed_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-    return size_t(CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+size_t allowed_cpu_count() {
+  const size_t n = allowed_cpus().size();
+  return n > 0 ? n : std::max(1u, std::thread::hardware_concurrency());
 }
 
 }  // namespace braid

@@ -12,7 +12,9 @@ double percentile(std::vector<double> values, double p);
 // CPU time of the whole process (every thread), in seconds.
 double process_cpu_seconds();
 
-// The CPUs this process may run on (its affinity mask), at least 1.
+// The CPUs this process may run on (its affinity mask; empty if it cannot be read).
+std::vector<int> allowed_cpus();
+// How many: allowed_cpus().size(), or the hardware's count if the mask cannot be read (>= 1).
 size_t allowed_cpu_count();
 
 }  // namespace braid

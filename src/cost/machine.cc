@@ -1,7 +1,6 @@
 #include "cost/machine.h"
 
 #include <openssl/evp.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "base/stats.h"
 
 namespace braid::cost {
 namespace {
@@ -30,13 +31,6 @@ std::string cpu_model_name() {
   return "unknown";
 }
 
-int allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
-  return CPU_COUNT(&set);
-}
-
 std::string omp_wait_setting() {
   std::string s;
   for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"})
@@ -48,7 +42,7 @@ std::string omp_wait_setting() {
 }  // namespace
 
 Machine this_machine() {
-  return {cpu_model_name(), allowed_cpus(), BRAID_ONEDNN_VERSION, BRAID_VERSION,
+  return {cpu_model_name(), int(braid::allowed_cpus().size()), BRAID_ONEDNN_VERSION, BRAID_VERSION,
           omp_wait_setting()};
 }
 

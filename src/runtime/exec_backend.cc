@@ -213,7 +213,9 @@ StepResult ExecBackend::run(const Step& step) {
   // a group's pieces in step order. Threads start per step: a few tens of microseconds against
   // blocks of milliseconds.
   std::vector<std::function<double()>> jobs;
-  std::map<uint32_t, std::vector<const Piece*>> groups;
+  // Keyed (by instance, id) or (by model, id): ids of the two kinds never share a group.
+  enum class Key : uint8_t { kInstance, kModel };
+  std::map<std::pair<Key, uint32_t>, std::vector<const Piece*>> groups;
   if (combined) {
     size_t at = 0;
     for (const CombinedSchedule* schedule : step.schedules) {
@@ -224,7 +226,9 @@ StepResult ExecBackend::run(const Step& step) {
   } else {
     for (const Piece& piece : step.pieces) {
       const bool side_by_side = impl_->models[piece.model].prepared->concurrent_requests();
-      groups[side_by_side ? piece.instance : (1u << 31) + piece.model].push_back(&piece);
+      groups[side_by_side ? std::pair(Key::kInstance, piece.instance)
+                          : std::pair(Key::kModel, piece.model)]
+          .push_back(&piece);
     }
     for (auto& [key, pieces] : groups)
       jobs.push_back([this, &pieces = pieces] { return impl_->run_pieces(pieces); });

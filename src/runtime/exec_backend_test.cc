@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "runtime/combined.h"
 #include "runtime/sim_backend.h"
+#include "runtime/test_models.h"
 #include "sched/random_schedule.h"
 #include "sched/registry.h"
 #include "sim/device_spec.h"
@@ -17,7 +18,7 @@
 namespace braid::runtime {
 namespace {
 
-using Outputs = std::vector<std::vector<float>>;
+using testing_models::Outputs;
 
 // SqueezeNet at 64x64 on one lane; a small Inception V3 on three random lanes (events between
 // lanes, so blocks end with cross-lane waits), both cut into IR blocks.
@@ -34,33 +35,7 @@ ModelSet make_set() {
   return set;
 }
 
-Outputs random_inputs(const RuntimeModel& m, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  Outputs inputs;
-  for (ValueId v : m.loaded.graph->inputs()) {
-    std::vector<float> x(m.loaded.graph->value(v).type.elements());
-    for (float& f : x) f = dist(rng);
-    inputs.push_back(std::move(x));
-  }
-  return inputs;
-}
-
-// The oracle: exec's plain run of the whole model (its own prepared model and request).
-Outputs plain_run(const RuntimeModel& m, const Outputs& inputs) {
-  std::shared_ptr<const ir::Weights> weights(std::shared_ptr<const void>{}, &m.loaded.weights);
-  auto prepared = exec::make_cpu_executor({.pin_threads = false})
-                      ->prepare({m.loaded.graph, weights, &m.units(), &m.plan});
-  auto request = prepared->new_request();
-  for (size_t i = 0; i < inputs.size(); ++i) prepared->set_input(*request, i, inputs[i]);
-  prepared->run(*request);
-  Outputs outputs;
-  for (size_t i = 0; i < m.loaded.graph->outputs().size(); ++i) {
-    auto out = prepared->output(*request, i);
-    outputs.emplace_back(out.begin(), out.end());
-  }
-  return outputs;
-}
+using testing_models::random_inputs;
 
 // Same kernels, same plan, own arena: the values must not depend on what ran in between.
 void expect_equal(const Outputs& got, const Outputs& want, const std::string& what) {
@@ -134,6 +109,7 @@ TEST(ExecBackend, InterleavedInstancesMatchPlainRuns) {
   ASSERT_EQ(squeeze_blocks, 12u);
   ASSERT_EQ(inception_blocks, 13u);
   ExecBackend cpu(set);
+  const testing_models::PlainRuns plain(set);  // the oracle
   EXPECT_EQ(cpu.name(), "cpu");
   EXPECT_FALSE(cpu.virtual_time());
 
@@ -196,10 +172,9 @@ TEST(ExecBackend, InterleavedInstancesMatchPlainRuns) {
         continue;
       }
       results[id] = cpu.end_instance(id);
-      expect_equal(
-          results[id],
-          plain_run(set.model(task.model), random_inputs(set.model(task.model), task.seed)),
-          "instance " + std::to_string(id));
+      expect_equal(results[id],
+                   plain.run(task.model, random_inputs(set.model(task.model), task.seed)),
+                   "instance " + std::to_string(id));
       it = tasks.erase(it);
       // A new task takes a pooled request (one that already held another task's values).
       if (reused < 2) {
@@ -269,8 +244,9 @@ TEST(ExecBackend, FailuresReachTheCallerWithoutAHang) {
            .pieces = {{0, 0, 2, 3}, {1, 1, 0, 1}},
            .schedules = {&dict.schedule(right)}});
   cpu.run({.kind = StepKind::kIndependent, .pieces = {{0, 0, 3, 12}, {1, 1, 1, 13}}});
-  expect_equal(cpu.end_instance(0), plain_run(set.model(0), a_in), "squeezenet");
-  expect_equal(cpu.end_instance(1), plain_run(set.model(1), b_in), "inception_v3");
+  const testing_models::PlainRuns plain(set);
+  expect_equal(cpu.end_instance(0), plain.run(0, a_in), "squeezenet");
+  expect_equal(cpu.end_instance(1), plain.run(1, b_in), "inception_v3");
 }
 
 TEST(ExecBackend, BadInstancesAreRejected) {

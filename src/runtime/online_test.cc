@@ -6,43 +6,27 @@
 #include <fmt/format.h>
 
 #include <mutex>
-#include <random>
 #include <thread>
 
 #include "base/error.h"
-#include "exec/cpu/cpu_executor.h"
 #include "runtime/exec_backend.h"
 #include "runtime/runtime.h"
 #include "runtime/sim_backend.h"
-#include "sched/registry.h"
+#include "runtime/test_models.h"
 #include "sim/device_spec.h"
 
 namespace braid::runtime {
 namespace {
 
-using Outputs = std::vector<std::vector<float>>;
+using testing_models::Outputs;
+using testing_models::PlainRuns;
 
 ModelSet two_models() {
-  ModelSet set;
-  auto sequential = sched::make_scheduler("sequential");
-  for (const char* name : {"squeezenet", "googlenet"}) {
-    set.add(name, {.load = {.zoo = {.image_size = 48}}});
-    set.set_schedule(set.size() - 1, sequential->schedule(set.model(set.size() - 1).units()));
-  }
-  return set;
+  return testing_models::small_models(48, {"squeezenet", "googlenet"});
 }
 
 Outputs inputs_for(const ModelSet& set, uint32_t m, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  Outputs inputs;
-  const ir::Graph& g = *set.model(m).loaded.graph;
-  for (ValueId v : g.inputs()) {
-    std::vector<float> x(g.value(v).type.elements());
-    for (float& f : x) f = dist(rng);
-    inputs.push_back(std::move(x));
-  }
-  return inputs;
+  return testing_models::random_inputs(set.model(m), seed);
 }
 
 // What the callbacks saw, by task key.
@@ -55,35 +39,6 @@ struct Answers {
       by_key[key].push_back(std::move(o));
     };
   }
-};
-
-// The oracle: one prepared model per model, its plan, run whole.
-class PlainRuns {
- public:
-  explicit PlainRuns(const ModelSet& set) : set_(set) {
-    auto executor = exec::make_cpu_executor({.pin_threads = false});
-    for (size_t m = 0; m < set.size(); ++m) {
-      const RuntimeModel& model = set.model(m);
-      prepared_.push_back(executor->prepare(
-          {model.units().graph_ptr(), std::make_shared<const ir::Weights>(model.loaded.weights),
-           &model.units(), &model.plan}));
-    }
-  }
-  Outputs run(uint32_t m, const Outputs& inputs) {
-    auto request = prepared_[m]->new_request();
-    for (size_t i = 0; i < inputs.size(); ++i) prepared_[m]->set_input(*request, i, inputs[i]);
-    prepared_[m]->run(*request);
-    Outputs out;
-    for (size_t o = 0; o < set_.model(m).loaded.graph->outputs().size(); ++o) {
-      auto y = prepared_[m]->output(*request, o);
-      out.emplace_back(y.begin(), y.end());
-    }
-    return out;
-  }
-
- private:
-  const ModelSet& set_;
-  std::vector<std::unique_ptr<exec::PreparedModel>> prepared_;
 };
 
 // Four client threads submit while the loop runs, under every policy; close() drains. Every

@@ -17,6 +17,7 @@
 #include "runtime/exec_backend.h"
 #include "runtime/runtime.h"
 #include "runtime/scenario.h"
+#include "runtime/test_models.h"
 #include "sched/registry.h"
 #include "tune/measure.h"
 
@@ -64,28 +65,10 @@ class FakeStageCost final : public StageCost {
   }
 };
 
-ModelSet small_models(int64_t image_size, std::vector<std::string> names) {
-  ModelSet set;
-  auto sequential = sched::make_scheduler("sequential");
-  for (const std::string& name : names) {
-    set.add(name, {.load = {.zoo = {.image_size = image_size}}});
-    set.set_schedule(set.size() - 1, sequential->schedule(set.model(set.size() - 1).units()));
-  }
-  return set;
-}
+using testing_models::small_models;
 
-// Uniform [-1, 1] inputs of model `m`'s graph from `seed`.
-std::vector<std::vector<float>> random_inputs(const ModelSet& set, uint32_t m, uint32_t seed) {
-  std::vector<std::vector<float>> inputs;
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  const ir::Graph& g = *set.model(m).units().graph();
-  for (ValueId v : g.inputs()) {
-    std::vector<float> x(size_t(g.value(v).type.elements()));
-    for (float& f : x) f = u(rng);
-    inputs.push_back(std::move(x));
-  }
-  return inputs;
+std::vector<std::vector<float>> random_inputs(const ModelSet& set, uint32_t m, uint64_t seed) {
+  return testing_models::random_inputs(set.model(m), seed);
 }
 
 // Every "step comb" line of the log: its (model, block) pairs.
@@ -200,15 +183,7 @@ TEST(Runtime, EveryTasksOutputsEqualAPlainRunForEveryPolicyAndH) {
   auto input_of = [&](uint32_t m, uint64_t task) {
     return random_inputs(set, m, uint32_t(task * 31 + m));
   };
-  // The oracle: one prepared model per model, sequential plan, run whole.
-  auto executor = exec::make_cpu_executor({.pin_threads = false});
-  std::vector<std::unique_ptr<exec::PreparedModel>> plain;
-  for (size_t m = 0; m < set.size(); ++m) {
-    const RuntimeModel& model = set.model(m);
-    plain.push_back(executor->prepare({model.units().graph_ptr(),
-                                       std::make_shared<const ir::Weights>(model.loaded.weights),
-                                       &model.units(), &model.plan}));
-  }
+  const testing_models::PlainRuns plain(set);  // the oracle
   ExecBackend backend(set);
   {
     // A run that ends with instances in flight leaves the backend ready for the next one.
@@ -235,14 +210,10 @@ TEST(Runtime, EveryTasksOutputsEqualAPlainRunForEveryPolicyAndH) {
       }
       for (const TaskRecord& t : r.tasks) {
         ASSERT_GE(t.done_us, 0) << "task " << t.id << " not done";
-        auto request = plain[t.model]->new_request();
-        const auto inputs = input_of(t.model, t.id);
-        for (size_t i = 0; i < inputs.size(); ++i)
-          plain[t.model]->set_input(*request, i, inputs[i]);
-        plain[t.model]->run(*request);
-        ASSERT_EQ(t.outputs.size(), set.model(t.model).units().graph()->outputs().size());
+        const testing_models::Outputs wants = plain.run(t.model, input_of(t.model, t.id));
+        ASSERT_EQ(t.outputs.size(), wants.size());
         for (size_t o = 0; o < t.outputs.size(); ++o) {
-          const auto want = plain[t.model]->output(*request, o);
+          const std::vector<float>& want = wants[o];
           ASSERT_EQ(t.outputs[o].size(), want.size());
           for (size_t k = 0; k < want.size(); ++k)
             ASSERT_NEAR(t.outputs[o][k], want[k], 1e-5) << "task " << t.id << " output " << o;

@@ -9,19 +9,10 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/stats.h"
 
 namespace braid::exec::cpu {
 namespace {
-
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
-}
 
 struct FreeDeleter {
   void operator()(std::byte* p) const { std::free(p); }
