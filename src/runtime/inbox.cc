@@ -40,17 +40,35 @@ Inbox::Inbox(size_t num_models, InboxOptions options)
   for (size_t m = 0; m < num_models; ++m) waiting_[m] = 0;
 }
 
+size_t Inbox::capacity(uint32_t model) const {
+  if (model < options_.capacities.size() && options_.capacities[model] > 0)
+    return options_.capacities[model];
+  return options_.queue_capacity;
+}
+
 SubmitStatus Inbox::submit(Submission task) {
-  if (task.model >= num_models_) return SubmitStatus::kUnknownModel;
+  std::vector<Submission> one;
+  one.push_back(std::move(task));
+  return submit_all(std::move(one));
+}
+
+SubmitStatus Inbox::submit_all(std::vector<Submission> tasks) {
+  BRAID_CHECK(!tasks.empty(), ErrorCode::kInvalidArgument, "submit_all of no tasks");
+  const uint32_t model = tasks[0].model;
+  for (const Submission& t : tasks)
+    BRAID_CHECK(t.model == model, ErrorCode::kInvalidArgument, "submit_all: tasks of models ",
+                model, " and ", t.model);
+  if (model >= num_models_) return SubmitStatus::kUnknownModel;
   std::lock_guard lock(mutex_);
   // Under the lock, so close() and a submit cannot cross: after close() returns, nothing more
   // is accepted.
   if (closed_) return SubmitStatus::kClosed;
-  std::atomic<size_t>& waiting = waiting_[task.model];
-  if (options_.queue_capacity > 0 && waiting.load() >= options_.queue_capacity)
-    return SubmitStatus::kQueueFull;
-  ++waiting;
-  pending_.push_back({std::move(task), std::chrono::steady_clock::now()});
+  std::atomic<size_t>& waiting = waiting_[model];
+  const size_t cap = capacity(model);
+  if (cap > 0 && waiting.load() + tasks.size() > cap) return SubmitStatus::kQueueFull;
+  waiting += tasks.size();
+  const auto now = std::chrono::steady_clock::now();
+  for (Submission& t : tasks) pending_.push_back({std::move(t), now});
   cv_.notify_one();
   return SubmitStatus::kAccepted;
 }

@@ -43,7 +43,7 @@ struct Submission {
 
 enum class SubmitStatus : uint8_t {
   kAccepted,      // `done` will be called exactly once
-  kQueueFull,     // the model's queue holds queue_capacity tasks; `done` is never called
+  kQueueFull,     // the model's queue has no room for the task(s); `done` is never called
   kClosed,        // draining or stopped; `done` is never called
   kUnknownModel,  // no such model; `done` is never called
 };
@@ -51,6 +51,8 @@ std::string_view to_string(SubmitStatus status);
 
 struct InboxOptions {
   size_t queue_capacity = 0;  // per model: tasks submitted and not yet dequeued; 0: unbounded
+  // Per model, where given and non-zero: replaces queue_capacity (a model's own config).
+  std::vector<size_t> capacities;
 };
 
 class Inbox {
@@ -59,6 +61,11 @@ class Inbox {
 
   // Thread-safe; never blocks on the runtime's work.
   SubmitStatus submit(Submission task);
+  // All or none, for one model (a request of several samples): accepted only if its queue has
+  // room for every task. kInvalidArgument for an empty list or tasks of different models.
+  SubmitStatus submit_all(std::vector<Submission> tasks);
+  // Model `m`'s queue capacity (0: unbounded).
+  size_t capacity(uint32_t model) const;
   // No new tasks (kClosed); the runtime finishes the accepted ones, then serve() returns.
   void close();
   // Like close(), and the runtime stops after the step under way: what it still holds is

@@ -122,6 +122,30 @@ TEST(Online, FullQueuesRefuseAtOnceAndNothingIsLost) {
 
 // A task still queued past its timeout is answered kTimedOut and never run late: one instance at
 // a time, a burst with a timeout shorter than the burst takes to run.
+// A request of several samples is queued whole or not at all, against its model's own capacity.
+TEST(Online, SubmitAllTakesEveryTaskOrNone) {
+  Inbox inbox(2, {.queue_capacity = 3, .capacities = {5}});  // model 0: 5, model 1: 3
+  EXPECT_EQ(inbox.capacity(0), 5u);
+  EXPECT_EQ(inbox.capacity(1), 3u);
+  auto tasks = [](uint32_t model, size_t n) {
+    std::vector<Submission> t(n);
+    for (Submission& s : t) s.model = model;
+    return t;
+  };
+  EXPECT_EQ(inbox.submit_all(tasks(0, 4)), SubmitStatus::kAccepted);
+  EXPECT_EQ(inbox.submit_all(tasks(0, 2)), SubmitStatus::kQueueFull);  // 4 + 2 > 5: none taken
+  EXPECT_EQ(inbox.waiting(0), 4u);
+  EXPECT_EQ(inbox.submit_all(tasks(0, 1)), SubmitStatus::kAccepted);
+  EXPECT_EQ(inbox.submit_all(tasks(1, 4)), SubmitStatus::kQueueFull);
+  EXPECT_EQ(inbox.waiting(1), 0u);
+  std::vector<Submission> mixed = tasks(1, 2);
+  mixed[1].model = 0;
+  EXPECT_THROW(inbox.submit_all(std::move(mixed)), Error);
+  EXPECT_EQ(inbox.take().size(), 5u);
+  inbox.close();
+  EXPECT_EQ(inbox.submit_all(tasks(1, 1)), SubmitStatus::kClosed);
+}
+
 TEST(Online, QueuedPastItsTimeoutIsDroppedNotRunLate) {
   const ModelSet set = two_models();
   ExecBackend backend(set);

@@ -140,7 +140,8 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
   if (cost.empty()) cost = sim_name ? "sim:" + *sim_name : gpu ? s.device : "roofline";
   auto scheduler = sched::make_scheduler(s.scheduler);
   for (const ScenarioModel& sm : s.models) {
-    models::LoadOptions load{.zoo = {.batch = s.batch, .image_size = s.image_size}};
+    models::LoadOptions load{
+        .zoo = {.batch = sm.batch > 0 ? sm.batch : s.batch, .image_size = s.image_size}};
     load.name = sm.name;
     RuntimeModel& m = impl_->models.add(sm.model, {.load = load, .blocks = sm.blocks});
     auto weights = std::make_shared<const ir::Weights>(m.loaded.weights);

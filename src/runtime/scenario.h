@@ -30,7 +30,8 @@ struct ScenarioModel {
   std::string model;  // zoo name or .onnx file
   double fps = 0;
   BlockGrouping blocks = BlockGrouping::kIr;
-  std::string name;  // its name in reports and requests; empty: the loader's (zoo name, file stem)
+  std::string name;   // its name in reports and requests; empty: the loader's (zoo name, file stem)
+  int64_t batch = 0;  // its own batch; 0: the scenario's (a served model's config can set 1)
 };
 
 struct Scenario {

@@ -52,6 +52,7 @@ void Metrics::record_success(size_t model, const RequestTimes& t) {
   std::lock_guard lock(mutex_);
   Counters& c = counters_[model];
   ++c.success;
+  c.inferences += t.inferences;
   c.success_us += t.total_us;
   c.queue_us += t.queue_us;
   c.compute_us += t.compute_us;
@@ -83,10 +84,11 @@ std::string Metrics::prometheus(const Gauges& g) const {
          [&](size_t m) { return counters_[m].success; });
   family("nv_inference_request_failure", "counter", "Number of failed inference requests",
          [&](size_t m) { return counters_[m].failure; });
+  // Each sample runs as its own task: as many executions as inferences.
   family("nv_inference_count", "counter", "Number of inferences performed",
-         [&](size_t m) { return counters_[m].success; });
+         [&](size_t m) { return counters_[m].inferences; });
   family("nv_inference_exec_count", "counter", "Number of model executions performed",
-         [&](size_t m) { return counters_[m].success; });
+         [&](size_t m) { return counters_[m].inferences; });
   family("nv_inference_request_duration_us", "counter",
          "Cumulative inference request duration in microseconds",
          [&](size_t m) { return uint64_t(counters_[m].success_us + counters_[m].failure_us); });
@@ -150,8 +152,8 @@ nlohmann::json Metrics::stats(std::optional<size_t> model) const {
     list.push_back({{"name", names_[m]},
                     {"version", versions_[m]},
                     {"last_inference", c.last_inference_ms},
-                    {"inference_count", c.success},
-                    {"execution_count", c.success},
+                    {"inference_count", c.inferences},
+                    {"execution_count", c.inferences},
                     {"inference_stats",
                      {{"success", pair(c.success, c.success_us)},
                       {"fail", pair(c.failure, c.failure_us)},

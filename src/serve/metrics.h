@@ -24,6 +24,7 @@ struct RequestTimes {
   double queue_us = 0;    // accepted to dequeued by the runtime
   double compute_us = 0;  // dequeued to its outputs
   double total_us = 0;    // the request as the server saw it: parse to response
+  size_t inferences = 1;  // samples in the request (a batching model's leading dimension)
 };
 
 // Gauges read at scrape time.
@@ -55,6 +56,7 @@ class Metrics {
  private:
   struct Counters {
     uint64_t success = 0, failure = 0;
+    uint64_t inferences = 0;  // samples of the successful requests
     double success_us = 0, failure_us = 0, queue_us = 0, compute_us = 0;
     uint64_t last_inference_ms = 0;  // since the epoch
     std::vector<uint64_t> buckets;   // per bound, non-cumulative; the last is +Inf

@@ -33,7 +33,10 @@ std::vector<RepositoryModel> scan_repository(const std::filesystem::path& dir) {
     BRAID_CHECK(best > 0, ErrorCode::kInvalidModel, "model repository '", dir.string(),
                 "': model '", entry.path().filename().string(),
                 "' has no VERSION/model.onnx (VERSION a positive integer)");
-    models.push_back({entry.path().filename().string(), std::to_string(best), best_path});
+    RepositoryModel model{entry.path().filename().string(), std::to_string(best), best_path};
+    const fs::path config = entry.path() / "config.pbtxt";
+    if (fs::exists(config, ec)) model.config = read_model_config(config, model.name);
+    models.push_back(std::move(model));
   }
   std::sort(models.begin(), models.end(),
             [](const RepositoryModel& a, const RepositoryModel& b) { return a.name < b.name; });

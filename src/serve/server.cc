@@ -25,17 +25,66 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-ModelMetadata metadata_of(const runtime::RuntimeModel& model, const std::string& version) {
-  ModelMetadata m{.name = model.name, .versions = {version}, .platform = "onnxruntime_onnx"};
+// A batching model's tensors show their leading 1 as -1: a request carries 1..max_batch_size.
+ModelMetadata metadata_of(const runtime::RuntimeModel& model, const ServedModel& served) {
+  ModelMetadata m{.name = model.name, .versions = {served.version}, .platform = "onnxruntime_onnx"};
   const ir::Graph& g = *model.loaded.graph;
   auto spec = [&](ValueId v) {
     const ir::Value& value = g.value(v);
-    return TensorSpec{value.name, datatype_of(value.type.dtype), value.type.shape};
+    TensorSpec t{value.name, datatype_of(value.type.dtype), value.type.shape};
+    if (served.config.max_batch_size > 0) {
+      BRAID_CHECK(!t.shape.empty() && t.shape[0] == 1, ErrorCode::kInvalidModel, "model '",
+                  model.name, "': max_batch_size ", served.config.max_batch_size,
+                  " needs a leading batch dimension of 1 on every input and output (load it at "
+                  "batch 1); '",
+                  t.name, "' has shape [", fmt::format("{}", fmt::join(t.shape, ",")), "]");
+      t.shape[0] = -1;
+    }
+    return t;
   };
   for (ValueId v : g.inputs()) m.inputs.push_back(spec(v));
   for (ValueId v : g.outputs()) m.outputs.push_back(spec(v));
+  std::vector<TensorSpec> inputs, outputs;  // as the model has them, batch dimension included
+  for (ValueId v : g.inputs())
+    inputs.push_back({g.value(v).name, datatype_of(g.value(v).type.dtype), g.value(v).type.shape});
+  for (ValueId v : g.outputs())
+    outputs.push_back({g.value(v).name, datatype_of(g.value(v).type.dtype), g.value(v).type.shape});
+  check_model_config(served.config, inputs, outputs);
   return m;
 }
+
+// The samples of a batched request, answered together once the last one is done.
+class SampleAnswers {
+ public:
+  explicit SampleAnswers(size_t samples) : outcomes_(samples), remaining_(samples) {}
+  std::function<void(runtime::TaskOutcome)> callback(size_t sample,
+                                                     std::shared_ptr<SampleAnswers> self) {
+    return [sample, self = std::move(self)](runtime::TaskOutcome o) {
+      self->outcomes_[sample] = std::move(o);
+      if (--self->remaining_ == 0) self->all_done_.set_value();
+    };
+  }
+  // Waits for every sample. The first sample that did not finish decides the status; otherwise
+  // outputs are stacked sample after sample (row-major: a leading batch dimension).
+  runtime::TaskOutcome wait() {
+    all_done_.get_future().wait();
+    runtime::TaskOutcome joined;
+    for (runtime::TaskOutcome& o : outcomes_) {
+      if (o.status != runtime::TaskOutcome::Status::kDone) return std::move(o);
+      joined.queue_us = std::max(joined.queue_us, o.queue_us);
+      joined.run_us = std::max(joined.run_us, o.run_us);
+      joined.outputs.resize(o.outputs.size());
+      for (size_t k = 0; k < o.outputs.size(); ++k)
+        joined.outputs[k].insert(joined.outputs[k].end(), o.outputs[k].begin(), o.outputs[k].end());
+    }
+    return joined;
+  }
+
+ private:
+  std::vector<runtime::TaskOutcome> outcomes_;  // each written by one callback, read after all
+  std::atomic<size_t> remaining_;
+  std::promise<void> all_done_;
+};
 
 void reply_error(httplib::Response& res, int status, std::string_view message) {
   res.status = status;
@@ -49,28 +98,39 @@ struct Server::Impl {
        runtime::CombinedScheduler* combiner, ServerOptions options)
       : models(models),
         options(std::move(options)),
-        inbox(models.size(), {.queue_capacity = this->options.queue_capacity}),
+        served(served_of(models.size(), this->options.models)),
+        inbox(models.size(), {.queue_capacity = this->options.queue_capacity,
+                              .capacities = capacities_of(served)}),
         runtime(models, backend, policy, combiner,
                 {.on_sample =
                      [this](const runtime::LiveStats& s) {
                        std::lock_guard lock(live_mutex);
                        live = s;
                      }}),
-        versions(versions_of(models.size(), this->options.versions)),
-        metrics(model_names(models), versions),
+        metrics(model_names(models), versions_of(served)),
         pending(std::make_unique<std::atomic<size_t>[]>(models.size())) {
     for (size_t m = 0; m < models.size(); ++m) {
-      metadata.push_back(metadata_of(models.model(m), versions[m]));
+      metadata.push_back(metadata_of(models.model(m), served[m]));
       pending[m] = 0;
     }
     routes();
   }
 
-  static std::vector<std::string> versions_of(size_t n, std::vector<std::string> given) {
+  static std::vector<ServedModel> served_of(size_t n, std::vector<ServedModel> given) {
     given.resize(n);
-    for (std::string& v : given)
-      if (v.empty()) v = "1";
+    for (ServedModel& m : given)
+      if (m.version.empty()) m.version = "1";
     return given;
+  }
+  static std::vector<std::string> versions_of(const std::vector<ServedModel>& served) {
+    std::vector<std::string> versions;
+    for (const ServedModel& m : served) versions.push_back(m.version);
+    return versions;
+  }
+  static std::vector<size_t> capacities_of(const std::vector<ServedModel>& served) {
+    std::vector<size_t> capacities;
+    for (const ServedModel& m : served) capacities.push_back(m.config.max_queue_size);
+    return capacities;
   }
 
   static std::vector<std::string> model_names(const runtime::ModelSet& models) {
@@ -85,11 +145,11 @@ struct Server::Impl {
     const std::string version = req.matches.size() > 2 ? std::string(req.matches[2]) : "";
     for (size_t m = 0; m < models.size(); ++m) {
       if (models.model(m).name != name) continue;
-      if (!version.empty() && version != versions[m]) {
+      if (!version.empty() && version != served[m].version) {
         reply_error(res, 404,
                     fmt::format("Request for unknown model: '{}' version {} is not found (it has "
                                 "version {})",
-                                name, version, versions[m]));
+                                name, version, served[m].version));
         return std::nullopt;
       }
       return m;
@@ -104,9 +164,9 @@ struct Server::Impl {
 
   const runtime::ModelSet& models;
   ServerOptions options;
+  std::vector<ServedModel> served;  // per model
   runtime::Inbox inbox;
   runtime::Runtime runtime;
-  std::vector<std::string> versions;  // per model
   Metrics metrics;
   std::vector<ModelMetadata> metadata;
   std::unique_ptr<std::atomic<size_t>[]> pending;  // per model: accepted, not yet answered
@@ -177,10 +237,20 @@ void Server::Impl::routes() {
     nlohmann::json index = nlohmann::json::array();
     for (size_t m = 0; m < models.size(); ++m)
       index.push_back({{"name", models.model(m).name},
-                       {"version", versions[m]},
+                       {"version", served[m].version},
                        {"state", is_ready ? "READY" : "UNAVAILABLE"}});
     res.set_content(index.dump(), "application/json");
   });
+  // Triton's model control mode NONE (its default): the repository is loaded at start, and load
+  // and unload requests have no effect and get an error.
+  http.Post(R"(/v2/repository/models/([^/]+)/(load|unload))",
+            [](const httplib::Request& req, httplib::Response& res) {
+              reply_error(res, 400,
+                          fmt::format("failed to {} '{}': braid serves in model control mode NONE "
+                                      "(Triton's default): the repository is loaded at start and "
+                                      "load/unload requests have no effect",
+                                      std::string(req.matches[2]), std::string(req.matches[1])));
+            });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(scrape(), "text/plain; version=0.0.4");
   });
@@ -215,26 +285,60 @@ void Server::Impl::infer(size_t m, const httplib::Request& req, httplib::Respons
     return reply_error(res, http_status(e.code()), e.what());
   }
 
-  auto answer = std::make_shared<std::promise<runtime::TaskOutcome>>();
-  std::future<runtime::TaskOutcome> outcome_future = answer->get_future();
-  runtime::Submission task{
-      .model = uint32_t(m),
-      .timeout_us = request.timeout_us ? double(*request.timeout_us) : options.default_timeout_us,
-      .done = [answer](runtime::TaskOutcome o) { answer->set_value(std::move(o)); }};
-  for (InputTensor& input : request.inputs) task.inputs.push_back(std::move(input.values));
+  const ServedModel& model = served[m];
+  // A batching model: every input leads with the same b in 1..max_batch_size; sample i of every
+  // input is task i.
+  size_t samples = 1;
+  if (model.config.max_batch_size > 0 && !request.inputs.empty()) {
+    const InputTensor& first = request.inputs.front();
+    samples = size_t(first.shape.at(0));
+    for (const InputTensor& input : request.inputs)
+      if (input.shape.at(0) != first.shape[0] || input.shape[0] < 1 ||
+          input.shape[0] > model.config.max_batch_size) {
+        metrics.record_failure(m, elapsed_us());
+        return reply_error(res, 400,
+                           fmt::format("input '{}': batch size {} {}", input.name, input.shape[0],
+                                       input.shape[0] != first.shape[0]
+                                           ? fmt::format("differs from input '{}''s {}", first.name,
+                                                         first.shape[0])
+                                           : fmt::format("is outside 1..{} (max_batch_size)",
+                                                         model.config.max_batch_size)));
+      }
+  }
+  const double timeout_us =
+      request.timeout_us && model.config.allow_timeout_override ? double(*request.timeout_us)
+      : model.config.default_timeout_us > 0 ? double(model.config.default_timeout_us)
+                                            : options.default_timeout_us;
+  auto answers = std::make_shared<SampleAnswers>(samples);
+  std::vector<runtime::Submission> tasks(samples);
+  for (size_t i = 0; i < samples; ++i) {
+    tasks[i] = {
+        .model = uint32_t(m), .timeout_us = timeout_us, .done = answers->callback(i, answers)};
+    for (InputTensor& input : request.inputs) {
+      if (samples == 1) {
+        tasks[i].inputs.push_back(std::move(input.values));
+        continue;
+      }
+      const size_t per_sample = input.values.size() / samples;
+      const auto from = input.values.begin() + ptrdiff_t(i * per_sample);
+      tasks[i].inputs.emplace_back(from, from + ptrdiff_t(per_sample));
+    }
+  }
+  request.inputs.clear();  // the tasks hold the values now
   ++pending[m];
-  const runtime::SubmitStatus status = inbox.submit(std::move(task));
+  const runtime::SubmitStatus status = inbox.submit_all(std::move(tasks));
   if (status != runtime::SubmitStatus::kAccepted) {
     --pending[m];
     metrics.record_failure(m, elapsed_us());
     res.set_header("Retry-After", "1");
     if (status == runtime::SubmitStatus::kQueueFull)
       return reply_error(res, options.overload_status,
-                         fmt::format("model '{}': queue full ({} requests waiting)",
-                                     models.model(m).name, options.queue_capacity));
+                         fmt::format("model '{}': queue full ({} of {} places taken, {} asked)",
+                                     models.model(m).name, inbox.waiting(uint32_t(m)),
+                                     inbox.capacity(uint32_t(m)), samples));
     return reply_error(res, 503, "the server is shutting down");
   }
-  runtime::TaskOutcome outcome = outcome_future.get();
+  runtime::TaskOutcome outcome = answers->wait();
   --pending[m];
   switch (outcome.status) {
     case runtime::TaskOutcome::Status::kDone:
@@ -254,12 +358,15 @@ void Server::Impl::infer(size_t m, const httplib::Request& req, httplib::Respons
   }
   std::vector<OutputTensor> outputs;
   const ModelMetadata& meta = metadata[m];
-  for (size_t o = 0; o < meta.outputs.size() && o < outcome.outputs.size(); ++o)
-    outputs.push_back({meta.outputs[o].name, meta.outputs[o].datatype, meta.outputs[o].shape,
-                       std::move(outcome.outputs[o])});
+  for (size_t o = 0; o < meta.outputs.size() && o < outcome.outputs.size(); ++o) {
+    std::vector<int64_t> shape = meta.outputs[o].shape;
+    if (model.config.max_batch_size > 0) shape[0] = int64_t(samples);
+    outputs.push_back(
+        {meta.outputs[o].name, meta.outputs[o].datatype, shape, std::move(outcome.outputs[o])});
+  }
   EncodedResponse encoded;
   try {
-    encoded = encode_infer_response(meta.name, versions[m], request, outputs);
+    encoded = encode_infer_response(meta.name, served[m].version, request, outputs);
   } catch (const Error& e) {
     metrics.record_failure(m, elapsed_us());
     return reply_error(res, http_status(e.code()), e.what());
@@ -267,8 +374,10 @@ void Server::Impl::infer(size_t m, const httplib::Request& req, httplib::Respons
   if (encoded.header_length)
     res.set_header("Inference-Header-Content-Length", std::to_string(*encoded.header_length));
   res.set_content(std::move(encoded.body), encoded.content_type);
-  metrics.record_success(
-      m, {.queue_us = outcome.queue_us, .compute_us = outcome.run_us, .total_us = elapsed_us()});
+  metrics.record_success(m, {.queue_us = outcome.queue_us,
+                             .compute_us = outcome.run_us,
+                             .total_us = elapsed_us(),
+                             .inferences = samples});
 }
 
 std::string Server::Impl::scrape() {

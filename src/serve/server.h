@@ -9,7 +9,8 @@
 //   server.shutdown();              // readiness false, new requests 503, accepted ones finish
 //
 // Endpoints: /v2/health/live|ready, /v2, /v2/models/{m}[/versions/{v}][/ready|/infer|/stats],
-// /v2/models/stats, /v2/repository/index, /metrics (Prometheus text). HTTP is cpp-httplib
+// /v2/models/stats, /v2/repository/index, /v2/repository/models/{m}/load|unload (refused: model
+// control mode NONE, Triton's default), /metrics (Prometheus text). HTTP is cpp-httplib
 // (Debian's libcpp-httplib-dev): a thread per connection from a pool; a handler waits for its
 // task's answer.
 #pragma once
@@ -23,8 +24,19 @@
 #include "runtime/model_set.h"
 #include "runtime/policy.h"
 #include "runtime/step.h"
+#include "serve/model_config.h"
 
 namespace braid::serve {
+
+// One model's own settings.
+struct ServedModel {
+  std::string version = "1";  // its one version (a repository's directory name)
+  // Its config.pbtxt (serve/model_config.h). max_batch_size > 0: the model was loaded at batch 1
+  // (every input and output leads with 1, shown as -1); a request of b samples runs as b tasks
+  // and is answered with their outputs stacked. max_queue_size and default_timeout_us of 0 take
+  // the server's queue_capacity and default_timeout_us.
+  ModelConfig config;
+};
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -38,14 +50,16 @@ struct ServerOptions {
   // connections clients keep open.
   int http_threads = 64;
   double default_timeout_us = 0;  // per request, unless it gives parameters.timeout
-  // Each model's one version (a repository's directory name); missing or empty: "1".
-  std::vector<std::string> versions;
+  // Per model, in the model set's order (a repository model's config.pbtxt; missing: defaults).
+  std::vector<ServedModel> models;
 };
 
 class Server {
  public:
   // `models` (with their schedules), `backend` (real time), `policy` and `combiner` (may be
-  // null for policies that do not combine) must outlive the server.
+  // null for policies that do not combine) must outlive the server. kInvalidModel naming the
+  // tensor for a model whose config does not fit it (check_model_config; max_batch_size > 0 with
+  // an input or output not leading with 1).
   Server(const runtime::ModelSet& models, runtime::Backend& backend, runtime::Policy& policy,
          runtime::CombinedScheduler* combiner, ServerOptions options);
   ~Server();  // shutdown() if running

@@ -7,57 +7,29 @@
 #include <httplib.h>
 
 #include <cstring>
-#include <random>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
-#include "exec/cpu/cpu_executor.h"
 #include "runtime/exec_backend.h"
-#include "sched/registry.h"
+#include "runtime/test_models.h"
 
 namespace braid::serve {
 namespace {
 
-using Outputs = std::vector<std::vector<float>>;
 using nlohmann::json;
 
 struct Fixture {
-  runtime::ModelSet set;
-  std::unique_ptr<runtime::ExecBackend> backend;
-  std::unique_ptr<runtime::Policy> policy;
-  std::vector<std::unique_ptr<exec::PreparedModel>> plain;  // the oracle
+  runtime::ModelSet set = runtime::testing_models::small_models(48, {"squeezenet", "googlenet"});
+  std::unique_ptr<runtime::ExecBackend> backend = std::make_unique<runtime::ExecBackend>(set);
+  std::unique_ptr<runtime::Policy> policy = runtime::make_policy("static");
+  runtime::testing_models::PlainRuns plain{set};  // the oracle
 
-  Fixture() {
-    auto sequential = sched::make_scheduler("sequential");
-    for (const char* name : {"squeezenet", "googlenet"}) {
-      set.add(name, {.load = {.zoo = {.image_size = 48}}});
-      set.set_schedule(set.size() - 1, sequential->schedule(set.model(set.size() - 1).units()));
-    }
-    backend = std::make_unique<runtime::ExecBackend>(set);
-    policy = runtime::make_policy("static");
-    auto executor = exec::make_cpu_executor({.pin_threads = false});
-    for (size_t m = 0; m < set.size(); ++m) {
-      const runtime::RuntimeModel& model = set.model(m);
-      plain.push_back(executor->prepare({model.units().graph_ptr(),
-                                         std::make_shared<const ir::Weights>(model.loaded.weights),
-                                         &model.units(), &model.plan}));
-    }
-  }
   std::vector<float> input(size_t m, uint64_t seed) const {
-    const ir::Graph& g = *set.model(m).loaded.graph;
-    std::vector<float> x(g.value(g.inputs()[0]).type.elements());
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<float> dist(-1, 1);
-    for (float& f : x) f = dist(rng);
-    return x;
+    return runtime::testing_models::random_inputs(set.model(m), seed)[0];
   }
-  std::vector<float> plain_output(size_t m, const std::vector<float>& x) {
-    auto request = plain[m]->new_request();
-    plain[m]->set_input(*request, 0, x);
-    plain[m]->run(*request);
-    auto y = plain[m]->output(*request, 0);
-    return {y.begin(), y.end()};
+  std::vector<float> plain_output(size_t m, const std::vector<float>& x) const {
+    return plain.run(m, {x})[0];
   }
   json infer_body(size_t m, const std::vector<float>& x, const std::string& id = "") const {
     const ir::Graph& g = *set.model(m).loaded.graph;
@@ -106,6 +78,11 @@ TEST(Server, HealthMetadataAndUnknownModels) {
       json::parse(unknown->body)["error"].get<std::string>().find("Request for unknown model"),
       std::string::npos);
   EXPECT_EQ(c.Get(path(f, 0, "/versions/7"))->status, 404);
+  // Model control mode NONE (Triton's default): load and unload have no effect, with an error.
+  auto unload = c.Post("/v2/repository/models/squeezenet/unload", "", "application/json");
+  EXPECT_EQ(unload->status, 400);
+  EXPECT_NE(unload->body.find("model control mode NONE"), std::string::npos) << unload->body;
+  EXPECT_EQ(c.Get(path(f, 0, "/ready"))->status, 200);
   auto no_route = c.Get("/v3/nothing");
   EXPECT_EQ(no_route->status, 404);
   EXPECT_TRUE(json::parse(no_route->body).contains("error"));
@@ -262,6 +239,87 @@ TEST(Server, ShutdownDrainsAcceptedRequests) {
   EXPECT_EQ(other, 0);
   httplib::Client c("127.0.0.1", port);
   EXPECT_FALSE(c.Get("/v2/health/live")) << "the listener is closed";
+}
+
+}  // namespace
+}  // namespace braid::serve
+
+namespace braid::serve {
+namespace {
+
+// A config.pbtxt's max_batch_size: the metadata shows a leading -1, a request of b samples is
+// answered with b rows, each a plain run of its sample; b outside 1..max, a queue too small
+// for the request and a config that contradicts the model are refused by name.
+TEST(Server, ABatchingModelAnswersEverySampleAsAPlainRun) {
+  Fixture& f = fixture();
+  const ModelConfig batching{.max_batch_size = 4};
+  Server server(f.set, *f.backend, *f.policy, nullptr,
+                {.port = 0, .models = {{.config = batching}, {}}});
+  server.start();
+  httplib::Client c("127.0.0.1", server.port());
+  const json meta = json::parse(c.Get(path(f, 0, ""))->body);
+  EXPECT_EQ(meta["inputs"][0]["shape"], json({-1, 3, 48, 48}));
+  EXPECT_EQ(meta["outputs"][0]["shape"][0], -1);
+  // The other model keeps its own shapes.
+  EXPECT_EQ(json::parse(c.Get(path(f, 1, ""))->body)["inputs"][0]["shape"][0], 1);
+
+  const ir::Graph& g = *f.set.model(0).loaded.graph;
+  const std::string input_name = g.value(g.inputs()[0]).name;
+  auto body_of = [&](const std::vector<std::vector<float>>& samples) {
+    std::vector<float> x;
+    for (const auto& s : samples) x.insert(x.end(), s.begin(), s.end());
+    return json{{"inputs",
+                 {{{"name", input_name},
+                   {"shape", {int64_t(samples.size()), 3, 48, 48}},
+                   {"datatype", "FP32"},
+                   {"data", x}}}}}
+        .dump();
+  };
+  const std::vector<std::vector<float>> samples = {f.input(0, 1), f.input(0, 2), f.input(0, 3)};
+  auto r = c.Post(path(f, 0, "/infer"), body_of(samples), "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json out = json::parse(r->body)["outputs"][0];
+  const std::vector<float> got = out["data"].get<std::vector<float>>();
+  const size_t per_sample = got.size() / samples.size();
+  EXPECT_EQ(out["shape"][0], 3);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const std::vector<float> want = f.plain_output(0, samples[i]);
+    ASSERT_EQ(want.size(), per_sample);
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin() + ptrdiff_t(i * per_sample)))
+        << "sample " << i;
+  }
+  auto too_many = c.Post(path(f, 0, "/infer"),
+                         body_of({samples[0], samples[0], samples[0], samples[0], samples[0]}),
+                         "application/json");
+  EXPECT_EQ(too_many->status, 400);
+  EXPECT_NE(too_many->body.find("outside 1..4"), std::string::npos) << too_many->body;
+  server.shutdown();
+
+  // A queue of 2 places cannot take a request of 3 samples: the overload status, nothing run.
+  Server small(f.set, *f.backend, *f.policy, nullptr,
+               {.port = 0, .models = {{.config = {.max_batch_size = 4, .max_queue_size = 2}}, {}}});
+  small.start();
+  httplib::Client c2("127.0.0.1", small.port());
+  auto full = c2.Post(path(f, 0, "/infer"), body_of(samples), "application/json");
+  EXPECT_EQ(full->status, 503);
+  EXPECT_NE(full->body.find("queue full"), std::string::npos) << full->body;
+  EXPECT_EQ(
+      c2.Post(path(f, 0, "/infer"), body_of({samples[0], samples[1]}), "application/json")->status,
+      200);
+  small.shutdown();
+
+  // A config that names an input the model does not have.
+  ModelConfig wrong{.where = "squeezenet/config.pbtxt"};
+  wrong.inputs.push_back({.name = "image", .datatype = DataType::kFp32, .dims = {3, 48, 48}});
+  try {
+    Server bad(f.set, *f.backend, *f.policy, nullptr, {.port = 0, .models = {{.config = wrong}}});
+    ADD_FAILURE() << "a config naming no input of the model was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
+    EXPECT_NE(std::string(e.what()).find("squeezenet/config.pbtxt: input 'image'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

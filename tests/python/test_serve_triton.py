@@ -150,6 +150,60 @@ def test_model_repository_serves_the_highest_version(tmp_path):
                                     providers=["CPUExecutionProvider"])
         want = sess.run(None, {sess.get_inputs()[0].name: x})[0]
         assert float(np.abs(got - want).max()) <= 1e-4 * max(float(np.abs(want).max()), 1e-30)
+        # Model control mode NONE, as Triton's default: load/unload refused, the model kept.
+        with pytest.raises(Exception, match="model control mode NONE"):
+            client.unload_model("sq")
+        assert client.is_model_ready("sq")
+        index = client.get_model_repository_index()
+        assert [(m["name"], m["version"], m["state"]) for m in index] == [("sq", "3", "READY")]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+
+
+def test_config_pbtxt_batches_and_bounds_the_queue(tmp_path):
+    """A Triton config.pbtxt, as Triton's docs write one: max_batch_size 4 makes the metadata's
+    leading dimension -1 and a request of 3 samples gives 3 rows, each ONNX Runtime's output for
+    its sample; a batch over the maximum is refused with 400."""
+    if not BRAID.exists():
+        pytest.skip(f"{BRAID} is not built")
+    repo = tmp_path / "repo"
+    (repo / "sq" / "1").mkdir(parents=True)
+    model = repo / "sq" / "1" / "model.onnx"
+    subprocess.run([str(BRAID), "export", "squeezenet", "--image-size", str(IMAGE), "-o",
+                    str(model)], check=True, capture_output=True)
+    sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    in_name, out_name = sess.get_inputs()[0].name, sess.get_outputs()[0].name
+    (repo / "sq" / "config.pbtxt").write_text(f"""
+name: "sq"
+platform: "onnxruntime_onnx"
+max_batch_size: 4
+input [ {{ name: "{in_name}", data_type: TYPE_FP32, dims: [ 3, {IMAGE}, {IMAGE} ] }} ]
+instance_group [ {{ count: 1, kind: KIND_CPU }} ]
+dynamic_batching {{
+  default_queue_policy {{ max_queue_size: 8, default_timeout_microseconds: 10000000 }}
+}}
+""")
+    proc, url = start_serve(["--model-repository", str(repo), "--scheduler", "sequential"])
+    try:
+        client = httpclient.InferenceServerClient(url=url)
+        meta = client.get_model_metadata("sq")
+        assert meta["inputs"][0]["shape"] == [-1, 3, IMAGE, IMAGE]
+        x = np.random.default_rng(5).uniform(-1, 1, (3, 3, IMAGE, IMAGE)).astype(np.float32)
+        inp = httpclient.InferInput(in_name, list(x.shape), "FP32")
+        inp.set_data_from_numpy(x, binary_data=True)
+        got = client.infer("sq", [inp]).as_numpy(out_name)
+        assert got.shape[0] == 3
+        for i in range(3):
+            want = sess.run(None, {in_name: x[i:i + 1]})[0]
+            assert got[i:i + 1].shape == want.shape
+            assert float(np.abs(got[i:i + 1] - want).max()) <= \
+                1e-4 * max(float(np.abs(want).max()), 1e-30)
+        big = np.zeros((5, 3, IMAGE, IMAGE), np.float32)
+        inp = httpclient.InferInput(in_name, list(big.shape), "FP32")
+        inp.set_data_from_numpy(big)
+        with pytest.raises(Exception, match="max_batch_size"):
+            client.infer("sq", [inp])
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0

@@ -76,11 +76,16 @@ void add_serve_command(CLI::App& app) {
       }
       scenario.models.push_back(m);
     }
-    std::vector<std::string> versions(scenario.models.size(), "1");
+    std::vector<serve::ServedModel> served(scenario.models.size());
     if (!repository.empty())
       for (const serve::RepositoryModel& r : serve::scan_repository(repository)) {
-        scenario.models.push_back({.model = r.path.string(), .name = r.name});
-        versions.push_back(r.version);
+        for (const std::string& ignored : r.config.ignored)
+          std::cerr << fmt::format("braid serve: warning: {} (not applied)\n", ignored);
+        // A batching model runs sample by sample: loaded at batch 1.
+        scenario.models.push_back({.model = r.path.string(),
+                                   .name = r.name,
+                                   .batch = r.config.max_batch_size > 0 ? 1 : 0});
+        served.push_back({.version = r.version, .config = r.config});
       }
     BRAID_CHECK(!scenario.models.empty(), ErrorCode::kInvalidArgument,
                 "no models: give --models or --model-repository");
@@ -105,12 +110,15 @@ void add_serve_command(CLI::App& app) {
                           .overload_status = overload_status,
                           .exit_timeout_s = exit_timeout,
                           .http_threads = http_threads,
-                          .versions = versions});
+                          .models = served});
     server.start();
     for (size_t m = 0; m < runner.models().size(); ++m) {
       const runtime::RuntimeModel& model = runner.models().model(m);
-      std::cout << fmt::format("model {} (version {}): {} units, {} blocks\n", model.name,
-                               versions[m], model.units().num_units(), model.blocks.size());
+      std::cout << fmt::format("model {} (version {}): {} units, {} blocks", model.name,
+                               served[m].version, model.units().num_units(), model.blocks.size());
+      if (served[m].config.max_batch_size > 0)
+        std::cout << fmt::format(", max_batch_size {}", served[m].config.max_batch_size);
+      std::cout << "\n";
     }
     std::cout << fmt::format("policy {} on {}; listening on http://{}:{}\n", policy, device, host,
                              server.port())
