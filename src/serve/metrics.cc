@@ -38,19 +38,23 @@ std::string escape_label(const std::string& value) {
   return out;
 }
 
-Metrics::Metrics(std::vector<std::string> model_names, std::vector<std::string> versions)
-    : names_(std::move(model_names)), versions_(std::move(versions)), counters_(names_.size()) {
-  BRAID_CHECK(versions_.size() == names_.size(), ErrorCode::kInvalidArgument,
-              "metrics: ", versions_.size(), " versions for ", names_.size(), " models");
-  for (Counters& c : counters_) c.buckets.assign(kBuckets, 0);
+void Metrics::set_models(std::vector<Listed> models) {
+  std::lock_guard lock(mutex_);
+  listed_ = std::move(models);
+  for (const Listed& m : listed_) counters(m.name);
 }
 
-void Metrics::record_success(size_t model, const RequestTimes& t) {
-  BRAID_ASSERT(model < counters_.size(), "metrics: model ", model);
+Metrics::Counters& Metrics::counters(const std::string& model) {
+  Counters& c = counters_[model];
+  if (c.buckets.empty()) c.buckets.assign(kBuckets, 0);
+  return c;
+}
+
+void Metrics::record_success(const std::string& model, const RequestTimes& t) {
   size_t b = 0;
   while (b < std::size(kLatencyBucketsUs) && t.total_us > kLatencyBucketsUs[b]) ++b;
   std::lock_guard lock(mutex_);
-  Counters& c = counters_[model];
+  Counters& c = counters(model);
   ++c.success;
   c.inferences += t.inferences;
   c.success_us += t.total_us;
@@ -60,44 +64,46 @@ void Metrics::record_success(size_t model, const RequestTimes& t) {
   ++c.buckets[b];
 }
 
-void Metrics::record_failure(size_t model, double total_us) {
-  BRAID_ASSERT(model < counters_.size(), "metrics: model ", model);
+void Metrics::record_failure(const std::string& model, double total_us) {
   std::lock_guard lock(mutex_);
-  ++counters_[model].failure;
-  counters_[model].failure_us += total_us;
+  Counters& c = counters(model);
+  ++c.failure;
+  c.failure_us += total_us;
 }
 
 std::string Metrics::prometheus(const Gauges& g) const {
   std::lock_guard lock(mutex_);
   std::string out;
   auto labels = [&](size_t m) {
-    return fmt::format("model=\"{}\",version=\"{}\"", escape_label(names_[m]),
-                       escape_label(versions_[m]));
+    return fmt::format("model=\"{}\",version=\"{}\"", escape_label(listed_[m].name),
+                       escape_label(listed_[m].version));
   };
+  // Listed models have counters (set_models makes them).
+  auto counters_of = [&](size_t m) -> const Counters& { return counters_.at(listed_[m].name); };
   auto family = [&](const char* name, const char* type, const char* help, auto value) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-    for (size_t m = 0; m < names_.size(); ++m)
+    for (size_t m = 0; m < listed_.size(); ++m)
       out += fmt::format("{}{{{}}} {}\n", name, labels(m), value(m));
   };
   // Triton's names: counters of requests and microseconds (cumulative), gauges of the moment.
   family("nv_inference_request_success", "counter", "Number of successful inference requests",
-         [&](size_t m) { return counters_[m].success; });
+         [&](size_t m) { return counters_of(m).success; });
   family("nv_inference_request_failure", "counter", "Number of failed inference requests",
-         [&](size_t m) { return counters_[m].failure; });
+         [&](size_t m) { return counters_of(m).failure; });
   // Each sample runs as its own task: as many executions as inferences.
   family("nv_inference_count", "counter", "Number of inferences performed",
-         [&](size_t m) { return counters_[m].inferences; });
+         [&](size_t m) { return counters_of(m).inferences; });
   family("nv_inference_exec_count", "counter", "Number of model executions performed",
-         [&](size_t m) { return counters_[m].inferences; });
+         [&](size_t m) { return counters_of(m).inferences; });
   family("nv_inference_request_duration_us", "counter",
          "Cumulative inference request duration in microseconds",
-         [&](size_t m) { return uint64_t(counters_[m].success_us + counters_[m].failure_us); });
+         [&](size_t m) { return uint64_t(counters_of(m).success_us + counters_of(m).failure_us); });
   family("nv_inference_queue_duration_us", "counter",
          "Cumulative inference queuing duration in microseconds",
-         [&](size_t m) { return uint64_t(counters_[m].queue_us); });
+         [&](size_t m) { return uint64_t(counters_of(m).queue_us); });
   family("nv_inference_compute_infer_duration_us", "counter",
          "Cumulative compute inference duration in microseconds",
-         [&](size_t m) { return uint64_t(counters_[m].compute_us); });
+         [&](size_t m) { return uint64_t(counters_of(m).compute_us); });
   family("nv_inference_pending_request_count", "gauge",
          "Instantaneous number of pending requests awaiting execution per-model",
          [&](size_t m) { return m < g.pending.size() ? g.pending[m] : size_t{0}; });
@@ -112,16 +118,16 @@ std::string Metrics::prometheus(const Gauges& g) const {
       "# HELP {} Latency of successful inference requests in microseconds\n# TYPE {} "
       "histogram\n",
       h, h);
-  for (size_t m = 0; m < names_.size(); ++m) {
+  for (size_t m = 0; m < listed_.size(); ++m) {
     uint64_t cumulative = 0;
     for (size_t b = 0; b < kBuckets; ++b) {
-      cumulative += counters_[m].buckets[b];
+      cumulative += counters_of(m).buckets[b];
       const std::string le =
           b < std::size(kLatencyBucketsUs) ? fmt::format("{}", kLatencyBucketsUs[b]) : "+Inf";
       out += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", h, labels(m), le, cumulative);
     }
-    out += fmt::format("{}_sum{{{}}} {}\n", h, labels(m), counters_[m].success_us);
-    out += fmt::format("{}_count{{{}}} {}\n", h, labels(m), counters_[m].success);
+    out += fmt::format("{}_sum{{{}}} {}\n", h, labels(m), counters_of(m).success_us);
+    out += fmt::format("{}_count{{{}}} {}\n", h, labels(m), counters_of(m).success);
   }
 
   // TOP's runtime (top.txt §III): instances in flight, steps, the stage dict, σ_t.
@@ -140,17 +146,17 @@ std::string Metrics::prometheus(const Gauges& g) const {
   return out;
 }
 
-nlohmann::json Metrics::stats(std::optional<size_t> model) const {
+nlohmann::json Metrics::stats(std::optional<std::string> model) const {
   std::lock_guard lock(mutex_);
   nlohmann::json list = nlohmann::json::array();
-  for (size_t m = 0; m < names_.size(); ++m) {
-    if (model && *model != m) continue;
-    const Counters& c = counters_[m];
+  for (const Listed& listed : listed_) {
+    if (model && *model != listed.name) continue;
+    const Counters& c = counters_.at(listed.name);
     auto pair = [](uint64_t count, double us) {
       return nlohmann::json{{"count", count}, {"ns", ns(us)}};
     };
-    list.push_back({{"name", names_[m]},
-                    {"version", versions_[m]},
+    list.push_back({{"name", listed.name},
+                    {"version", listed.version},
                     {"last_inference", c.last_inference_ms},
                     {"inference_count", c.inferences},
                     {"execution_count", c.inferences},

@@ -4,13 +4,18 @@
 // dashboards work unchanged, plus a latency histogram (p99 across replicas) and braid's own
 // runtime gauges under a braid_ prefix.
 //
-//   serve::Metrics metrics({"resnet50", "squeezenet"});
-//   metrics.record_success(0, {.queue_us = 120, .compute_us = 4100, .total_us = 4300});
+//   serve::Metrics metrics;
+//   metrics.set_models({{"resnet50", "1"}, {"squeezenet", "1"}});   // what is loaded now
+//   metrics.record_success("resnet50", {.queue_us = 120, .compute_us = 4100, .total_us = 4300});
 //   std::string text = metrics.prometheus(gauges);    // text/plain; version=0.0.4
 //   nlohmann::json stats = metrics.stats(std::nullopt);
+//
+// Counters are kept by model name, so a model loaded again (EXPLICIT model control) keeps its
+// counts, and a request still finishing on a model just unloaded is counted, not lost.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -29,7 +34,7 @@ struct RequestTimes {
 
 // Gauges read at scrape time.
 struct Gauges {
-  std::vector<size_t> pending;  // per model: requests accepted and not yet answered
+  std::vector<size_t> pending;  // per listed model (set_models' order): accepted, not answered
   double cpu_utilization = 0;   // the process's CPU time over the cores' time since the last scrape
   size_t in_flight_instances = 0;
   double queue_variance = 0;  // σ_t of the runtime's remaining tasks
@@ -42,16 +47,19 @@ inline constexpr double kLatencyBucketsUs[] = {
 
 class Metrics {
  public:
-  // One version per model (labels and statistics).
-  Metrics(std::vector<std::string> model_names, std::vector<std::string> versions);
+  struct Listed {
+    std::string name, version;
+  };
+  // The models shown (labels and statistics), in order: those loaded now.
+  void set_models(std::vector<Listed> models);
 
-  void record_success(size_t model, const RequestTimes& times);
+  void record_success(const std::string& model, const RequestTimes& times);
   // A request that reached the model and failed (bad input, timed out, failed, cancelled).
-  void record_failure(size_t model, double total_us);
+  void record_failure(const std::string& model, double total_us);
 
   std::string prometheus(const Gauges& gauges) const;
-  // Triton's {"model_stats": [...]}: every model, or one.
-  nlohmann::json stats(std::optional<size_t> model) const;
+  // Triton's {"model_stats": [...]}: every listed model, or the one named.
+  nlohmann::json stats(std::optional<std::string> model) const;
 
  private:
   struct Counters {
@@ -61,10 +69,11 @@ class Metrics {
     uint64_t last_inference_ms = 0;  // since the epoch
     std::vector<uint64_t> buckets;   // per bound, non-cumulative; the last is +Inf
   };
-  std::vector<std::string> names_;
-  std::vector<std::string> versions_;
+  Counters& counters(const std::string& model);  // under mutex_; made on first use
+
   mutable std::mutex mutex_;
-  std::vector<Counters> counters_;
+  std::vector<Listed> listed_;
+  std::map<std::string, Counters> counters_;  // by model name
 };
 
 // A Prometheus label value, escaped (backslash, double quote, newline).

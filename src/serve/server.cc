@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "base/stats.h"
 #include "runtime/runtime.h"
+#include "serve/deployment.h"
 #include "serve/metrics.h"
 #include "serve/protocol.h"
 
@@ -93,39 +94,49 @@ void reply_error(httplib::Response& res, int status, std::string_view message) {
 
 }  // namespace
 
-struct Server::Impl {
-  Impl(const runtime::ModelSet& models, runtime::Backend& backend, runtime::Policy& policy,
-       runtime::CombinedScheduler* combiner, ServerOptions options)
-      : models(models),
-        options(std::move(options)),
-        served(served_of(models.size(), this->options.models)),
-        inbox(models.size(), {.queue_capacity = this->options.queue_capacity,
-                              .capacities = capacities_of(served)}),
+// The models being served and the runtime that runs them: made at start and, under EXPLICIT
+// model control, made anew and swapped in on every load or unload. A handler holds the one it
+// started with until its request is answered, so a swap never loses a request: the old one
+// finishes what it accepted, then goes.
+struct Generation {
+  Generation(std::unique_ptr<Deployment> owned_deployment, const runtime::ModelSet& models,
+             runtime::Backend& backend, runtime::Policy& policy,
+             runtime::CombinedScheduler* combiner, std::vector<ServedModel> served_models,
+             const ServerOptions& options)
+      : owned(std::move(owned_deployment)),
+        models(models),
+        served(fill_versions(models.size(), std::move(served_models))),
+        inbox(models.size(),
+              {.queue_capacity = options.queue_capacity, .capacities = capacities_of(served)}),
         runtime(models, backend, policy, combiner,
                 {.on_sample =
                      [this](const runtime::LiveStats& s) {
                        std::lock_guard lock(live_mutex);
                        live = s;
                      }}),
-        metrics(model_names(models), versions_of(served)),
         pending(std::make_unique<std::atomic<size_t>[]>(models.size())) {
     for (size_t m = 0; m < models.size(); ++m) {
       metadata.push_back(metadata_of(models.model(m), served[m]));
       pending[m] = 0;
     }
-    routes();
+  }
+  ~Generation() { retire(0); }
+
+  // Of a deployment it owns.
+  static std::shared_ptr<Generation> of(std::unique_ptr<Deployment> d,
+                                        const ServerOptions& options) {
+    runtime::ScenarioRunner& r = *d->runner;
+    runtime::Policy& policy = *d->policy;
+    std::vector<ServedModel> served = d->served;
+    return std::make_shared<Generation>(std::move(d), r.models(), r.backend(), policy,
+                                        &r.combiner(), std::move(served), options);
   }
 
-  static std::vector<ServedModel> served_of(size_t n, std::vector<ServedModel> given) {
+  static std::vector<ServedModel> fill_versions(size_t n, std::vector<ServedModel> given) {
     given.resize(n);
     for (ServedModel& m : given)
       if (m.version.empty()) m.version = "1";
     return given;
-  }
-  static std::vector<std::string> versions_of(const std::vector<ServedModel>& served) {
-    std::vector<std::string> versions;
-    for (const ServedModel& m : served) versions.push_back(m.version);
-    return versions;
   }
   static std::vector<size_t> capacities_of(const std::vector<ServedModel>& served) {
     std::vector<size_t> capacities;
@@ -133,53 +144,105 @@ struct Server::Impl {
     return capacities;
   }
 
-  static std::vector<std::string> model_names(const runtime::ModelSet& models) {
-    std::vector<std::string> names;
-    for (size_t m = 0; m < models.size(); ++m) names.push_back(models.model(m).name);
-    return names;
+  std::optional<size_t> find(const std::string& name) const {
+    for (size_t m = 0; m < models.size(); ++m)
+      if (models.model(m).name == name) return m;
+    return std::nullopt;
+  }
+  std::vector<Metrics::Listed> listed() const {
+    std::vector<Metrics::Listed> out;
+    for (size_t m = 0; m < models.size(); ++m)
+      out.push_back({models.model(m).name, served[m].version});
+    return out;
   }
 
-  // The model a path names (and its version, when given), or a 404 written to `res`.
-  std::optional<size_t> find_model(const httplib::Request& req, httplib::Response& res) {
+  void start() {
+    loop = std::thread([this] {
+      runtime.serve(inbox);
+      loop_done.set_value();
+    });
+  }
+  // No new tasks; the accepted ones finish within `timeout_s` (what is left then is answered
+  // cancelled); the loop ends.
+  void retire(double timeout_s) {
+    if (!loop.joinable()) return;
+    inbox.close();
+    if (done.wait_for(std::chrono::duration<double>(timeout_s)) != std::future_status::ready)
+      inbox.stop();
+    loop.join();
+  }
+
+  std::unique_ptr<Deployment> owned;  // null when the caller owns what runs
+  const runtime::ModelSet& models;
+  std::vector<ServedModel> served;  // per model
+  std::vector<ModelMetadata> metadata;
+  runtime::Inbox inbox;
+  runtime::Runtime runtime;
+  std::unique_ptr<std::atomic<size_t>[]> pending;  // per model: accepted, not yet answered
+  std::mutex live_mutex;
+  runtime::LiveStats live;
+  std::thread loop;
+  std::promise<void> loop_done;
+  std::shared_future<void> done = loop_done.get_future().share();
+};
+
+struct Server::Impl {
+  explicit Impl(ServerOptions options) : options(std::move(options)) { routes(); }
+
+  std::shared_ptr<Generation> current_generation() {
+    std::lock_guard lock(generation_mutex);
+    return current;
+  }
+  // Swaps `next` in (null: nothing served) and returns the one it replaces.
+  std::shared_ptr<Generation> swap_in(std::shared_ptr<Generation> next) {
+    if (next) next->start();
+    metrics.set_models(next ? next->listed() : std::vector<Metrics::Listed>{});
+    std::lock_guard lock(generation_mutex);
+    std::swap(current, next);
+    return next;
+  }
+
+  // The served model a path names (and its version, when given), or a 404 written to `res`.
+  std::optional<std::pair<std::shared_ptr<Generation>, size_t>> find_model(
+      const httplib::Request& req, httplib::Response& res) {
     const std::string name = req.matches[1];
     const std::string version = req.matches.size() > 2 ? std::string(req.matches[2]) : "";
-    for (size_t m = 0; m < models.size(); ++m) {
-      if (models.model(m).name != name) continue;
-      if (!version.empty() && version != served[m].version) {
-        reply_error(res, 404,
-                    fmt::format("Request for unknown model: '{}' version {} is not found (it has "
-                                "version {})",
-                                name, version, served[m].version));
-        return std::nullopt;
-      }
-      return m;
+    std::shared_ptr<Generation> g = current_generation();
+    const std::optional<size_t> m = g ? g->find(name) : std::nullopt;
+    if (!m) {
+      reply_error(res, 404, fmt::format("Request for unknown model: '{}' is not found", name));
+      return std::nullopt;
     }
-    reply_error(res, 404, fmt::format("Request for unknown model: '{}' is not found", name));
-    return std::nullopt;
+    if (!version.empty() && version != g->served[*m].version) {
+      reply_error(res, 404,
+                  fmt::format("Request for unknown model: '{}' version {} is not found (it has "
+                              "version {})",
+                              name, version, g->served[*m].version));
+      return std::nullopt;
+    }
+    return std::pair{std::move(g), *m};
   }
 
   void routes();
-  void infer(size_t m, const httplib::Request& req, httplib::Response& res);
+  void infer(const httplib::Request& req, httplib::Response& res);
+  void control(const std::string& action, const std::string& name, const std::string& body,
+               httplib::Response& res);
+  nlohmann::json repository_index();
   std::string scrape();
 
-  const runtime::ModelSet& models;
   ServerOptions options;
-  std::vector<ServedModel> served;  // per model
-  runtime::Inbox inbox;
-  runtime::Runtime runtime;
+  // EXPLICIT model control: what can be loaded (null: the models are fixed, mode NONE).
+  std::unique_ptr<DeploySettings> deploy_settings;
   Metrics metrics;
-  std::vector<ModelMetadata> metadata;
-  std::unique_ptr<std::atomic<size_t>[]> pending;  // per model: accepted, not yet answered
+  std::mutex generation_mutex;
+  std::shared_ptr<Generation> current;  // null: no model loaded
+  std::mutex control_mutex;             // one load, unload or shutdown at a time
 
   httplib::Server http;
-  std::thread http_thread, loop_thread;
-  std::promise<void> loop_done;
+  std::thread http_thread;
   int bound_port = -1;
   std::atomic<bool> is_ready{false}, running{false};
-  std::mutex shutdown_mutex;
 
-  std::mutex live_mutex;
-  runtime::LiveStats live;
   std::mutex scrape_mutex;
   double last_cpu = 0;
   Clock::time_point last_scrape = Clock::now();
@@ -206,10 +269,10 @@ void Server::Impl::routes() {
   http.Get("/v2/health/ready", [this](const httplib::Request&, httplib::Response& res) {
     res.status = is_ready ? 200 : 503;
   });
-  http.Get("/v2", [](const httplib::Request&, httplib::Response& res) {
-    const nlohmann::json body = {{"name", "braid"},
-                                 {"version", "0.1.0"},
-                                 {"extensions", {"binary_tensor_data", "statistics"}}};
+  http.Get("/v2", [this](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json extensions = {"binary_tensor_data", "statistics", "model_repository"};
+    const nlohmann::json body = {
+        {"name", "braid"}, {"version", "0.1.0"}, {"extensions", extensions}};
     res.set_content(body.dump(), "application/json");
   });
   // Before the model routes, which would take "stats" for a model's name.
@@ -218,45 +281,118 @@ void Server::Impl::routes() {
   });
   const std::string model = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
   http.Get(model, [this](const httplib::Request& req, httplib::Response& res) {
-    if (auto m = find_model(req, res))
-      res.set_content(
-          to_json(metadata[*m]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-          "application/json");
+    if (auto found = find_model(req, res))
+      res.set_content(to_json(found->first->metadata[found->second])
+                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                      "application/json");
   });
   http.Get(model + "/ready", [this](const httplib::Request& req, httplib::Response& res) {
     if (find_model(req, res)) res.status = is_ready ? 200 : 503;
   });
   http.Get(model + "/stats", [this](const httplib::Request& req, httplib::Response& res) {
-    if (auto m = find_model(req, res))
-      res.set_content(metrics.stats(*m).dump(), "application/json");
+    if (find_model(req, res))
+      res.set_content(metrics.stats(std::string(req.matches[1])).dump(), "application/json");
   });
-  http.Post(model + "/infer", [this](const httplib::Request& req, httplib::Response& res) {
-    if (auto m = find_model(req, res)) infer(*m, req, res);
-  });
+  http.Post(model + "/infer",
+            [this](const httplib::Request& req, httplib::Response& res) { infer(req, res); });
   http.Post("/v2/repository/index", [this](const httplib::Request&, httplib::Response& res) {
-    nlohmann::json index = nlohmann::json::array();
-    for (size_t m = 0; m < models.size(); ++m)
-      index.push_back({{"name", models.model(m).name},
-                       {"version", served[m].version},
-                       {"state", is_ready ? "READY" : "UNAVAILABLE"}});
-    res.set_content(index.dump(), "application/json");
+    try {
+      res.set_content(repository_index().dump(), "application/json");
+    } catch (const Error& e) {
+      reply_error(res, http_status(e.code()), e.what());
+    }
   });
-  // Triton's model control mode NONE (its default): the repository is loaded at start, and load
-  // and unload requests have no effect and get an error.
   http.Post(R"(/v2/repository/models/([^/]+)/(load|unload))",
-            [](const httplib::Request& req, httplib::Response& res) {
-              reply_error(res, 400,
-                          fmt::format("failed to {} '{}': braid serves in model control mode NONE "
-                                      "(Triton's default): the repository is loaded at start and "
-                                      "load/unload requests have no effect",
-                                      std::string(req.matches[2]), std::string(req.matches[1])));
+            [this](const httplib::Request& req, httplib::Response& res) {
+              control(req.matches[2], req.matches[1], req.body, res);
             });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(scrape(), "text/plain; version=0.0.4");
   });
 }
 
-void Server::Impl::infer(size_t m, const httplib::Request& req, httplib::Response& res) {
+nlohmann::json Server::Impl::repository_index() {
+  std::shared_ptr<Generation> g = current_generation();
+  nlohmann::json index = nlohmann::json::array();
+  if (!deploy_settings) {  // mode NONE with the caller's models: what is served
+    for (size_t m = 0; g && m < g->models.size(); ++m)
+      index.push_back({{"name", g->models.model(m).name},
+                       {"version", g->served[m].version},
+                       {"state", is_ready ? "READY" : "UNAVAILABLE"}});
+    return index;
+  }
+  // Every model the server knows now (the repository scanned again), loaded or not.
+  for (const KnownModel& k : known_models(*deploy_settings)) {
+    const std::optional<size_t> m = g ? g->find(k.name) : std::nullopt;
+    if (m && is_ready)
+      index.push_back({{"name", k.name}, {"version", g->served[*m].version}, {"state", "READY"}});
+    else
+      index.push_back({{"name", k.name},
+                       {"version", k.served.version},
+                       {"state", "UNAVAILABLE"},
+                       {"reason", m ? "the server is shutting down" : "unloaded"}});
+  }
+  return index;
+}
+
+// Triton's model repository extension. Mode NONE: no effect, an error. EXPLICIT: the models
+// wanted after the request are deployed (the repository read again, so a load also reloads a
+// changed model or config), then swapped in; the old deployment finishes what it accepted.
+// A load that fails leaves what is served unchanged.
+void Server::Impl::control(const std::string& action, const std::string& name,
+                           const std::string& body, httplib::Response& res) {
+  if (!deploy_settings)
+    return reply_error(res, 400,
+                       fmt::format("failed to {} '{}': braid serves in model control mode NONE "
+                                   "(Triton's default): the repository is loaded at start and "
+                                   "load/unload requests have no effect",
+                                   action, name));
+  if (!body.empty()) {
+    const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+    if (!j.is_object())
+      return reply_error(
+          res, 400, fmt::format("failed to {} '{}': the body is not a JSON object", action, name));
+    // unload_dependents (tritonclient sends it) means nothing without ensembles.
+    if (j.contains("parameters") && j["parameters"].is_object())
+      for (const auto& [key, value] : j["parameters"].items())
+        if (key != "unload_dependents")
+          return reply_error(res, 501,
+                             fmt::format("failed to {} '{}': parameter '{}' is not supported (no "
+                                         "config override or model files in a request)",
+                                         action, name, key));
+  }
+  std::lock_guard lock(control_mutex);
+  if (!is_ready) return reply_error(res, 503, "the server is shutting down");
+  std::shared_ptr<Generation> g = current_generation();
+  std::vector<std::string> wanted;
+  for (size_t m = 0; g && m < g->models.size(); ++m)
+    if (g->models.model(m).name != name) wanted.push_back(g->models.model(m).name);
+  if (action == "unload" && wanted.size() == (g ? g->models.size() : 0)) {
+    res.set_content("{}", "application/json");  // not loaded: nothing to do, as in Triton
+    return;
+  }
+  if (action == "load") wanted.push_back(name);
+  try {
+    std::vector<KnownModel> known = known_models(*deploy_settings), chosen;
+    for (const std::string& w : wanted) {
+      auto it = std::find_if(known.begin(), known.end(),
+                             [&](const KnownModel& k) { return k.name == w; });
+      BRAID_CHECK(it != known.end(), ErrorCode::kNotFound, "no model '", w,
+                  "' in the model repository");
+      chosen.push_back(*it);
+    }
+    std::shared_ptr<Generation> next =
+        chosen.empty() ? nullptr : Generation::of(deploy(*deploy_settings, chosen), options);
+    std::shared_ptr<Generation> old = swap_in(std::move(next));
+    if (old) old->retire(options.exit_timeout_s);
+  } catch (const Error& e) {
+    return reply_error(res, e.code() == ErrorCode::kNotFound ? 400 : http_status(e.code()),
+                       fmt::format("failed to {} '{}': {}", action, name, e.what()));
+  }
+  res.set_content("{}", "application/json");
+}
+
+void Server::Impl::infer(const httplib::Request& req, httplib::Response& res) {
   const Clock::time_point begin = Clock::now();
   auto elapsed_us = [&] {
     return std::chrono::duration<double, std::micro>(Clock::now() - begin).count();
@@ -265,124 +401,139 @@ void Server::Impl::infer(size_t m, const httplib::Request& req, httplib::Respons
     res.set_header("Retry-After", "1");
     return reply_error(res, 503, "the server is shutting down");
   }
-  std::optional<size_t> header_length;
-  if (req.has_header("Inference-Header-Content-Length")) {
-    const std::string value = req.get_header_value("Inference-Header-Content-Length");
-    size_t n = 0;
-    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (ec != std::errc() || end != value.data() + value.size()) {
-      metrics.record_failure(m, elapsed_us());
-      return reply_error(res, 400,
-                         fmt::format("Inference-Header-Content-Length '{}' is not a size", value));
+  // A load or unload may swap the served models between finding this one and queueing the
+  // request: then it is queued again where the model is served now.
+  for (int attempt = 0;; ++attempt) {
+    auto found = find_model(req, res);
+    if (!found) return;
+    const std::shared_ptr<Generation> g = std::move(found->first);
+    const size_t m = found->second;
+    const std::string& name = g->models.model(m).name;
+    std::optional<size_t> header_length;
+    if (req.has_header("Inference-Header-Content-Length")) {
+      const std::string value = req.get_header_value("Inference-Header-Content-Length");
+      size_t n = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size()) {
+        metrics.record_failure(name, elapsed_us());
+        return reply_error(
+            res, 400, fmt::format("Inference-Header-Content-Length '{}' is not a size", value));
+      }
+      header_length = n;
     }
-    header_length = n;
-  }
-  InferRequest request;
-  try {
-    request = parse_infer_request(req.body, header_length, metadata[m]);
-  } catch (const Error& e) {
-    metrics.record_failure(m, elapsed_us());
-    return reply_error(res, http_status(e.code()), e.what());
-  }
+    InferRequest request;
+    try {
+      request = parse_infer_request(req.body, header_length, g->metadata[m]);
+    } catch (const Error& e) {
+      metrics.record_failure(name, elapsed_us());
+      return reply_error(res, http_status(e.code()), e.what());
+    }
 
-  const ServedModel& model = served[m];
-  // A batching model: every input leads with the same b in 1..max_batch_size; sample i of every
-  // input is task i.
-  size_t samples = 1;
-  if (model.config.max_batch_size > 0 && !request.inputs.empty()) {
-    const InputTensor& first = request.inputs.front();
-    samples = size_t(first.shape.at(0));
-    for (const InputTensor& input : request.inputs)
-      if (input.shape.at(0) != first.shape[0] || input.shape[0] < 1 ||
-          input.shape[0] > model.config.max_batch_size) {
-        metrics.record_failure(m, elapsed_us());
-        return reply_error(res, 400,
-                           fmt::format("input '{}': batch size {} {}", input.name, input.shape[0],
-                                       input.shape[0] != first.shape[0]
-                                           ? fmt::format("differs from input '{}''s {}", first.name,
-                                                         first.shape[0])
-                                           : fmt::format("is outside 1..{} (max_batch_size)",
-                                                         model.config.max_batch_size)));
-      }
-  }
-  const double timeout_us =
-      request.timeout_us && model.config.allow_timeout_override ? double(*request.timeout_us)
-      : model.config.default_timeout_us > 0 ? double(model.config.default_timeout_us)
-                                            : options.default_timeout_us;
-  auto answers = std::make_shared<SampleAnswers>(samples);
-  std::vector<runtime::Submission> tasks(samples);
-  for (size_t i = 0; i < samples; ++i) {
-    tasks[i] = {
-        .model = uint32_t(m), .timeout_us = timeout_us, .done = answers->callback(i, answers)};
-    for (InputTensor& input : request.inputs) {
-      if (samples == 1) {
-        tasks[i].inputs.push_back(std::move(input.values));
-        continue;
-      }
-      const size_t per_sample = input.values.size() / samples;
-      const auto from = input.values.begin() + ptrdiff_t(i * per_sample);
-      tasks[i].inputs.emplace_back(from, from + ptrdiff_t(per_sample));
+    const ServedModel& model = g->served[m];
+    // A batching model: every input leads with the same b in 1..max_batch_size; sample i of every
+    // input is task i.
+    size_t samples = 1;
+    if (model.config.max_batch_size > 0 && !request.inputs.empty()) {
+      const InputTensor& first = request.inputs.front();
+      samples = size_t(first.shape.at(0));
+      for (const InputTensor& input : request.inputs)
+        if (input.shape.at(0) != first.shape[0] || input.shape[0] < 1 ||
+            input.shape[0] > model.config.max_batch_size) {
+          metrics.record_failure(name, elapsed_us());
+          return reply_error(res, 400,
+                             fmt::format("input '{}': batch size {} {}", input.name, input.shape[0],
+                                         input.shape[0] != first.shape[0]
+                                             ? fmt::format("differs from input '{}''s {}",
+                                                           first.name, first.shape[0])
+                                             : fmt::format("is outside 1..{} (max_batch_size)",
+                                                           model.config.max_batch_size)));
+        }
     }
-  }
-  request.inputs.clear();  // the tasks hold the values now
-  ++pending[m];
-  const runtime::SubmitStatus status = inbox.submit_all(std::move(tasks));
-  if (status != runtime::SubmitStatus::kAccepted) {
-    --pending[m];
-    metrics.record_failure(m, elapsed_us());
-    res.set_header("Retry-After", "1");
-    if (status == runtime::SubmitStatus::kQueueFull)
-      return reply_error(res, options.overload_status,
-                         fmt::format("model '{}': queue full ({} of {} places taken, {} asked)",
-                                     models.model(m).name, inbox.waiting(uint32_t(m)),
-                                     inbox.capacity(uint32_t(m)), samples));
-    return reply_error(res, 503, "the server is shutting down");
-  }
-  runtime::TaskOutcome outcome = answers->wait();
-  --pending[m];
-  switch (outcome.status) {
-    case runtime::TaskOutcome::Status::kDone:
-      break;
-    case runtime::TaskOutcome::Status::kTimedOut:
-      metrics.record_failure(m, elapsed_us());
+    const double timeout_us =
+        request.timeout_us && model.config.allow_timeout_override ? double(*request.timeout_us)
+        : model.config.default_timeout_us > 0 ? double(model.config.default_timeout_us)
+                                              : options.default_timeout_us;
+    auto answers = std::make_shared<SampleAnswers>(samples);
+    std::vector<runtime::Submission> tasks(samples);
+    for (size_t i = 0; i < samples; ++i) {
+      tasks[i] = {
+          .model = uint32_t(m), .timeout_us = timeout_us, .done = answers->callback(i, answers)};
+      for (InputTensor& input : request.inputs) {
+        if (samples == 1) {
+          tasks[i].inputs.push_back(std::move(input.values));
+          continue;
+        }
+        const size_t per_sample = input.values.size() / samples;
+        const auto from = input.values.begin() + ptrdiff_t(i * per_sample);
+        tasks[i].inputs.emplace_back(from, from + ptrdiff_t(per_sample));
+      }
+    }
+    request.inputs.clear();  // the tasks hold the values now
+    ++g->pending[m];
+    const runtime::SubmitStatus status = g->inbox.submit_all(std::move(tasks));
+    if (status != runtime::SubmitStatus::kAccepted) {
+      --g->pending[m];
+      if (status == runtime::SubmitStatus::kClosed && attempt == 0 && is_ready &&
+          current_generation() != g)
+        continue;
+      metrics.record_failure(name, elapsed_us());
       res.set_header("Retry-After", "1");
-      return reply_error(res, 503,
-                         fmt::format("model '{}': request timed out before it ran: {}",
-                                     models.model(m).name, outcome.error));
-    case runtime::TaskOutcome::Status::kCancelled:
-      metrics.record_failure(m, elapsed_us());
-      return reply_error(res, 503, "the server shut down before the request ran");
-    case runtime::TaskOutcome::Status::kFailed:
-      metrics.record_failure(m, elapsed_us());
-      return reply_error(res, 500, outcome.error);
+      if (status == runtime::SubmitStatus::kQueueFull)
+        return reply_error(
+            res, options.overload_status,
+            fmt::format("model '{}': queue full ({} of {} places taken, {} asked)", name,
+                        g->inbox.waiting(uint32_t(m)), g->inbox.capacity(uint32_t(m)), samples));
+      return reply_error(res, 503, "the server is shutting down");
+    }
+    runtime::TaskOutcome outcome = answers->wait();
+    --g->pending[m];
+    switch (outcome.status) {
+      case runtime::TaskOutcome::Status::kDone:
+        break;
+      case runtime::TaskOutcome::Status::kTimedOut:
+        metrics.record_failure(name, elapsed_us());
+        res.set_header("Retry-After", "1");
+        return reply_error(
+            res, 503,
+            fmt::format("model '{}': request timed out before it ran: {}", name, outcome.error));
+      case runtime::TaskOutcome::Status::kCancelled:
+        metrics.record_failure(name, elapsed_us());
+        return reply_error(res, 503, "the server shut down before the request ran");
+      case runtime::TaskOutcome::Status::kFailed:
+        metrics.record_failure(name, elapsed_us());
+        return reply_error(res, 500, outcome.error);
+    }
+    std::vector<OutputTensor> outputs;
+    const ModelMetadata& meta = g->metadata[m];
+    for (size_t o = 0; o < meta.outputs.size() && o < outcome.outputs.size(); ++o) {
+      std::vector<int64_t> shape = meta.outputs[o].shape;
+      if (model.config.max_batch_size > 0) shape[0] = int64_t(samples);
+      outputs.push_back(
+          {meta.outputs[o].name, meta.outputs[o].datatype, shape, std::move(outcome.outputs[o])});
+    }
+    EncodedResponse encoded;
+    try {
+      encoded = encode_infer_response(meta.name, g->served[m].version, request, outputs);
+    } catch (const Error& e) {
+      metrics.record_failure(name, elapsed_us());
+      return reply_error(res, http_status(e.code()), e.what());
+    }
+    if (encoded.header_length)
+      res.set_header("Inference-Header-Content-Length", std::to_string(*encoded.header_length));
+    res.set_content(std::move(encoded.body), encoded.content_type);
+    metrics.record_success(name, {.queue_us = outcome.queue_us,
+                                  .compute_us = outcome.run_us,
+                                  .total_us = elapsed_us(),
+                                  .inferences = samples});
+    return;
   }
-  std::vector<OutputTensor> outputs;
-  const ModelMetadata& meta = metadata[m];
-  for (size_t o = 0; o < meta.outputs.size() && o < outcome.outputs.size(); ++o) {
-    std::vector<int64_t> shape = meta.outputs[o].shape;
-    if (model.config.max_batch_size > 0) shape[0] = int64_t(samples);
-    outputs.push_back(
-        {meta.outputs[o].name, meta.outputs[o].datatype, shape, std::move(outcome.outputs[o])});
-  }
-  EncodedResponse encoded;
-  try {
-    encoded = encode_infer_response(meta.name, served[m].version, request, outputs);
-  } catch (const Error& e) {
-    metrics.record_failure(m, elapsed_us());
-    return reply_error(res, http_status(e.code()), e.what());
-  }
-  if (encoded.header_length)
-    res.set_header("Inference-Header-Content-Length", std::to_string(*encoded.header_length));
-  res.set_content(std::move(encoded.body), encoded.content_type);
-  metrics.record_success(m, {.queue_us = outcome.queue_us,
-                             .compute_us = outcome.run_us,
-                             .total_us = elapsed_us(),
-                             .inferences = samples});
 }
 
 std::string Server::Impl::scrape() {
   Gauges g;
-  for (size_t m = 0; m < models.size(); ++m) g.pending.push_back(pending[m].load());
+  const std::shared_ptr<Generation> served = current_generation();
+  for (size_t m = 0; served && m < served->models.size(); ++m)
+    g.pending.push_back(served->pending[m].load());
   {
     std::lock_guard lock(scrape_mutex);
     const double cpu = process_cpu_seconds();
@@ -394,8 +545,9 @@ std::string Server::Impl::scrape() {
     last_cpu = cpu;
     last_scrape = now;
   }
-  {
-    std::lock_guard lock(live_mutex);
+  if (served) {
+    std::lock_guard lock(served->live_mutex);
+    const runtime::LiveStats& live = served->live;
     g.in_flight_instances = live.in_flight;
     g.queue_variance = live.variance;
     g.steps = live.steps;
@@ -407,7 +559,47 @@ std::string Server::Impl::scrape() {
 
 Server::Server(const runtime::ModelSet& models, runtime::Backend& backend, runtime::Policy& policy,
                runtime::CombinedScheduler* combiner, ServerOptions options)
-    : impl_(std::make_unique<Impl>(models, backend, policy, combiner, std::move(options))) {
+    : impl_(std::make_unique<Impl>(std::move(options))) {
+  check_options();
+  impl_->current = std::make_shared<Generation>(nullptr, models, backend, policy, combiner,
+                                                impl_->options.models, impl_->options);
+}
+
+Server::Server(DeploySettings settings, ModelControl mode,
+               const std::vector<std::string>& startup_models, ServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {
+  check_options();
+  std::vector<KnownModel> known = known_models(settings), chosen;
+  if (mode == ModelControl::kNone) {
+    BRAID_CHECK(startup_models.empty(), ErrorCode::kInvalidArgument,
+                "models to load at start (--load-model) need model control mode explicit");
+    chosen = known;
+    BRAID_CHECK(!chosen.empty(), ErrorCode::kInvalidArgument,
+                "no models: give --models or --model-repository");
+  } else {
+    const bool all =
+        std::find(startup_models.begin(), startup_models.end(), "*") != startup_models.end();
+    for (const std::string& name : startup_models) {
+      if (name == "*") continue;
+      const bool exists = std::any_of(known.begin(), known.end(),
+                                      [&](const KnownModel& k) { return k.name == name; });
+      if (!exists) {
+        std::string names;
+        for (const KnownModel& k : known) names += (names.empty() ? "" : ", ") + k.name;
+        BRAID_THROW(ErrorCode::kNotFound, "no model '", name,
+                    "' to load (known: ", names.empty() ? "none" : names, ")");
+      }
+    }
+    for (const KnownModel& k : known)
+      if (all ||
+          std::find(startup_models.begin(), startup_models.end(), k.name) != startup_models.end())
+        chosen.push_back(k);
+    impl_->deploy_settings = std::make_unique<DeploySettings>(settings);
+  }
+  if (!chosen.empty()) impl_->current = Generation::of(deploy(settings, chosen), impl_->options);
+}
+
+void Server::check_options() const {
   BRAID_CHECK(impl_->options.overload_status == 503 || impl_->options.overload_status == 429,
               ErrorCode::kInvalidArgument, "overload status must be 503 or 429, got ",
               impl_->options.overload_status);
@@ -428,10 +620,8 @@ void Server::start() {
   BRAID_CHECK(s.bound_port > 0, ErrorCode::kInvalidArgument, "cannot listen on ", s.options.host,
               ":", s.options.port, " (in use, or not an address of this machine)");
   s.running = true;
-  s.loop_thread = std::thread([&s] {
-    s.runtime.serve(s.inbox);
-    s.loop_done.set_value();
-  });
+  // The first generation's loop starts (and the metrics list its models).
+  s.swap_in(std::exchange(s.current, nullptr));
   s.http_thread = std::thread([&s] { s.http.listen_after_bind(); });
   s.is_ready = true;
 }
@@ -443,17 +633,35 @@ bool Server::ready() const {
   return impl_->is_ready;
 }
 
+std::vector<std::string> Server::models() const {
+  std::vector<std::string> names;
+  if (auto g = impl_->current_generation())
+    for (size_t m = 0; m < g->models.size(); ++m) names.push_back(g->models.model(m).name);
+  return names;
+}
+
+std::vector<std::string> Server::describe_models() const {
+  std::vector<std::string> lines;
+  if (auto g = impl_->current_generation())
+    for (size_t m = 0; m < g->models.size(); ++m) {
+      const runtime::RuntimeModel& model = g->models.model(m);
+      std::string line =
+          fmt::format("model {} (version {}): {} units, {} blocks", model.name,
+                      g->served[m].version, model.units().num_units(), model.blocks.size());
+      if (g->served[m].config.max_batch_size > 0)
+        line += fmt::format(", max_batch_size {}", g->served[m].config.max_batch_size);
+      lines.push_back(std::move(line));
+    }
+  return lines;
+}
+
 void Server::shutdown() {
   Impl& s = *impl_;
-  std::lock_guard lock(s.shutdown_mutex);
+  std::lock_guard lock(s.control_mutex);  // after a load or unload under way
   if (!s.running) return;
   s.is_ready = false;
-  s.inbox.close();  // new requests: 503; the loop finishes the accepted ones
-  auto done = s.loop_done.get_future();
-  if (done.wait_for(std::chrono::duration<double>(s.options.exit_timeout_s)) !=
-      std::future_status::ready)
-    s.inbox.stop();  // what is left is answered cancelled (503)
-  s.loop_thread.join();
+  // New requests: 503; the loop finishes the accepted ones, within exit_timeout_s.
+  if (std::shared_ptr<Generation> g = s.current_generation()) g->retire(s.options.exit_timeout_s);
   s.http.stop();
   s.http_thread.join();
   s.running = false;

@@ -24,19 +24,14 @@
 #include "runtime/model_set.h"
 #include "runtime/policy.h"
 #include "runtime/step.h"
-#include "serve/model_config.h"
+#include "serve/deployment.h"
 
 namespace braid::serve {
 
-// One model's own settings.
-struct ServedModel {
-  std::string version = "1";  // its one version (a repository's directory name)
-  // Its config.pbtxt (serve/model_config.h). max_batch_size > 0: the model was loaded at batch 1
-  // (every input and output leads with 1, shown as -1); a request of b samples runs as b tasks
-  // and is answered with their outputs stacked. max_queue_size and default_timeout_us of 0 take
-  // the server's queue_capacity and default_timeout_us.
-  ModelConfig config;
-};
+// Triton's model control modes: NONE (its default) loads every model at start, and load/unload
+// requests have no effect and get an error; EXPLICIT loads the models named at start, then loads
+// and unloads on request (POST /v2/repository/models/{m}/load|unload).
+enum class ModelControl : uint8_t { kNone, kExplicit };
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -62,6 +57,13 @@ class Server {
   // an input or output not leading with 1).
   Server(const runtime::ModelSet& models, runtime::Backend& backend, runtime::Policy& policy,
          runtime::CombinedScheduler* combiner, ServerOptions options);
+  // Serves what `settings` names (the command line's models and the repository's), deployed by
+  // the server itself: in mode NONE all of them; in mode EXPLICIT those in `startup_models`
+  // ("*": all; none at all is allowed), then what load and unload requests ask for: each deploys
+  // the new set while the old one serves, swaps it in, and lets the old one finish what it
+  // accepted. kNotFound naming an unknown startup model, and what deploy() throws.
+  Server(DeploySettings settings, ModelControl mode, const std::vector<std::string>& startup_models,
+         ServerOptions options);
   ~Server();  // shutdown() if running
 
   // Binds host:port (kInvalidArgument naming them when it cannot) and starts serving.
@@ -71,8 +73,13 @@ class Server {
   // Graceful: readiness turns false, new requests get 503, accepted ones finish within
   // exit_timeout_s (what is left then is answered 503, cancelled), then the listener closes.
   void shutdown();
+  // The models served now, by name.
+  std::vector<std::string> models() const;
+  // One line per model served: "model NAME (version V): U units, B blocks[, max_batch_size N]".
+  std::vector<std::string> describe_models() const;
 
  private:
+  void check_options() const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

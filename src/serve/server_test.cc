@@ -324,3 +324,107 @@ TEST(Server, ABatchingModelAnswersEverySampleAsAPlainRun) {
 
 }  // namespace
 }  // namespace braid::serve
+
+namespace braid::serve {
+namespace {
+
+DeploySettings two_zoo_models() {
+  return {.models = {{.model = "squeezenet"}, {.model = "googlenet"}},
+          .scenario = {.device = "cpu", .image_size = 48, .scheduler = "sequential"},
+          .policy = "static"};
+}
+
+// EXPLICIT model control: what is loaded at start, load and unload on request; requests sent
+// all the while are each answered 200 with a plain run's outputs (a swap loses none); a model
+// not loaded is 404, an unknown one cannot be loaded, and the metrics list what is loaded.
+TEST(Server, ExplicitModelControlLoadsAndUnloadsWithoutLosingARequest) {
+  Fixture& f = fixture();  // the same zoo models and weights: its plain runs are the oracle
+  Server server(two_zoo_models(), ModelControl::kExplicit, {"squeezenet"}, {.port = 0});
+  server.start();
+  EXPECT_EQ(server.models(), std::vector<std::string>{"squeezenet"});
+  httplib::Client c("127.0.0.1", server.port());
+  EXPECT_EQ(c.Get(path(f, 1, ""))->status, 404);  // googlenet: known, not loaded
+  json index = json::parse(c.Post("/v2/repository/index", "", "application/json")->body);
+  ASSERT_EQ(index.size(), 2u);
+  EXPECT_EQ(index[0]["state"], "READY");
+  EXPECT_EQ(index[1]["name"], "googlenet");
+  EXPECT_EQ(index[1]["state"], "UNAVAILABLE");
+  EXPECT_EQ(index[1]["reason"], "unloaded");
+
+  // Squeezenet requests from another thread while googlenet is loaded (a new deployment swapped
+  // in, the old one finishing what it accepted).
+  const std::vector<float> x = f.input(0, 21);
+  const std::vector<float> want = f.plain_output(0, x);
+  std::atomic<bool> stop{false};
+  std::atomic<int> answered{0}, wrong{0};
+  std::thread client([&] {
+    httplib::Client cc("127.0.0.1", server.port());
+    while (!stop) {
+      auto r = cc.Post(path(f, 0, "/infer"), f.infer_body(0, x).dump(), "application/json");
+      if (!r || r->status != 200 ||
+          json::parse(r->body)["outputs"][0]["data"].get<std::vector<float>>() != want)
+        ++wrong;
+      ++answered;
+    }
+  });
+  auto load = c.Post("/v2/repository/models/googlenet/load", "", "application/json");
+  EXPECT_EQ(load->status, 200) << load->body;
+  while (answered < 20) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  stop = true;
+  client.join();
+  EXPECT_EQ(wrong, 0) << "of " << answered << " requests across the load";
+  EXPECT_EQ(server.models(), (std::vector<std::string>{"squeezenet", "googlenet"}));
+  const std::vector<float> y = f.input(1, 22);
+  auto r = c.Post(path(f, 1, "/infer"), f.infer_body(1, y).dump(), "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["outputs"][0]["data"].get<std::vector<float>>(),
+            f.plain_output(1, y));
+
+  // Unload: gone from requests and metrics; its counts come back with it.
+  EXPECT_EQ(c.Post("/v2/repository/models/squeezenet/unload", "", "application/json")->status,
+            200);
+  EXPECT_EQ(c.Post(path(f, 0, "/infer"), f.infer_body(0, x).dump(), "application/json")->status,
+            404);
+  EXPECT_EQ(server.models(), std::vector<std::string>{"googlenet"});
+  const std::string metrics = c.Get("/metrics")->body;
+  EXPECT_EQ(metrics.find("model=\"squeezenet\""), std::string::npos);
+  EXPECT_NE(metrics.find("nv_inference_request_success{model=\"googlenet\",version=\"1\"} 1"),
+            std::string::npos)
+      << metrics;
+  // Unloading what is not loaded does nothing (as in Triton); an unknown model cannot load.
+  EXPECT_EQ(c.Post("/v2/repository/models/squeezenet/unload", "", "application/json")->status,
+            200);
+  auto unknown = c.Post("/v2/repository/models/nope/load", "", "application/json");
+  EXPECT_EQ(unknown->status, 400);
+  EXPECT_NE(unknown->body.find("no model 'nope'"), std::string::npos) << unknown->body;
+  EXPECT_EQ(server.models(), std::vector<std::string>{"googlenet"});  // unchanged
+  auto with_config = c.Post("/v2/repository/models/squeezenet/load",
+                            R"({"parameters": {"config": "{}"}})", "application/json");
+  EXPECT_EQ(with_config->status, 501);
+  // The last model unloaded: nothing served, the server still live and ready.
+  EXPECT_EQ(c.Post("/v2/repository/models/googlenet/unload", "", "application/json")->status, 200);
+  EXPECT_TRUE(server.models().empty());
+  EXPECT_EQ(c.Get("/v2/health/ready")->status, 200);
+  EXPECT_EQ(c.Post("/v2/repository/models/squeezenet/load", "", "application/json")->status, 200);
+  EXPECT_EQ(server.models(), std::vector<std::string>{"squeezenet"});
+  server.shutdown();
+}
+
+TEST(Server, StartupModelsAreChecked) {
+  try {
+    Server bad(two_zoo_models(), ModelControl::kExplicit, {"nope"}, {.port = 0});
+    ADD_FAILURE() << "an unknown startup model was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_NE(std::string(e.what()).find("known: squeezenet, googlenet"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(Server(two_zoo_models(), ModelControl::kNone, {"squeezenet"}, {.port = 0}), Error);
+  Server all(two_zoo_models(), ModelControl::kExplicit, {"*"}, {.port = 0});
+  EXPECT_EQ(all.models(), (std::vector<std::string>{"squeezenet", "googlenet"}));
+  Server none(two_zoo_models(), ModelControl::kExplicit, {}, {.port = 0});
+  EXPECT_TRUE(none.models().empty());
+}
+
+}  // namespace
+}  // namespace braid::serve

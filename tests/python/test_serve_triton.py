@@ -207,3 +207,42 @@ dynamic_batching {{
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
+
+
+def test_explicit_model_control_with_the_triton_client(tmp_path):
+    """--model-control-mode explicit: tritonclient's load_model/unload_model work unchanged and
+    the repository index follows them; a model loaded on request answers as ONNX Runtime does."""
+    if not BRAID.exists():
+        pytest.skip(f"{BRAID} is not built")
+    repo = tmp_path / "repo"
+    for name in ("sq", "gn"):
+        (repo / name / "1").mkdir(parents=True)
+        subprocess.run([str(BRAID), "export", {"sq": "squeezenet", "gn": "googlenet"}[name],
+                        "--image-size", str(IMAGE), "-o", str(repo / name / "1" / "model.onnx")],
+                       check=True, capture_output=True)
+    proc, url = start_serve(["--model-repository", str(repo), "--scheduler", "sequential",
+                             "--model-control-mode", "explicit", "--load-model", "sq"])
+    try:
+        client = httpclient.InferenceServerClient(url=url)
+        assert client.is_model_ready("sq")
+        assert not client.is_model_ready("gn")
+        states = {m["name"]: m["state"] for m in client.get_model_repository_index()}
+        assert states == {"gn": "UNAVAILABLE", "sq": "READY"}
+        client.load_model("gn")
+        assert client.is_model_ready("gn")
+        meta = client.get_model_metadata("gn")
+        x = np.random.default_rng(9).uniform(-1, 1, (1, 3, IMAGE, IMAGE)).astype(np.float32)
+        inp = httpclient.InferInput(meta["inputs"][0]["name"], list(x.shape), "FP32")
+        inp.set_data_from_numpy(x)
+        got = client.infer("gn", [inp]).as_numpy(meta["outputs"][0]["name"])
+        sess = ort.InferenceSession(str(repo / "gn" / "1" / "model.onnx"),
+                                    providers=["CPUExecutionProvider"])
+        want = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+        assert float(np.abs(got - want).max()) <= 1e-4 * max(float(np.abs(want).max()), 1e-30)
+        client.unload_model("sq")
+        assert not client.is_model_ready("sq")
+        with pytest.raises(Exception, match="no model 'nope'"):
+            client.load_model("nope")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0

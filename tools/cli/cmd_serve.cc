@@ -11,8 +11,7 @@
 
 #include "base/error.h"
 #include "commands.h"
-#include "runtime/scenario.h"
-#include "serve/repository.h"
+#include "serve/deployment.h"
 #include "serve/server.h"
 
 namespace braid::cli {
@@ -21,7 +20,8 @@ void add_serve_command(CLI::App& app) {
       "serve", "Serve models over HTTP (KServe v2 / Triton protocol) on TOP's runtime");
   static std::string models_flag, repository, device = "cpu", policy = "top-heuristic",
                                               scheduler = "ios";
-  static std::string host = "127.0.0.1", cost;
+  static std::string host = "127.0.0.1", cost, control_mode = "none";
+  static std::vector<std::string> load_models;
   static int port = 8000, overload_status = 503, http_threads = 64, max_sub_blocks = 4;
   static size_t queue_capacity = 64, max_request_bytes = 64u << 20;
   static double exit_timeout = 30;
@@ -56,14 +56,23 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--image-size", image_size, "Input size of zoo CNNs")->capture_default_str();
   cmd->add_option("--batch", batch, "Batch of zoo models")->capture_default_str();
+  cmd->add_option("--model-control-mode", control_mode,
+                  "none: every model loaded at start; explicit: --load-model at start, then "
+                  "load/unload requests (Triton's modes)")
+      ->check(CLI::IsMember({"none", "explicit"}))
+      ->capture_default_str();
+  cmd->add_option("--load-model", load_models,
+                  "With --model-control-mode explicit: a model to load at start (repeatable; * "
+                  "for all)");
   cmd->callback([] {
-    runtime::Scenario scenario{.device = device,
-                               .policies = {policy},
-                               .max_sub_blocks = max_sub_blocks,
-                               .batch = batch,
-                               .image_size = image_size,
-                               .scheduler = scheduler,
-                               .cost = cost};
+    serve::DeploySettings settings{.repository = repository,
+                                   .scenario = {.device = device,
+                                                .max_sub_blocks = max_sub_blocks,
+                                                .batch = batch,
+                                                .image_size = image_size,
+                                                .scheduler = scheduler,
+                                                .cost = cost},
+                                   .policy = policy};
     for (const std::string& spec : nonempty(split(models_flag, ','))) {
       const std::vector<std::string> parts = split(spec, ':');
       runtime::ScenarioModel m{.model = parts[0]};
@@ -74,21 +83,16 @@ void add_serve_command(CLI::App& app) {
         m.blocks =
             parts[1] == "stages" ? runtime::BlockGrouping::kStages : runtime::BlockGrouping::kIr;
       }
-      scenario.models.push_back(m);
+      settings.models.push_back(m);
     }
-    std::vector<serve::ServedModel> served(scenario.models.size());
-    if (!repository.empty())
-      for (const serve::RepositoryModel& r : serve::scan_repository(repository)) {
-        for (const std::string& ignored : r.config.ignored)
-          std::cerr << fmt::format("braid serve: warning: {} (not applied)\n", ignored);
-        // A batching model runs sample by sample: loaded at batch 1.
-        scenario.models.push_back({.model = r.path.string(),
-                                   .name = r.name,
-                                   .batch = r.config.max_batch_size > 0 ? 1 : 0});
-        served.push_back({.version = r.version, .config = r.config});
-      }
-    BRAID_CHECK(!scenario.models.empty(), ErrorCode::kInvalidArgument,
-                "no models: give --models or --model-repository");
+    const serve::ModelControl mode =
+        control_mode == "explicit" ? serve::ModelControl::kExplicit : serve::ModelControl::kNone;
+    BRAID_CHECK(
+        mode == serve::ModelControl::kExplicit || !settings.models.empty() || !repository.empty(),
+        ErrorCode::kInvalidArgument, "no models: give --models or --model-repository");
+    for (const serve::KnownModel& k : serve::known_models(settings))
+      for (const std::string& ignored : k.served.config.ignored)
+        std::cerr << fmt::format("braid serve: warning: {} (not applied)\n", ignored);
 
     // SIGINT/SIGTERM are taken by sigwait below: blocked before any thread starts, so every
     // thread inherits the mask and none is interrupted.
@@ -98,30 +102,19 @@ void add_serve_command(CLI::App& app) {
     sigaddset(&signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-    std::cerr << fmt::format("braid serve: loading {} model(s) on {} ...\n", scenario.models.size(),
-                             device);
-    runtime::ScenarioRunner runner(scenario);
-    auto the_policy = runner.make_policy(policy);
-    serve::Server server(runner.models(), runner.backend(), *the_policy, &runner.combiner(),
+    std::cerr << fmt::format("braid serve: loading on {} ...\n", device);
+    serve::Server server(settings, mode, load_models,
                          {.host = host,
                           .port = port,
                           .max_request_bytes = max_request_bytes,
                           .queue_capacity = queue_capacity,
                           .overload_status = overload_status,
                           .exit_timeout_s = exit_timeout,
-                          .http_threads = http_threads,
-                          .models = served});
+                          .http_threads = http_threads});
     server.start();
-    for (size_t m = 0; m < runner.models().size(); ++m) {
-      const runtime::RuntimeModel& model = runner.models().model(m);
-      std::cout << fmt::format("model {} (version {}): {} units, {} blocks", model.name,
-                               served[m].version, model.units().num_units(), model.blocks.size());
-      if (served[m].config.max_batch_size > 0)
-        std::cout << fmt::format(", max_batch_size {}", served[m].config.max_batch_size);
-      std::cout << "\n";
-    }
-    std::cout << fmt::format("policy {} on {}; listening on http://{}:{}\n", policy, device, host,
-                             server.port())
+    for (const std::string& line : server.describe_models()) std::cout << line << "\n";
+    std::cout << fmt::format("policy {} on {}, model control mode {}; listening on http://{}:{}\n",
+                             policy, device, control_mode, host, server.port())
               << std::flush;
     int received = 0;
     sigwait(&signals, &received);
