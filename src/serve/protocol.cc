@@ -315,6 +315,18 @@ std::string string_member(const json& object, const char* key, std::string_view 
 }
 
 // The request's shape: non-negative integers, matching the model's (-1: any size).
+// `dims` (non-negative) against the model's shape (-1: any size).
+void check_shape(const InputContext& in, std::span<const int64_t> dims, const TensorSpec& spec) {
+  bool matches = dims.size() == spec.shape.size();
+  for (size_t i = 0; matches && i < dims.size(); ++i) {
+    matches = spec.shape[i] == -1 || spec.shape[i] == dims[i];
+  }
+  if (!matches) {
+    fail_input(in, "shape {} does not match the model's {}", shape_string(dims),
+               shape_string(spec.shape));
+  }
+}
+
 std::vector<int64_t> parse_shape(const InputContext& in, const json& object,
                                  const TensorSpec& spec) {
   const json* shape = find_member(object, "shape");
@@ -334,14 +346,7 @@ std::vector<int64_t> parse_shape(const InputContext& in, const json& object,
     }
     if (dims.size() > spec.shape.size()) break;  // mismatched either way; stop reading a long array
   }
-  bool matches = dims.size() == spec.shape.size();
-  for (size_t i = 0; matches && i < dims.size(); ++i) {
-    matches = spec.shape[i] == -1 || spec.shape[i] == dims[i];
-  }
-  if (!matches) {
-    fail_input(in, "shape {} does not match the model's {}", shape->dump(),
-               shape_string(spec.shape));
-  }
+  check_shape(in, dims, spec);
   return dims;
 }
 
@@ -358,6 +363,35 @@ std::optional<size_t> element_count(std::span<const int64_t> shape, size_t cap) 
     count *= dim;
   }
   return count;
+}
+
+// The model's inputs in its order from what a request names (each known, given once, none
+// missing).
+template <typename Input, typename Parse>
+std::vector<InputTensor> in_model_order(const std::vector<Input>& given, const ModelMetadata& model,
+                                        const Parse& parse) {
+  std::vector<std::optional<InputTensor>> by_model_index(model.inputs.size());
+  for (const Input& input : given) {
+    const std::string& name = input.name;
+    const auto spec = std::find_if(model.inputs.begin(), model.inputs.end(),
+                                   [&](const TensorSpec& s) { return s.name == name; });
+    if (spec == model.inputs.end()) {
+      std::vector<std::string_view> names;
+      for (const TensorSpec& s : model.inputs) names.push_back(s.name);
+      BRAID_THROW(ErrorCode::kInvalidArgument, "unknown input '", name, "' (model '", model.name,
+                  "' takes ", fmt::format("{}", fmt::join(names, ", ")), ")");
+    }
+    auto& slot = by_model_index[static_cast<size_t>(spec - model.inputs.begin())];
+    BRAID_CHECK(!slot, ErrorCode::kInvalidArgument, "input '", name, "' is given twice");
+    slot = parse(input, *spec);
+  }
+  std::vector<InputTensor> out;
+  for (size_t i = 0; i < model.inputs.size(); ++i) {
+    BRAID_CHECK(by_model_index[i].has_value(), ErrorCode::kInvalidArgument, "missing input '",
+                model.inputs[i].name, "'");
+    out.push_back(std::move(*by_model_index[i]));
+  }
+  return out;
 }
 
 // Where the binary payloads are read from, in the order the request's inputs claim them.
@@ -434,27 +468,19 @@ InferRequest parse_header(const json& root, std::string_view body, BinaryCursor 
   const json* inputs = find_member(root, "inputs");
   BRAID_CHECK(inputs != nullptr && inputs->is_array(), ErrorCode::kInvalidArgument,
               "the request needs an 'inputs' array");
-  std::vector<std::optional<InputTensor>> by_model_index(model.inputs.size());
+  struct Named {
+    std::string name;
+    const json* object;
+  };
+  std::vector<Named> named;
   for (const json& input : *inputs) {
     BRAID_CHECK(input.is_object(), ErrorCode::kInvalidArgument, "each input must be an object");
-    const std::string name = string_member(input, "name", "an input");
-    const auto spec = std::find_if(model.inputs.begin(), model.inputs.end(),
-                                   [&](const TensorSpec& s) { return s.name == name; });
-    if (spec == model.inputs.end()) {
-      std::vector<std::string_view> names;
-      for (const TensorSpec& s : model.inputs) names.push_back(s.name);
-      BRAID_THROW(ErrorCode::kInvalidArgument, "unknown input '", name, "' (model '", model.name,
-                  "' takes ", fmt::format("{}", fmt::join(names, ", ")), ")");
-    }
-    auto& slot = by_model_index[static_cast<size_t>(spec - model.inputs.begin())];
-    BRAID_CHECK(!slot, ErrorCode::kInvalidArgument, "input '", name, "' is given twice");
-    slot = parse_input(input, *spec, body, binary);
+    named.push_back({string_member(input, "name", "an input"), &input});
   }
-  for (size_t i = 0; i < model.inputs.size(); ++i) {
-    BRAID_CHECK(by_model_index[i].has_value(), ErrorCode::kInvalidArgument, "missing input '",
-                model.inputs[i].name, "'");
-    request.inputs.push_back(std::move(*by_model_index[i]));
-  }
+  // Binary payloads are claimed in the request's order: parse_input runs in it.
+  request.inputs = in_model_order(named, model, [&](const Named& n, const TensorSpec& spec) {
+    return parse_input(*n.object, spec, body, binary);
+  });
   BRAID_CHECK(binary.rest.empty(), ErrorCode::kInvalidArgument, binary.rest.size(),
               " bytes after the JSON header are claimed by no input's binary_data_size");
 
@@ -708,6 +734,51 @@ int http_status(ErrorCode code) {
       return 500;
   }
   return 500;
+}
+
+InferRequest make_infer_request(std::string id, const std::vector<RawInput>& inputs,
+                                std::vector<RequestedOutput> outputs,
+                                std::optional<uint64_t> timeout_us, const ModelMetadata& model) {
+  InferRequest request{.id = std::move(id), .timeout_us = timeout_us};
+  request.inputs = in_model_order(inputs, model, [](const RawInput& raw, const TensorSpec& spec) {
+    const InputContext in{spec.name, spec.datatype};
+    const std::optional<DataType> datatype = parse_datatype(raw.datatype);
+    if (!datatype) fail_input(in, "unknown datatype '{}'", raw.datatype);
+    BRAID_CHECK(*datatype != DataType::kBytes, ErrorCode::kUnsupported, "input '", spec.name,
+                "': BYTES tensors are not supported");
+    if (*datatype != spec.datatype) {
+      fail_input(in, "datatype {} does not match the model's {}", raw.datatype,
+                 to_string(spec.datatype));
+    }
+    for (const int64_t d : raw.shape)
+      if (d < 0) fail_input(in, "shape has the negative dimension {}", d);
+    check_shape(in, raw.shape, spec);
+    const size_t width = element_bytes(spec.datatype);
+    const std::optional<size_t> count = element_count(raw.shape, raw.bytes.size() / width + 1);
+    if (!count || *count * width != raw.bytes.size()) {
+      fail_input(in, "{} bytes do not hold the {} {} elements of shape {}", raw.bytes.size(),
+                 count ? fmt::format("{}", *count) : std::string("too many"),
+                 to_string(spec.datatype), shape_string(raw.shape));
+    }
+    return InputTensor{spec.name, spec.datatype, raw.shape, decode_binary(in, raw.bytes, *count)};
+  });
+  for (const RequestedOutput& o : outputs) {
+    BRAID_CHECK(std::any_of(model.outputs.begin(), model.outputs.end(),
+                            [&](const TensorSpec& s) { return s.name == o.name; }),
+                ErrorCode::kInvalidArgument, "unknown output '", o.name,
+                "' (not an output of model '", model.name, "')");
+    BRAID_CHECK(std::count_if(outputs.begin(), outputs.end(),
+                              [&](const RequestedOutput& x) { return x.name == o.name; }) == 1,
+                ErrorCode::kInvalidArgument, "output '", o.name, "' is requested twice");
+  }
+  request.outputs = std::move(outputs);
+  return request;
+}
+
+std::string encode_tensor_bytes(const OutputTensor& tensor) {
+  std::string bytes;
+  encode_values(tensor, &bytes, nullptr);
+  return bytes;
 }
 
 }  // namespace braid::serve

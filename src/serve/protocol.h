@@ -105,6 +105,22 @@ struct InferRequest {
 InferRequest parse_infer_request(std::string_view body, std::optional<size_t> header_length,
                                  const ModelMetadata& model);
 
+/// An input as a transport other than JSON carries it (gRPC's ModelInferRequest): the datatype
+/// and shape it declares and its values as little-endian bytes (the binary extension's layout).
+struct RawInput {
+  std::string name;
+  std::string datatype;
+  std::vector<int64_t> shape;
+  std::string_view bytes;
+};
+
+/// Validates `inputs` as parse_infer_request validates a body (every model input exactly once,
+/// its datatype, a matching shape, bytes for exactly that many elements; requested outputs exist,
+/// once each) and returns the request, inputs in the model's order. Same errors.
+InferRequest make_infer_request(std::string id, const std::vector<RawInput>& inputs,
+                                std::vector<RequestedOutput> outputs,
+                                std::optional<uint64_t> timeout_us, const ModelMetadata& model);
+
 /// A computed output; values.size() must equal the product of shape.
 struct OutputTensor {
   std::string name;
@@ -125,6 +141,9 @@ struct EncodedResponse {
 EncodedResponse encode_infer_response(std::string_view model_name, std::string_view model_version,
                                       const InferRequest& request,
                                       std::span<const OutputTensor> outputs);
+
+/// An output's values as little-endian bytes of its datatype (the binary extension's layout).
+std::string encode_tensor_bytes(const OutputTensor& tensor);
 
 /// {"error": "..."}, JSON-escaped (invalid UTF-8 replaced, never thrown on).
 std::string error_body(std::string_view message);

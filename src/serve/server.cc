@@ -186,6 +186,22 @@ struct Generation {
   std::shared_future<void> done = loop_done.get_future().share();
 };
 
+// What a transport (HTTP, gRPC) hands the server's core, and what it gets back.
+struct InferCall {
+  std::string model, version;  // version "": the one served
+  // Parses and validates the request against the model's metadata; throws braid::Error.
+  std::function<InferRequest(const ModelMetadata&)> parse;
+};
+struct InferAnswer {
+  int status = 200;  // HTTP's; gRPC maps it (grpc_status_of)
+  std::string error;
+  bool retry_after = false;  // overload or draining: the client may retry
+  std::string model_name, model_version;
+  InferRequest request;  // as parsed: its id and the outputs it asks for
+  std::vector<OutputTensor> outputs;
+  RequestTimes times;  // recorded by the transport once the response is encoded
+};
+
 struct Server::Impl {
   explicit Impl(ServerOptions options) : options(std::move(options)) { routes(); }
 
@@ -202,29 +218,39 @@ struct Server::Impl {
     return next;
   }
 
-  // The served model a path names (and its version, when given), or a 404 written to `res`.
-  std::optional<std::pair<std::shared_ptr<Generation>, size_t>> find_model(
-      const httplib::Request& req, httplib::Response& res) {
-    const std::string name = req.matches[1];
-    const std::string version = req.matches.size() > 2 ? std::string(req.matches[2]) : "";
+  struct Found {
+    std::shared_ptr<Generation> generation;
+    size_t model;
+  };
+  // The served model `name` (at `version`, when not empty), or why not (Triton's 404 message).
+  std::optional<Found> lookup(const std::string& name, const std::string& version,
+                              std::string* why) {
     std::shared_ptr<Generation> g = current_generation();
     const std::optional<size_t> m = g ? g->find(name) : std::nullopt;
     if (!m) {
-      reply_error(res, 404, fmt::format("Request for unknown model: '{}' is not found", name));
+      *why = fmt::format("Request for unknown model: '{}' is not found", name);
       return std::nullopt;
     }
     if (!version.empty() && version != g->served[*m].version) {
-      reply_error(res, 404,
-                  fmt::format("Request for unknown model: '{}' version {} is not found (it has "
-                              "version {})",
-                              name, version, g->served[*m].version));
+      *why =
+          fmt::format("Request for unknown model: '{}' version {} is not found (it has version {})",
+                      name, version, g->served[*m].version);
       return std::nullopt;
     }
-    return std::pair{std::move(g), *m};
+    return Found{std::move(g), *m};
+  }
+  // The served model a path names (and its version, when given), or a 404 written to `res`.
+  std::optional<Found> find_model(const httplib::Request& req, httplib::Response& res) {
+    std::string why;
+    std::optional<Found> found =
+        lookup(req.matches[1], req.matches.size() > 2 ? std::string(req.matches[2]) : "", &why);
+    if (!found) reply_error(res, 404, why);
+    return found;
   }
 
   void routes();
-  void infer(const httplib::Request& req, httplib::Response& res);
+  InferAnswer infer(const InferCall& call);
+  void infer_http(const httplib::Request& req, httplib::Response& res);
   void control(const std::string& action, const std::string& name, const std::string& body,
                httplib::Response& res);
   nlohmann::json repository_index();
@@ -282,7 +308,7 @@ void Server::Impl::routes() {
   const std::string model = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
   http.Get(model, [this](const httplib::Request& req, httplib::Response& res) {
     if (auto found = find_model(req, res))
-      res.set_content(to_json(found->first->metadata[found->second])
+      res.set_content(to_json(found->generation->metadata[found->model])
                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                       "application/json");
   });
@@ -294,7 +320,7 @@ void Server::Impl::routes() {
       res.set_content(metrics.stats(std::string(req.matches[1])).dump(), "application/json");
   });
   http.Post(model + "/infer",
-            [this](const httplib::Request& req, httplib::Response& res) { infer(req, res); });
+            [this](const httplib::Request& req, httplib::Response& res) { infer_http(req, res); });
   http.Post("/v2/repository/index", [this](const httplib::Request&, httplib::Response& res) {
     try {
       res.set_content(repository_index().dump(), "application/json");
@@ -392,46 +418,38 @@ void Server::Impl::control(const std::string& action, const std::string& name,
   res.set_content("{}", "application/json");
 }
 
-void Server::Impl::infer(const httplib::Request& req, httplib::Response& res) {
+InferAnswer Server::Impl::infer(const InferCall& call) {
   const Clock::time_point begin = Clock::now();
   auto elapsed_us = [&] {
     return std::chrono::duration<double, std::micro>(Clock::now() - begin).count();
   };
-  if (!is_ready) {
-    res.set_header("Retry-After", "1");
-    return reply_error(res, 503, "the server is shutting down");
-  }
+  InferAnswer answer;
+  auto fail = [&](int status, std::string error) {
+    answer.status = status;
+    answer.error = std::move(error);
+    answer.retry_after = status == 503 || status == 429;
+    return std::move(answer);
+  };
+  if (!is_ready) return fail(503, "the server is shutting down");
   // A load or unload may swap the served models between finding this one and queueing the
   // request: then it is queued again where the model is served now.
   for (int attempt = 0;; ++attempt) {
-    auto found = find_model(req, res);
-    if (!found) return;
-    const std::shared_ptr<Generation> g = std::move(found->first);
-    const size_t m = found->second;
+    std::string why;
+    const std::optional<Found> found = lookup(call.model, call.version, &why);
+    if (!found) return fail(404, why);
+    const std::shared_ptr<Generation>& g = found->generation;
+    const size_t m = found->model;
     const std::string& name = g->models.model(m).name;
-    std::optional<size_t> header_length;
-    if (req.has_header("Inference-Header-Content-Length")) {
-      const std::string value = req.get_header_value("Inference-Header-Content-Length");
-      size_t n = 0;
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc() || end != value.data() + value.size()) {
-        metrics.record_failure(name, elapsed_us());
-        return reply_error(
-            res, 400, fmt::format("Inference-Header-Content-Length '{}' is not a size", value));
-      }
-      header_length = n;
-    }
-    InferRequest request;
+    const ServedModel& model = g->served[m];
+    InferRequest& request = answer.request;
     try {
-      request = parse_infer_request(req.body, header_length, g->metadata[m]);
+      request = call.parse(g->metadata[m]);
     } catch (const Error& e) {
       metrics.record_failure(name, elapsed_us());
-      return reply_error(res, http_status(e.code()), e.what());
+      return fail(http_status(e.code()), e.what());
     }
-
-    const ServedModel& model = g->served[m];
-    // A batching model: every input leads with the same b in 1..max_batch_size; sample i of every
-    // input is task i.
+    // A batching model: every input leads with the same b in 1..max_batch_size; sample i of
+    // every input is task i.
     size_t samples = 1;
     if (model.config.max_batch_size > 0 && !request.inputs.empty()) {
       const InputTensor& first = request.inputs.front();
@@ -440,13 +458,12 @@ void Server::Impl::infer(const httplib::Request& req, httplib::Response& res) {
         if (input.shape.at(0) != first.shape[0] || input.shape[0] < 1 ||
             input.shape[0] > model.config.max_batch_size) {
           metrics.record_failure(name, elapsed_us());
-          return reply_error(res, 400,
-                             fmt::format("input '{}': batch size {} {}", input.name, input.shape[0],
-                                         input.shape[0] != first.shape[0]
-                                             ? fmt::format("differs from input '{}''s {}",
-                                                           first.name, first.shape[0])
-                                             : fmt::format("is outside 1..{} (max_batch_size)",
-                                                           model.config.max_batch_size)));
+          return fail(400, fmt::format("input '{}': batch size {} {}", input.name, input.shape[0],
+                                       input.shape[0] != first.shape[0]
+                                           ? fmt::format("differs from input '{}''s {}", first.name,
+                                                         first.shape[0])
+                                           : fmt::format("is outside 1..{} (max_batch_size)",
+                                                         model.config.max_batch_size)));
         }
     }
     const double timeout_us =
@@ -477,13 +494,12 @@ void Server::Impl::infer(const httplib::Request& req, httplib::Response& res) {
           current_generation() != g)
         continue;
       metrics.record_failure(name, elapsed_us());
-      res.set_header("Retry-After", "1");
       if (status == runtime::SubmitStatus::kQueueFull)
-        return reply_error(
-            res, options.overload_status,
+        return fail(
+            options.overload_status,
             fmt::format("model '{}': queue full ({} of {} places taken, {} asked)", name,
                         g->inbox.waiting(uint32_t(m)), g->inbox.capacity(uint32_t(m)), samples));
-      return reply_error(res, 503, "the server is shutting down");
+      return fail(503, "the server is shutting down");
     }
     runtime::TaskOutcome outcome = answers->wait();
     --g->pending[m];
@@ -492,41 +508,68 @@ void Server::Impl::infer(const httplib::Request& req, httplib::Response& res) {
         break;
       case runtime::TaskOutcome::Status::kTimedOut:
         metrics.record_failure(name, elapsed_us());
-        res.set_header("Retry-After", "1");
-        return reply_error(
-            res, 503,
-            fmt::format("model '{}': request timed out before it ran: {}", name, outcome.error));
-      case runtime::TaskOutcome::Status::kCancelled:
+        return fail(503, fmt::format("model '{}': request timed out before it ran: {}", name,
+                                     outcome.error));
+      case runtime::TaskOutcome::Status::kCancelled: {
         metrics.record_failure(name, elapsed_us());
-        return reply_error(res, 503, "the server shut down before the request ran");
+        InferAnswer cancelled = fail(503, "the server shut down before the request ran");
+        cancelled.retry_after = false;  // it will not come back
+        return cancelled;
+      }
       case runtime::TaskOutcome::Status::kFailed:
         metrics.record_failure(name, elapsed_us());
-        return reply_error(res, 500, outcome.error);
+        return fail(500, outcome.error);
     }
-    std::vector<OutputTensor> outputs;
     const ModelMetadata& meta = g->metadata[m];
+    answer.model_name = meta.name;
+    answer.model_version = model.version;
     for (size_t o = 0; o < meta.outputs.size() && o < outcome.outputs.size(); ++o) {
       std::vector<int64_t> shape = meta.outputs[o].shape;
       if (model.config.max_batch_size > 0) shape[0] = int64_t(samples);
-      outputs.push_back(
+      answer.outputs.push_back(
           {meta.outputs[o].name, meta.outputs[o].datatype, shape, std::move(outcome.outputs[o])});
     }
-    EncodedResponse encoded;
-    try {
-      encoded = encode_infer_response(meta.name, g->served[m].version, request, outputs);
-    } catch (const Error& e) {
-      metrics.record_failure(name, elapsed_us());
-      return reply_error(res, http_status(e.code()), e.what());
-    }
-    if (encoded.header_length)
-      res.set_header("Inference-Header-Content-Length", std::to_string(*encoded.header_length));
-    res.set_content(std::move(encoded.body), encoded.content_type);
-    metrics.record_success(name, {.queue_us = outcome.queue_us,
-                                  .compute_us = outcome.run_us,
-                                  .total_us = elapsed_us(),
-                                  .inferences = samples});
-    return;
+    answer.times = {.queue_us = outcome.queue_us,
+                    .compute_us = outcome.run_us,
+                    .total_us = elapsed_us(),
+                    .inferences = samples};
+    return answer;
   }
+}
+
+// The transport records success once the response is encoded (an output that cannot be
+// encoded is a failure).
+void Server::Impl::infer_http(const httplib::Request& req, httplib::Response& res) {
+  InferAnswer a =
+      infer({.model = req.matches[1],
+             .version = req.matches.size() > 2 ? std::string(req.matches[2]) : "",
+             .parse = [&](const ModelMetadata& meta) {
+               std::optional<size_t> header_length;
+               if (req.has_header("Inference-Header-Content-Length")) {
+                 const std::string value = req.get_header_value("Inference-Header-Content-Length");
+                 size_t n = 0;
+                 const auto [end, ec] =
+                     std::from_chars(value.data(), value.data() + value.size(), n);
+                 BRAID_CHECK(ec == std::errc() && end == value.data() + value.size(),
+                             ErrorCode::kInvalidArgument, "Inference-Header-Content-Length '",
+                             value, "' is not a size");
+                 header_length = n;
+               }
+               return parse_infer_request(req.body, header_length, meta);
+             }});
+  if (a.retry_after) res.set_header("Retry-After", "1");
+  if (a.status != 200) return reply_error(res, a.status, a.error);
+  EncodedResponse encoded;
+  try {
+    encoded = encode_infer_response(a.model_name, a.model_version, a.request, a.outputs);
+  } catch (const Error& e) {
+    metrics.record_failure(a.model_name, a.times.total_us);
+    return reply_error(res, http_status(e.code()), e.what());
+  }
+  if (encoded.header_length)
+    res.set_header("Inference-Header-Content-Length", std::to_string(*encoded.header_length));
+  res.set_content(std::move(encoded.body), encoded.content_type);
+  metrics.record_success(a.model_name, a.times);
 }
 
 std::string Server::Impl::scrape() {
