@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libboost-graph-dev
   libssl-dev                                           # SHA-256 of outputs (braid run --json)
   libcpp-httplib-dev                                   # braid serve, braid load (HTTP)
+  libgrpc++-dev protobuf-compiler-grpc                 # braid serve (gRPC)
   libopenmpi-dev openmpi-bin                           # the multi-device executor (mpirun)
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-testdata                                     # ONNX's backend node tests

@@ -18,7 +18,7 @@ log=$(mktemp)
 report=$(mktemp --suffix=.json)
 trap 'kill $pid 2>/dev/null || true; rm -f "$log" "$report"' EXIT
 
-"$braid" serve --models "$models" --port 0 "$@" >"$log" 2>&1 &
+"$braid" serve --models "$models" --port 0 --grpc-port 0 "$@" >"$log" 2>&1 &
 pid=$!
 for _ in $(seq 600); do
   grep -q "listening on" "$log" && break

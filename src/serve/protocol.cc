@@ -755,10 +755,13 @@ InferRequest make_infer_request(std::string id, const std::vector<RawInput>& inp
     check_shape(in, raw.shape, spec);
     const size_t width = element_bytes(spec.datatype);
     const std::optional<size_t> count = element_count(raw.shape, raw.bytes.size() / width + 1);
-    if (!count || *count * width != raw.bytes.size()) {
+    if (!count) {
+      fail_input(in, "shape {} holds more {} elements than the {} bytes given",
+                 shape_string(raw.shape), to_string(spec.datatype), raw.bytes.size());
+    }
+    if (*count * width != raw.bytes.size()) {
       fail_input(in, "{} bytes do not hold the {} {} elements of shape {}", raw.bytes.size(),
-                 count ? fmt::format("{}", *count) : std::string("too many"),
-                 to_string(spec.datatype), shape_string(raw.shape));
+                 *count, to_string(spec.datatype), shape_string(raw.shape));
     }
     return InputTensor{spec.name, spec.datatype, raw.shape, decode_binary(in, raw.bytes, *count)};
   });

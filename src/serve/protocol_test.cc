@@ -480,3 +480,65 @@ TEST(Protocol, ErrorBodyAndStatus) {
 
 }  // namespace
 }  // namespace braid::serve
+
+namespace braid::serve {
+namespace {
+
+// Raw inputs (what the gRPC front hands the codec) are validated as a JSON body is, and decode
+// to the same values.
+TEST(Protocol, RawInputsAreValidatedLikeABody) {
+  const std::string x = bytes_of<float>({1.5f, -2, 3, 4.25f});
+  const std::string ids = bytes_of<int64_t>({7, -8, 9});
+  InferRequest r = make_infer_request("r1", {{"ids", "INT64", {3}, ids}, {"x", "FP32", {2, 2}, x}},
+                                      {{"mask", true}}, 250, tiny_model());
+  EXPECT_EQ(r.id, "r1");
+  ASSERT_EQ(r.inputs.size(), 2u);  // the model's order
+  EXPECT_EQ(r.inputs[0].name, "x");
+  EXPECT_EQ(r.inputs[0].values, (std::vector<float>{1.5f, -2, 3, 4.25f}));
+  EXPECT_EQ(r.inputs[1].values, (std::vector<float>{7, -8, 9}));
+  EXPECT_EQ(r.timeout_us, 250u);
+  ASSERT_EQ(r.outputs.size(), 1u);
+  // The same request as a JSON body decodes to the same values.
+  const InferRequest j = parse(json{{"inputs", {x_json({1.5, -2, 3, 4.25}), ids_json()}}});
+  EXPECT_EQ(j.inputs[0].values, r.inputs[0].values);
+  EXPECT_EQ(j.inputs[1].values, r.inputs[1].values);
+
+  auto refused = [&](std::vector<RawInput> inputs, std::vector<RequestedOutput> outputs,
+                     std::string_view fragment) {
+    try {
+      make_infer_request("", inputs, outputs, std::nullopt, tiny_model());
+      ADD_FAILURE() << "accepted; expected '" << fragment << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  refused({{"x", "FP32", {2, 2}, x}}, {}, "missing input 'ids'");
+  refused({{"x", "FP32", {2, 2}, x}, {"ids", "INT64", {3}, ids}, {"x", "FP32", {2, 2}, x}}, {},
+          "input 'x' is given twice");
+  refused({{"x", "FP32", {2, 2}, x}, {"z", "INT64", {3}, ids}}, {}, "unknown input 'z'");
+  refused({{"x", "FP64", {2, 2}, x}, {"ids", "INT64", {3}, ids}}, {},
+          "datatype FP64 does not match the model's FP32");
+  refused({{"x", "FP32", {2, 3}, x}, {"ids", "INT64", {3}, ids}}, {},
+          "shape [2,3] does not match the model's [-1,2]");
+  refused({{"x", "FP32", {1, 2}, x}, {"ids", "INT64", {3}, ids}}, {},
+          "16 bytes do not hold the 2 FP32 elements");
+  refused({{"x", "FP32", {3, 2}, x}, {"ids", "INT64", {3}, ids}}, {},
+          "shape [3,2] holds more FP32 elements than the 16 bytes given");
+  refused({{"x", "FP32", {-1, 2}, x}, {"ids", "INT64", {3}, ids}}, {}, "negative dimension -1");
+  refused({{"x", "FP32", {2, 2}, x}, {"ids", "INT64", {3}, ids}}, {{"y"}, {"y"}},
+          "output 'y' is requested twice");
+  refused({{"x", "FP32", {2, 2}, x}, {"ids", "INT64", {3}, ids}}, {{"q"}}, "unknown output 'q'");
+  refused({{"x", "FP32", {2, 2}, x}, {"ids", "INT64", {3}, bytes_of<int64_t>({1, 2, 1 << 25})}}, {},
+          "2^24");
+}
+
+TEST(Protocol, TensorBytesAreTheBinaryExtensionsLayout) {
+  EXPECT_EQ(encode_tensor_bytes({"y", DataType::kFp32, {2}, {1.5f, -2}}),
+            bytes_of<float>({1.5f, -2}));
+  EXPECT_EQ(encode_tensor_bytes({"ids", DataType::kInt64, {2}, {7, -8}}),
+            bytes_of<int64_t>({7, -8}));
+  EXPECT_EQ(encode_tensor_bytes({"mask", DataType::kBool, {2}, {1, 0}}), std::string("\1\0", 2));
+}
+
+}  // namespace
+}  // namespace braid::serve

@@ -17,7 +17,9 @@
 #include "base/error.h"
 #include "base/stats.h"
 #include "runtime/runtime.h"
+#include "serve/core.h"
 #include "serve/deployment.h"
+#include "serve/grpc_front.h"
 #include "serve/metrics.h"
 #include "serve/protocol.h"
 
@@ -186,23 +188,7 @@ struct Generation {
   std::shared_future<void> done = loop_done.get_future().share();
 };
 
-// What a transport (HTTP, gRPC) hands the server's core, and what it gets back.
-struct InferCall {
-  std::string model, version;  // version "": the one served
-  // Parses and validates the request against the model's metadata; throws braid::Error.
-  std::function<InferRequest(const ModelMetadata&)> parse;
-};
-struct InferAnswer {
-  int status = 200;  // HTTP's; gRPC maps it (grpc_status_of)
-  std::string error;
-  bool retry_after = false;  // overload or draining: the client may retry
-  std::string model_name, model_version;
-  InferRequest request;  // as parsed: its id and the outputs it asks for
-  std::vector<OutputTensor> outputs;
-  RequestTimes times;  // recorded by the transport once the response is encoded
-};
-
-struct Server::Impl {
+struct Server::Impl final : ServerCore {
   explicit Impl(ServerOptions options) : options(std::move(options)) { routes(); }
 
   std::shared_ptr<Generation> current_generation() {
@@ -249,11 +235,33 @@ struct Server::Impl {
   }
 
   void routes();
-  InferAnswer infer(const InferCall& call);
+  // ServerCore
+  bool ready() const override { return is_ready; }
+  InferAnswer infer(const InferCall& call) override;
+  void record_success(const std::string& model, const RequestTimes& times) override {
+    metrics.record_success(model, times);
+  }
+  void record_failure(const std::string& model, double total_us) override {
+    metrics.record_failure(model, total_us);
+  }
+  CallStatus metadata(const std::string& name, const std::string& version,
+                      ModelMetadata* out) override {
+    std::string why;
+    const std::optional<Found> found = lookup(name, version, &why);
+    if (!found) return {404, why};
+    *out = found->generation->metadata[found->model];
+    return {};
+  }
+  CallStatus model_ready(const std::string& name, const std::string& version) override {
+    std::string why;
+    if (!lookup(name, version, &why)) return {404, why};
+    return is_ready ? CallStatus{} : CallStatus{503, "the server is shutting down"};
+  }
+  CallStatus repository_index(nlohmann::json* out) override;
+  CallStatus control(const std::string& action, const std::string& name,
+                     const std::vector<std::string>& parameters) override;
+
   void infer_http(const httplib::Request& req, httplib::Response& res);
-  void control(const std::string& action, const std::string& name, const std::string& body,
-               httplib::Response& res);
-  nlohmann::json repository_index();
   std::string scrape();
 
   ServerOptions options;
@@ -266,6 +274,7 @@ struct Server::Impl {
 
   httplib::Server http;
   std::thread http_thread;
+  std::unique_ptr<GrpcFront> grpc;
   int bound_port = -1;
   std::atomic<bool> is_ready{false}, running{false};
 
@@ -322,30 +331,44 @@ void Server::Impl::routes() {
   http.Post(model + "/infer",
             [this](const httplib::Request& req, httplib::Response& res) { infer_http(req, res); });
   http.Post("/v2/repository/index", [this](const httplib::Request&, httplib::Response& res) {
-    try {
-      res.set_content(repository_index().dump(), "application/json");
-    } catch (const Error& e) {
-      reply_error(res, http_status(e.code()), e.what());
-    }
+    nlohmann::json index;
+    const CallStatus status = repository_index(&index);
+    if (!status.ok()) return reply_error(res, status.http, status.error);
+    res.set_content(index.dump(), "application/json");
   });
   http.Post(R"(/v2/repository/models/([^/]+)/(load|unload))",
             [this](const httplib::Request& req, httplib::Response& res) {
-              control(req.matches[2], req.matches[1], req.body, res);
+              const std::string action = req.matches[2], name = req.matches[1];
+              std::vector<std::string> parameters;
+              if (!req.body.empty()) {
+                const nlohmann::json j = nlohmann::json::parse(req.body, nullptr, false);
+                if (!j.is_object())
+                  return reply_error(res, 400,
+                                     fmt::format("failed to {} '{}': the body is not a JSON object",
+                                                 action, name));
+                if (j.contains("parameters") && j["parameters"].is_object())
+                  for (const auto& [key, value] : j["parameters"].items())
+                    parameters.push_back(key);
+              }
+              const CallStatus status = control(action, name, parameters);
+              if (!status.ok()) return reply_error(res, status.http, status.error);
+              res.set_content("{}", "application/json");
             });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(scrape(), "text/plain; version=0.0.4");
   });
 }
 
-nlohmann::json Server::Impl::repository_index() {
+CallStatus Server::Impl::repository_index(nlohmann::json* out) try {
   std::shared_ptr<Generation> g = current_generation();
-  nlohmann::json index = nlohmann::json::array();
+  nlohmann::json& index = *out;
+  index = nlohmann::json::array();
   if (!deploy_settings) {  // mode NONE with the caller's models: what is served
     for (size_t m = 0; g && m < g->models.size(); ++m)
       index.push_back({{"name", g->models.model(m).name},
                        {"version", g->served[m].version},
                        {"state", is_ready ? "READY" : "UNAVAILABLE"}});
-    return index;
+    return {};
   }
   // Every model the server knows now (the repository scanned again), loaded or not.
   for (const KnownModel& k : known_models(*deploy_settings)) {
@@ -358,45 +381,36 @@ nlohmann::json Server::Impl::repository_index() {
                        {"state", "UNAVAILABLE"},
                        {"reason", m ? "the server is shutting down" : "unloaded"}});
   }
-  return index;
+  return {};
+} catch (const Error& e) {
+  return {http_status(e.code()), e.what()};
 }
 
 // Triton's model repository extension. Mode NONE: no effect, an error. EXPLICIT: the models
 // wanted after the request are deployed (the repository read again, so a load also reloads a
 // changed model or config), then swapped in; the old deployment finishes what it accepted.
 // A load that fails leaves what is served unchanged.
-void Server::Impl::control(const std::string& action, const std::string& name,
-                           const std::string& body, httplib::Response& res) {
+CallStatus Server::Impl::control(const std::string& action, const std::string& name,
+                                 const std::vector<std::string>& parameters) {
   if (!deploy_settings)
-    return reply_error(res, 400,
-                       fmt::format("failed to {} '{}': braid serves in model control mode NONE "
-                                   "(Triton's default): the repository is loaded at start and "
-                                   "load/unload requests have no effect",
-                                   action, name));
-  if (!body.empty()) {
-    const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-    if (!j.is_object())
-      return reply_error(
-          res, 400, fmt::format("failed to {} '{}': the body is not a JSON object", action, name));
-    // unload_dependents (tritonclient sends it) means nothing without ensembles.
-    if (j.contains("parameters") && j["parameters"].is_object())
-      for (const auto& [key, value] : j["parameters"].items())
-        if (key != "unload_dependents")
-          return reply_error(res, 501,
-                             fmt::format("failed to {} '{}': parameter '{}' is not supported (no "
-                                         "config override or model files in a request)",
-                                         action, name, key));
-  }
+    return {400, fmt::format("failed to {} '{}': braid serves in model control mode NONE "
+                             "(Triton's default): the repository is loaded at start and "
+                             "load/unload requests have no effect",
+                             action, name)};
+  // unload_dependents (tritonclient sends it) means nothing without ensembles.
+  for (const std::string& key : parameters)
+    if (key != "unload_dependents")
+      return {501, fmt::format("failed to {} '{}': parameter '{}' is not supported (no config "
+                               "override or model files in a request)",
+                               action, name, key)};
   std::lock_guard lock(control_mutex);
-  if (!is_ready) return reply_error(res, 503, "the server is shutting down");
+  if (!is_ready) return {503, "the server is shutting down"};
   std::shared_ptr<Generation> g = current_generation();
   std::vector<std::string> wanted;
   for (size_t m = 0; g && m < g->models.size(); ++m)
     if (g->models.model(m).name != name) wanted.push_back(g->models.model(m).name);
-  if (action == "unload" && wanted.size() == (g ? g->models.size() : 0)) {
-    res.set_content("{}", "application/json");  // not loaded: nothing to do, as in Triton
-    return;
-  }
+  if (action == "unload" && wanted.size() == (g ? g->models.size() : 0))
+    return {};  // not loaded: nothing to do, as in Triton
   if (action == "load") wanted.push_back(name);
   try {
     std::vector<KnownModel> known = known_models(*deploy_settings), chosen;
@@ -412,10 +426,10 @@ void Server::Impl::control(const std::string& action, const std::string& name,
     std::shared_ptr<Generation> old = swap_in(std::move(next));
     if (old) old->retire(options.exit_timeout_s);
   } catch (const Error& e) {
-    return reply_error(res, e.code() == ErrorCode::kNotFound ? 400 : http_status(e.code()),
-                       fmt::format("failed to {} '{}': {}", action, name, e.what()));
+    return {e.code() == ErrorCode::kNotFound ? 400 : http_status(e.code()),
+            fmt::format("failed to {} '{}': {}", action, name, e.what())};
   }
-  res.set_content("{}", "application/json");
+  return {};
 }
 
 InferAnswer Server::Impl::infer(const InferCall& call) {
@@ -662,6 +676,9 @@ void Server::start() {
                      : (s.http.bind_to_port(s.options.host, s.options.port) ? s.options.port : -1);
   BRAID_CHECK(s.bound_port > 0, ErrorCode::kInvalidArgument, "cannot listen on ", s.options.host,
               ":", s.options.port, " (in use, or not an address of this machine)");
+  if (s.options.grpc_port >= 0)
+    s.grpc = std::make_unique<GrpcFront>(s, s.options.host, s.options.grpc_port,
+                                         s.options.max_request_bytes);
   s.running = true;
   // The first generation's loop starts (and the metrics list its models).
   s.swap_in(std::exchange(s.current, nullptr));
@@ -671,6 +688,9 @@ void Server::start() {
 
 int Server::port() const {
   return impl_->bound_port;
+}
+int Server::grpc_port() const {
+  return impl_->grpc ? impl_->grpc->port() : -1;
 }
 bool Server::ready() const {
   return impl_->is_ready;
@@ -707,6 +727,7 @@ void Server::shutdown() {
   if (std::shared_ptr<Generation> g = s.current_generation()) g->retire(s.options.exit_timeout_s);
   s.http.stop();
   s.http_thread.join();
+  if (s.grpc) s.grpc->shutdown();
   s.running = false;
 }
 

@@ -35,7 +35,8 @@ enum class ModelControl : uint8_t { kNone, kExplicit };
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8000;                       // Triton's HTTP port; 0: an ephemeral one
+  int port = 8000;     // Triton's HTTP port; 0: an ephemeral one
+  int grpc_port = -1;  // the same protocol over gRPC (Triton's is 8001); 0: ephemeral; -1: none
   size_t max_request_bytes = 64u << 20;  // larger bodies get 413
   size_t queue_capacity = 64;            // per model; more waiting gets the overload status
   int overload_status = 503;             // or 429, for clients that expect it
@@ -69,6 +70,7 @@ class Server {
   // Binds host:port (kInvalidArgument naming them when it cannot) and starts serving.
   void start();
   int port() const;
+  int grpc_port() const;  // -1 without gRPC
   bool ready() const;
   // Graceful: readiness turns false, new requests get 503, accepted ones finish within
   // exit_timeout_s (what is left then is answered 503, cancelled), then the listener closes.

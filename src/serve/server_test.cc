@@ -381,8 +381,7 @@ TEST(Server, ExplicitModelControlLoadsAndUnloadsWithoutLosingARequest) {
             f.plain_output(1, y));
 
   // Unload: gone from requests and metrics; its counts come back with it.
-  EXPECT_EQ(c.Post("/v2/repository/models/squeezenet/unload", "", "application/json")->status,
-            200);
+  EXPECT_EQ(c.Post("/v2/repository/models/squeezenet/unload", "", "application/json")->status, 200);
   EXPECT_EQ(c.Post(path(f, 0, "/infer"), f.infer_body(0, x).dump(), "application/json")->status,
             404);
   EXPECT_EQ(server.models(), std::vector<std::string>{"googlenet"});
@@ -392,8 +391,7 @@ TEST(Server, ExplicitModelControlLoadsAndUnloadsWithoutLosingARequest) {
             std::string::npos)
       << metrics;
   // Unloading what is not loaded does nothing (as in Triton); an unknown model cannot load.
-  EXPECT_EQ(c.Post("/v2/repository/models/squeezenet/unload", "", "application/json")->status,
-            200);
+  EXPECT_EQ(c.Post("/v2/repository/models/squeezenet/unload", "", "application/json")->status, 200);
   auto unknown = c.Post("/v2/repository/models/nope/load", "", "application/json");
   EXPECT_EQ(unknown->status, 400);
   EXPECT_NE(unknown->body.find("no model 'nope'"), std::string::npos) << unknown->body;

@@ -1,6 +1,7 @@
-"""braid serve against the official Triton client (tritonclient[http] from PyPI), unchanged:
-health, metadata, inference with JSON and binary tensors, outputs compared element-wise to ONNX
-Runtime on the same model and input; /metrics parsed by prometheus-client's own parser."""
+"""braid serve against the official Triton client (tritonclient[http,grpc] from PyPI), unchanged:
+health, metadata, inference with JSON and binary tensors over HTTP and over gRPC, outputs compared
+element-wise to ONNX Runtime on the same model and input; /metrics parsed by prometheus-client's
+own parser."""
 import os
 import pathlib
 import re
@@ -12,6 +13,7 @@ import threading
 import numpy as np
 import onnxruntime as ort
 import pytest
+import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -22,19 +24,22 @@ IMAGE = 48
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def servers(tmp_path_factory):
+    """One braid serve, HTTP and gRPC: (host:port, host:grpc_port)."""
     if not BRAID.exists():
         pytest.skip(f"{BRAID} is not built")
     cmd = [str(BRAID), "serve", "--models", ",".join(MODELS), "--image-size", str(IMAGE),
-           "--scheduler", "sequential", "--policy", "top-heuristic", "--port", "0"]
+           "--scheduler", "sequential", "--policy", "top-heuristic", "--port", "0", "--grpc-port", "0"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = None
+    url = grpc_url = None
     lines = []
     for line in proc.stdout:
         lines.append(line)
         m = re.search(r"listening on http://([\d.]+):(\d+)", line)
         if m:
             url = f"{m.group(1)}:{m.group(2)}"
+            g = re.search(r"gRPC on ([\d.]+:\d+)", line)
+            grpc_url = g.group(1) if g else None
             break
     if url is None:
         proc.kill()
@@ -43,11 +48,16 @@ def server(tmp_path_factory):
     rest = []
     reader = threading.Thread(target=lambda: rest.extend(proc.stdout), daemon=True)
     reader.start()
-    yield url
+    yield url, grpc_url
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0, proc.stderr.read()
     reader.join(timeout=5)
     assert any("draining" in line for line in rest), rest
+
+
+@pytest.fixture(scope="module")
+def server(servers):
+    return servers[0]
 
 
 @pytest.fixture(scope="module")
@@ -113,13 +123,17 @@ def test_metrics_parse_and_count(server):
 
 def start_serve(args):
     """Starts braid serve with `args`; returns (process, host:port)."""
-    proc = subprocess.Popen([str(BRAID), "serve", "--port", "0", *args], stdout=subprocess.PIPE,
+    grpc = [] if "--grpc-port" in args else ["--grpc-port", "-1"]
+    proc = subprocess.Popen([str(BRAID), "serve", "--port", "0", *grpc, *args],
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     lines = []
     for line in proc.stdout:
         lines.append(line)
         m = re.search(r"listening on http://([\d.]+):(\d+)", line)
         if m:
+            g = re.search(r"gRPC on ([\d.]+:\d+)", line)
+            proc.grpc_url = g.group(1) if g else None
             threading.Thread(target=lambda: list(proc.stdout), daemon=True).start()
             return proc, f"{m.group(1)}:{m.group(2)}"
     proc.kill()
@@ -221,7 +235,8 @@ def test_explicit_model_control_with_the_triton_client(tmp_path):
                         "--image-size", str(IMAGE), "-o", str(repo / name / "1" / "model.onnx")],
                        check=True, capture_output=True)
     proc, url = start_serve(["--model-repository", str(repo), "--scheduler", "sequential",
-                             "--model-control-mode", "explicit", "--load-model", "sq"])
+                             "--model-control-mode", "explicit", "--load-model", "sq",
+                             "--grpc-port", "0"])
     try:
         client = httpclient.InferenceServerClient(url=url)
         assert client.is_model_ready("sq")
@@ -243,6 +258,59 @@ def test_explicit_model_control_with_the_triton_client(tmp_path):
         assert not client.is_model_ready("sq")
         with pytest.raises(Exception, match="no model 'nope'"):
             client.load_model("nope")
+        # The same over gRPC.
+        g = grpcclient.InferenceServerClient(url=proc.grpc_url)
+        g.load_model("sq")
+        assert g.is_model_ready("sq")
+        g.unload_model("gn")
+        assert not g.is_model_ready("gn")
+        index = g.get_model_repository_index()
+        assert {m.name: m.state for m in index.models} == {"gn": "UNAVAILABLE", "sq": "READY"}
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
+
+
+def test_grpc_health_metadata_and_errors(servers):
+    client = grpcclient.InferenceServerClient(url=servers[1])
+    assert client.is_server_live()
+    assert client.is_server_ready()
+    assert client.get_server_metadata().name == "braid"
+    for name in MODELS:
+        assert client.is_model_ready(name)
+        meta = client.get_model_metadata(name)
+        assert meta.inputs[0].datatype == "FP32"
+        assert list(meta.inputs[0].shape) == [1, 3, IMAGE, IMAGE]
+    with pytest.raises(grpcclient.InferenceServerException, match="unknown model") as e:
+        client.get_model_metadata("nope")
+    assert "NOT_FOUND" in str(e.value.status())
+    meta = client.get_model_metadata(MODELS[0])
+    bad = grpcclient.InferInput(meta.inputs[0].name, [1, 3, IMAGE], "FP32")
+    bad.set_data_from_numpy(np.zeros((1, 3, IMAGE), np.float32))
+    with pytest.raises(grpcclient.InferenceServerException, match="does not match") as e:
+        client.infer(MODELS[0], [bad])
+    assert "INVALID_ARGUMENT" in str(e.value.status())
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_grpc_infer_matches_onnxruntime(servers, onnx_models, name):
+    client = grpcclient.InferenceServerClient(url=servers[1])
+    meta = client.get_model_metadata(name)
+    x = np.random.default_rng(11).uniform(-1, 1, (1, 3, IMAGE, IMAGE)).astype(np.float32)
+    inp = grpcclient.InferInput(meta.inputs[0].name, list(x.shape), "FP32")
+    inp.set_data_from_numpy(x)
+    out_name = meta.outputs[0].name
+    result = client.infer(name, [inp], outputs=[grpcclient.InferRequestedOutput(out_name)],
+                          request_id="g1")
+    got = result.as_numpy(out_name)
+    sess = onnx_models[name]
+    want = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    assert got.shape == want.shape
+    scale = float(np.abs(want).max())
+    assert float(np.abs(got - want).max()) <= 1e-4 * max(scale, 1e-30)
+    assert result.get_response().id == "g1"
+    # Over HTTP the same input gives the same bytes.
+    http = httpclient.InferenceServerClient(url=servers[0])
+    hin = httpclient.InferInput(meta.inputs[0].name, list(x.shape), "FP32")
+    hin.set_data_from_numpy(x, binary_data=True)
+    assert np.array_equal(http.infer(name, [hin]).as_numpy(out_name), got)

@@ -22,7 +22,8 @@ void add_serve_command(CLI::App& app) {
                                               scheduler = "ios";
   static std::string host = "127.0.0.1", cost, control_mode = "none";
   static std::vector<std::string> load_models;
-  static int port = 8000, overload_status = 503, http_threads = 64, max_sub_blocks = 4;
+  static int port = 8000, grpc_port = 8001, overload_status = 503, http_threads = 64,
+             max_sub_blocks = 4;
   static size_t queue_capacity = 64, max_request_bytes = 64u << 20;
   static double exit_timeout = 30;
   static int64_t image_size = 224, batch = 1;
@@ -41,6 +42,9 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--host", host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", port, "Port (0: an ephemeral one, printed)")->capture_default_str();
+  cmd->add_option("--grpc-port", grpc_port,
+                  "Port of the same protocol over gRPC (0: an ephemeral one, printed; -1: no gRPC)")
+      ->capture_default_str();
   cmd->add_option("--queue-capacity", queue_capacity, "Requests waiting per model before overload")
       ->capture_default_str();
   cmd->add_option("--overload-status", overload_status, "Status of an overload answer: 503 or 429")
@@ -106,6 +110,7 @@ void add_serve_command(CLI::App& app) {
     serve::Server server(settings, mode, load_models,
                          {.host = host,
                           .port = port,
+                          .grpc_port = grpc_port,
                           .max_request_bytes = max_request_bytes,
                           .queue_capacity = queue_capacity,
                           .overload_status = overload_status,
@@ -113,9 +118,11 @@ void add_serve_command(CLI::App& app) {
                           .http_threads = http_threads});
     server.start();
     for (const std::string& line : server.describe_models()) std::cout << line << "\n";
-    std::cout << fmt::format("policy {} on {}, model control mode {}; listening on http://{}:{}\n",
-                             policy, device, control_mode, host, server.port())
-              << std::flush;
+    std::cout << fmt::format("policy {} on {}, model control mode {}", policy, device,
+                             control_mode);
+    if (server.grpc_port() > 0)
+      std::cout << fmt::format("; gRPC on {}:{}", host, server.grpc_port());
+    std::cout << fmt::format("; listening on http://{}:{}\n", host, server.port()) << std::flush;
     int received = 0;
     sigwait(&signals, &received);
     std::cout << fmt::format("braid serve: {} received: draining (up to {} s)\n",
