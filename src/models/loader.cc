@@ -73,4 +73,19 @@ LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
   return m;
 }
 
+LoadedModel load_onnx_bytes(std::string_view bytes, std::string_view name,
+                            const LoadOptions& options) {
+  LoadedModel m;
+  m.spec = name;
+  m.source = ModelSource::kOnnx;
+  ImportedModel imported =
+      import_onnx_bytes(bytes, name, {.batch = options.zoo.batch, .limits = options.limits});
+  m.graph = std::move(imported.graph);
+  m.weights = std::move(imported.weights);
+  check_batch_applied(*m.graph, options.zoo.batch, options.batch_given, name);
+  m.units = ir::fuse(m.graph);
+  m.units.set_name(options.name.empty() ? std::string(name) : options.name);
+  return m;
+}
+
 }  // namespace braid::models

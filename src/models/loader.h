@@ -47,5 +47,9 @@ struct LoadedModel {
 // kUnsupported for bad files, kInvalidArgument for a model over the limits or a batch size that
 // an ONNX file's static shapes cannot take.
 LoadedModel load_model(std::string_view spec, const LoadOptions& options = {});
+// An ONNX model given as bytes (a serialized ModelProto); `name` names it in messages and, unless
+// options.name is set, is its name. Throws what load_model throws for an .onnx file.
+LoadedModel load_onnx_bytes(std::string_view bytes, std::string_view name,
+                            const LoadOptions& options = {});
 
 }  // namespace braid::models

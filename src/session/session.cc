@@ -1,0 +1,209 @@
+#include "session/session.h"
+
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "cost/profile_cache.h"
+#include "exec/cpu/cpu_executor.h"
+#include "exec/cuda/cuda_executor.h"
+#include "models/onnx_import.h"
+#include "sched/lower.h"
+#include "sched/validate.h"
+#include "tune/auto_schedule.h"
+#include "tune/cost_models.h"
+
+namespace braid::session {
+
+struct Session::Impl {
+  std::string name;
+  models::LoadedModel model;
+  std::shared_ptr<const ir::Weights> weights;
+  std::vector<TensorInfo> inputs, outputs;
+  sched::Schedule schedule;
+  std::string summary;
+  std::unique_ptr<exec::Executor> executor;
+  std::unique_ptr<exec::PreparedModel> prepared;
+
+  // Requests (activation arenas) not lent to an Outputs: reused, so a run allocates nothing.
+  std::mutex pool_mutex;
+  std::vector<std::unique_ptr<exec::Request>> pool;
+  // Executors whose requests cannot run side by side run one at a time.
+  std::mutex run_mutex;
+
+  std::unique_ptr<exec::Request> take_request() {
+    {
+      std::lock_guard lock(pool_mutex);
+      if (!pool.empty()) {
+        std::unique_ptr<exec::Request> r = std::move(pool.back());
+        pool.pop_back();
+        return r;
+      }
+    }
+    return prepared->new_request();
+  }
+  void give_back(std::unique_ptr<exec::Request> r) {
+    std::lock_guard lock(pool_mutex);
+    pool.push_back(std::move(r));
+  }
+};
+
+struct Outputs::Lease {
+  std::shared_ptr<Session::Impl> session;
+  std::unique_ptr<exec::Request> request;
+  ~Lease() {
+    if (request) session->give_back(std::move(request));
+  }
+};
+
+namespace {
+
+std::vector<TensorInfo> infos(const ir::Graph& g, std::span<const ValueId> values) {
+  std::vector<TensorInfo> out;
+  for (ValueId v : values) {
+    const ir::Value& value = g.value(v);
+    out.push_back({value.name, value.type.shape, value.type.dtype});
+  }
+  return out;
+}
+
+std::unique_ptr<exec::Executor> make_executor(const SessionOptions& o) {
+  if (o.device == "cpu")
+    return exec::make_cpu_executor(
+        {.threads_per_stream = o.threads_per_stream, .pin_threads = false});
+  if (const std::optional<int> gpu = tune::cuda_device(o.device)) {
+    tune::require_cuda_device(o.device);
+    return exec::make_cuda_executor({.device = *gpu, .graph = true});
+  }
+  BRAID_THROW(ErrorCode::kInvalidArgument, "device '", o.device,
+              "': a session runs on cpu or cuda:N");
+}
+
+// The schedule the options ask for, and a line saying where it came from.
+std::pair<sched::Schedule, std::string> schedule_for(const Session::Impl& s,
+                                                     const SessionOptions& o) {
+  const ir::UnitGraph& units = s.model.units;
+  if (o.schedule) {
+    sched::Schedule given = sched::schedule_from_json(*o.schedule, units);
+    sched::validate_or_throw(units, given);
+    return {std::move(given), "given (" + given.algorithm + ")"};
+  }
+  tune::check_algorithm_name(o.scheduler);
+  BRAID_CHECK(o.schedule_options.num_devices == 1, ErrorCode::kInvalidArgument,
+              "a session runs on one device");
+  const std::string cost_name = !o.cost.empty() ? o.cost : (o.device == "cpu" ? "cpu" : o.device);
+  tune::CostSpec cost_spec{.name = cost_name};
+  cost_spec.cpu.threads_per_stream = o.threads_per_stream;
+  auto cost = tune::make_cost_model(cost_spec, units, s.weights);
+  if (o.scheduler != tune::kAuto) {
+    sched::Schedule found =
+        sched::make_scheduler(o.scheduler, o.schedule_options)->schedule(units, *cost);
+    return {std::move(found), o.scheduler};
+  }
+  tune::AutoOptions options{
+      .schedule = o.schedule_options,
+      .measure = {.device = o.device,
+                  .graph_replay = o.device != "cpu",
+                  .executor = {.threads_per_stream = o.threads_per_stream, .pin_threads = false},
+                  .iters = tune::default_auto_rounds(o.device),
+                  .warmup = tune::default_auto_warmup(o.device)},
+      .max_measured = tune::default_auto_max_measured(o.device),
+      .batch = o.load.zoo.batch,
+      .cache_dir = cost::ProfileCache::default_dir()};
+  tune::AutoDecision decision = tune::auto_schedule(units, s.weights, *cost, options);
+  return {decision.schedule, tune::summary(decision)};
+}
+
+std::shared_ptr<Session::Impl> build(models::LoadedModel model, const SessionOptions& o) {
+  BRAID_CHECK(model.graph != nullptr, ErrorCode::kInvalidArgument, "'", model.spec,
+              "' is a weighted DAG: it has no operators to run");
+  BRAID_CHECK(o.threads_per_stream >= 1, ErrorCode::kInvalidArgument,
+              "threads per stream must be at least 1, got ", o.threads_per_stream);
+  auto s = std::make_shared<Session::Impl>();
+  s->model = std::move(model);
+  s->name = s->model.units.name();
+  s->weights = std::make_shared<const ir::Weights>(std::move(s->model.weights));
+  s->inputs = infos(*s->model.graph, s->model.graph->inputs());
+  s->outputs = infos(*s->model.graph, s->model.graph->outputs());
+  std::tie(s->schedule, s->summary) = schedule_for(*s, o);
+  s->executor = make_executor(o);
+  const sched::ExecutionPlan plan = sched::lower(s->model.units, s->schedule);
+  s->prepared = s->executor->prepare({s->model.graph, s->weights, &s->model.units, &plan});
+  return s;
+}
+
+}  // namespace
+
+Session::Session(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() = default;
+
+Session Session::open(std::string_view model, SessionOptions options) {
+  return Session(build(models::load_model(model, options.load), options));
+}
+
+Session Session::from_onnx_bytes(std::string_view bytes, std::string_view name,
+                                 SessionOptions options) {
+  return Session(build(models::load_onnx_bytes(bytes, name, options.load), options));
+}
+
+const std::string& Session::name() const {
+  return impl_->name;
+}
+const std::vector<TensorInfo>& Session::inputs() const {
+  return impl_->inputs;
+}
+const std::vector<TensorInfo>& Session::outputs() const {
+  return impl_->outputs;
+}
+const sched::Schedule& Session::schedule() const {
+  return impl_->schedule;
+}
+nlohmann::json Session::schedule_json() const {
+  return sched::to_json(impl_->schedule, impl_->model.units);
+}
+const std::string& Session::schedule_summary() const {
+  return impl_->summary;
+}
+const ir::UnitGraph& Session::units() const {
+  return impl_->model.units;
+}
+
+Outputs Session::run(std::span<const std::span<const float>> inputs) const {
+  Impl& s = *impl_;
+  BRAID_CHECK(inputs.size() == s.inputs.size(), ErrorCode::kInvalidArgument, "model '", s.name,
+              "' takes ", s.inputs.size(), " inputs, got ", inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int64_t want = ir::num_elements(s.inputs[i].shape);
+    BRAID_CHECK(int64_t(inputs[i].size()) == want, ErrorCode::kInvalidArgument, "input '",
+                s.inputs[i].name, "': ", inputs[i].size(), " elements, its shape ",
+                ir::to_string(s.inputs[i].shape), " holds ", want);
+  }
+  auto lease = std::make_unique<Outputs::Lease>();
+  lease->session = impl_;
+  lease->request = s.take_request();
+  for (size_t i = 0; i < inputs.size(); ++i) s.prepared->set_input(*lease->request, i, inputs[i]);
+  if (s.prepared->concurrent_requests()) {
+    s.prepared->run(*lease->request);
+  } else {
+    std::lock_guard lock(s.run_mutex);
+    s.prepared->run(*lease->request);
+  }
+  return Outputs(std::move(lease));
+}
+
+Outputs::Outputs(std::unique_ptr<Lease> lease) : lease_(std::move(lease)) {}
+Outputs::Outputs(Outputs&&) noexcept = default;
+Outputs& Outputs::operator=(Outputs&&) noexcept = default;
+Outputs::~Outputs() = default;
+size_t Outputs::size() const {
+  return lease_->session->outputs.size();
+}
+std::span<const float> Outputs::values(size_t i) const {
+  BRAID_CHECK(i < size(), ErrorCode::kInvalidArgument, "output ", i, " of ", size());
+  return lease_->session->prepared->output(*lease_->request, i);
+}
+
+}  // namespace braid::session

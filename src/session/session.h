@@ -1,0 +1,110 @@
+// braid::Session: one model ready to run, the way ONNX Runtime's InferenceSession is one. It is
+// loaded (a zoo name, an .onnx file or ONNX bytes), scheduled (auto, a scheduler's name, or a
+// schedule given as data), lowered and prepared on its device once; then run() any number of
+// times, from any number of threads. What `import braid` wraps (python/), and what a C++ user
+// links.
+//
+//   session::Session s = session::Session::open("inception_v3", {.scheduler = "greedy"});
+//   s.inputs()[0].shape;                        // [1, 3, 299, 299]
+//   session::Outputs out = s.run({x});           // x: one span of floats per input
+//   out.values(0);                              // a span into the request's arena, valid while
+//                                               // `out` lives; the request is reused after
+//
+// Thread safety: run() may be called from several threads at once. Each call takes a request
+// (an activation arena) from a pool and gives it back when its Outputs is destroyed; requests
+// run side by side on executors that allow it (the CPU's lane pool) and one at a time elsewhere.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/tensor_type.h"
+#include "models/loader.h"
+#include "sched/registry.h"
+#include "sched/schedule.h"
+
+namespace braid::session {
+
+struct SessionOptions {
+  // "auto" (measure the best candidates here and keep the fastest; the decision is cached, as
+  // `braid run` does), or a scheduler of the registry ("sequential", "ios", ...).
+  std::string scheduler = "auto";
+  std::string device = "cpu";  // cpu or cuda:N
+  int threads_per_stream = 1;
+  std::string cost;  // the cost model scheduling uses ("" : cpu on cpu, cuda:N on a GPU)
+  // A schedule to run instead of searching one (the braid.schedule/1 JSON of
+  // docs/schedule-format.md); validated against the model.
+  std::optional<nlohmann::json> schedule;
+  sched::ScheduleOptions schedule_options;
+  models::LoadOptions load;
+};
+
+struct TensorInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+  ir::DType dtype = ir::DType::kFloat32;
+};
+
+class Outputs;
+
+class Session {
+ public:
+  // `model`: a zoo name or an .onnx file. Throws braid::Error: kNotFound (no such model or
+  // file), kInvalidModel / kUnsupported (a bad or unsupported model), kInvalidSchedule (a
+  // schedule that does not fit it), kInvalidArgument (bad options).
+  static Session open(std::string_view model, SessionOptions options = {});
+  // ONNX bytes (a serialized ModelProto); `name` names it in messages and schedules.
+  static Session from_onnx_bytes(std::string_view bytes, std::string_view name,
+                                 SessionOptions options = {});
+
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
+
+  const std::string& name() const;
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  const sched::Schedule& schedule() const;
+  nlohmann::json schedule_json() const;  // braid.schedule/1, as `braid schedule --json` writes
+  // auto: "WINNER (measured X.XXx over sequential; ...)"; otherwise the scheduler's name.
+  const std::string& schedule_summary() const;
+  const ir::UnitGraph& units() const;
+
+  // One inference: `inputs` one span per graph input in inputs() order, each of exactly the
+  // input's element count (int64 and bool inputs as their values in float, exact to 2^24).
+  // Throws kInvalidArgument naming the input on a count mismatch.
+  Outputs run(std::span<const std::span<const float>> inputs) const;
+
+  struct Impl;  // session.cc's
+
+ private:
+  explicit Session(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;  // shared with the Outputs still lent out
+  friend class Outputs;
+};
+
+// The outputs of one run, in outputs() order: spans into the request's arena, valid until this
+// object is destroyed; then the request goes back to the session's pool. Movable, not copyable.
+class Outputs {
+ public:
+  Outputs(Outputs&&) noexcept;
+  Outputs& operator=(Outputs&&) noexcept;
+  ~Outputs();
+  size_t size() const;
+  std::span<const float> values(size_t i) const;
+
+ private:
+  struct Lease;
+  explicit Outputs(std::unique_ptr<Lease> lease);
+  std::unique_ptr<Lease> lease_;
+  friend class Session;
+};
+
+}  // namespace braid::session
