@@ -14,7 +14,8 @@ deps:
 	@bash scripts/deps.sh
 
 $(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DPython_EXECUTABLE=$(CURDIR)/.venv/bin/python $(CMAKE_FLAGS)
 
 # matplotlib for `braid bench --png` (demo and bench only; `make test` does not need it).
 bench-deps: deps

@@ -15,7 +15,7 @@ packages=(
   libopenmpi-dev openmpi-bin                           # the multi-device executor (mpirun)
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-testdata                                     # ONNX's backend node tests
-  python3 python3-venv python3-pip
+  python3 python3-venv python3-pip python3-dev          # python3-dev: `import braid`
 )
 missing=()
 for p in "${packages[@]}"; do

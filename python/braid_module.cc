@@ -1,0 +1,213 @@
+// braid._braid: the native half of `import braid` (nanobind). A thin layer over
+// session::Session: it converts NumPy arrays in and lends the session's output buffers out
+// without copying them; the Python half (braid/__init__.py) gives it ONNX Runtime's shape.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+
+#include "base/error.h"
+#include "sched/registry.h"
+#include "sched/schedule.h"
+#include "sched/validate.h"
+#include "session/session.h"
+#include "tune/auto_schedule.h"
+#include "tune/cost_models.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace braid::python {
+namespace {
+
+std::string dtype_name(ir::DType t) {
+  switch (t) {
+    case ir::DType::kFloat32:
+      return "float32";
+    case ir::DType::kInt64:
+      return "int64";
+    case ir::DType::kBool:
+      return "bool";
+  }
+  return "?";
+}
+
+struct Options {
+  std::string scheduler = "auto", device = "cpu", cost;
+  int threads_per_stream = 1;
+  std::optional<std::string> schedule_json;
+  int64_t batch = 1, image_size = 0;
+  bool batch_given = false;
+  int streams = 10;
+};
+
+session::SessionOptions session_options(const Options& o) {
+  session::SessionOptions s{.scheduler = o.scheduler,
+                            .device = o.device,
+                            .threads_per_stream = o.threads_per_stream,
+                            .cost = o.cost};
+  if (o.schedule_json) s.schedule = nlohmann::json::parse(*o.schedule_json);
+  s.schedule_options.max_streams = o.streams;
+  s.load.zoo.batch = o.batch;
+  s.load.zoo.image_size = o.image_size;
+  s.load.batch_given = o.batch_given;
+  return s;
+}
+
+// One run's outputs, kept alive by the arrays that view them.
+using SharedOutputs = std::shared_ptr<session::Outputs>;
+
+class PySession {
+ public:
+  PySession(nb::object model, const Options& o) {
+    const session::SessionOptions options = session_options(o);
+    if (nb::isinstance<nb::bytes>(model)) {
+      const nb::bytes b = nb::cast<nb::bytes>(model);
+      const std::string_view bytes(b.c_str(), b.size());
+      nb::gil_scoped_release release;
+      session_.emplace(session::Session::from_onnx_bytes(bytes, "model", options));
+    } else {
+      const std::string spec = nb::cast<std::string>(model);
+      nb::gil_scoped_release release;
+      session_.emplace(session::Session::open(spec, options));
+    }
+  }
+
+  std::string name() const { return session_->name(); }
+  static std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>> describe(
+      const std::vector<session::TensorInfo>& infos) {
+    std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>> out;
+    for (const session::TensorInfo& t : infos) out.emplace_back(t.name, t.shape, dtype_name(t.dtype));
+    return out;
+  }
+  auto inputs() const { return describe(session_->inputs()); }
+  auto outputs() const { return describe(session_->outputs()); }
+  std::string schedule_json() const { return session_->schedule_json().dump(); }
+  std::string summary() const { return session_->schedule_summary(); }
+
+  // `inputs`: one C-contiguous float32 array per model input, in order (the Python half checks
+  // names, dtypes and shapes and converts int64/bool). Returns the outputs: float32 ones view
+  // the session's buffers (no copy), int64/bool ones are converted.
+  nb::list run(const std::vector<nb::ndarray<const float, nb::c_contig, nb::device::cpu>>& inputs) {
+    std::vector<std::span<const float>> spans;
+    for (const auto& a : inputs) spans.emplace_back(a.data(), a.size());
+    SharedOutputs outputs;
+    {
+      nb::gil_scoped_release release;  // other Python threads run meanwhile
+      outputs = std::make_shared<session::Outputs>(session_->run(spans));
+    }
+    nb::list result;
+    const auto& infos = session_->outputs();
+    for (size_t i = 0; i < infos.size(); ++i) {
+      const std::span<const float> v = outputs->values(i);
+      std::vector<size_t> shape(infos[i].shape.begin(), infos[i].shape.end());
+      if (infos[i].dtype == ir::DType::kFloat32) {
+        // The capsule holds this run's outputs: the request returns to the pool when the last
+        // array viewing it is gone.
+        auto* keep = new SharedOutputs(outputs);
+        nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<SharedOutputs*>(p); });
+        result.append(nb::ndarray<nb::numpy, const float>(v.data(), shape.size(), shape.data(),
+                                                          owner)
+                          .cast());
+      } else if (infos[i].dtype == ir::DType::kInt64) {
+        auto* data = new int64_t[v.size()];
+        for (size_t k = 0; k < v.size(); ++k) data[k] = int64_t(v[k]);
+        nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<int64_t*>(p); });
+        result.append(nb::ndarray<nb::numpy, int64_t>(data, shape.size(), shape.data(), owner).cast());
+      } else {
+        auto* data = new bool[v.size()];
+        for (size_t k = 0; k < v.size(); ++k) data[k] = v[k] != 0;
+        nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<bool*>(p); });
+        result.append(nb::ndarray<nb::numpy, bool>(data, shape.size(), shape.data(), owner).cast());
+      }
+    }
+    return result;
+  }
+
+ private:
+  std::optional<session::Session> session_;
+};
+
+// braid.schedule(): a schedule searched for a model, as braid.schedule/1 JSON text.
+std::string search_schedule(const std::string& model, const std::string& algo,
+                            const Options& o) {
+  Options without = o;
+  without.scheduler = algo;
+  const session::SessionOptions s = session_options(without);
+  nb::gil_scoped_release release;
+  models::LoadedModel m = models::load_model(model, s.load);
+  auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
+  tune::check_algorithm_name(algo);
+  BRAID_CHECK(algo != tune::kAuto, ErrorCode::kInvalidArgument,
+              "auto measures on a device: open an InferenceSession with scheduler='auto' and read "
+              "its schedule");
+  tune::CostSpec cost{.name = o.cost};
+  auto cost_model = tune::make_cost_model(cost, m.units, weights);
+  const sched::Schedule found =
+      sched::make_scheduler(algo, s.schedule_options)->schedule(m.units, *cost_model);
+  return sched::to_json(found, m.units).dump();
+}
+
+// braid.validate(): the validator's diagnostics of a schedule against a model.
+std::vector<std::tuple<std::string, std::string>> validate_schedule(const std::string& model,
+                                                                    const std::string& json,
+                                                                    const Options& o) {
+  const session::SessionOptions s = session_options(o);
+  models::LoadOptions load = s.load;
+  load.with_weights = false;
+  const models::LoadedModel m = models::load_model(model, load);
+  const sched::Schedule schedule = sched::schedule_from_json(nlohmann::json::parse(json), m.units);
+  std::vector<std::tuple<std::string, std::string>> out;
+  for (const sched::Diagnostic& d : sched::check(m.units, schedule))
+    out.emplace_back(d.severity == sched::Severity::kError ? "error" : "warning", d.message);
+  return out;
+}
+
+}  // namespace
+}  // namespace braid::python
+
+NB_MODULE(_braid, m) {
+  using namespace braid::python;
+  m.doc() = "braid's native module (use `import braid`)";
+
+  // braid::Error by code, as the Python half's exception classes (braid/__init__.py).
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const braid::Error& e) {
+      nb::object cls = nb::module_::import_("braid").attr("_error_class")(
+          std::string(braid::to_string(e.code())));
+      PyErr_SetString(cls.ptr(), e.what());
+    } catch (const nlohmann::json::exception& e) {
+      PyErr_SetString(PyExc_ValueError, (std::string("malformed schedule JSON: ") + e.what()).c_str());
+    }
+  });
+
+  nb::class_<Options>(m, "Options")
+      .def(nb::init<>())
+      .def_rw("scheduler", &Options::scheduler)
+      .def_rw("device", &Options::device)
+      .def_rw("cost", &Options::cost)
+      .def_rw("threads_per_stream", &Options::threads_per_stream)
+      .def_rw("schedule_json", &Options::schedule_json)
+      .def_rw("batch", &Options::batch)
+      .def_rw("batch_given", &Options::batch_given)
+      .def_rw("image_size", &Options::image_size)
+      .def_rw("streams", &Options::streams);
+
+  nb::class_<PySession>(m, "Session")
+      .def(nb::init<nb::object, const Options&>(), "model"_a, "options"_a)
+      .def_prop_ro("name", &PySession::name)
+      .def_prop_ro("inputs", &PySession::inputs)
+      .def_prop_ro("outputs", &PySession::outputs)
+      .def_prop_ro("schedule_summary", &PySession::summary)
+      .def("schedule_json", &PySession::schedule_json)
+      .def("run", &PySession::run, "inputs"_a);
+
+  m.def("search_schedule", &search_schedule, "model"_a, "algo"_a, "options"_a);
+  m.def("validate_schedule", &validate_schedule, "model"_a, "schedule_json"_a, "options"_a);
+}

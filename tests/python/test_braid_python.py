@@ -1,0 +1,216 @@
+"""`import braid`: braid.InferenceSession against ONNX Runtime on the same model and inputs, its
+errors, concurrent runs, schedules as data, and no growth over many runs. Imports the package a
+build puts in BUILD/python (BRAID_BINARY_DIR), or an installed one."""
+import gc
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("BRAID_BINARY_DIR", ROOT / "build"))
+sys.path.insert(0, str(BUILD / "python"))
+braid = pytest.importorskip("braid", reason="the braid module is not built (BRAID_BUILD_PYTHON)")
+BRAID = BUILD / "braid"
+IMAGE = 48
+# Every zoo model, small: CNNs at 48x48 (Inception at 75x75), BERT with 2 layers over 16 tokens.
+ZOO = {
+    "inception_v3": {"image_size": 75}, "squeezenet": {}, "nasnet": {}, "randwire": {},
+    "googlenet": {}, "resnet50": {}, "tv_inception_v3": {"image_size": 75},
+    "tv_squeezenet1_0": {}, "bert": None,
+}
+FAST = dict(scheduler="greedy", cost="roofline")
+
+
+def close(got, want):
+    """Element-wise: within 1e-4 of the largest magnitude of ONNX Runtime's output (plus 1e-5
+    absolute for outputs that are all near zero)."""
+    assert got.shape == want.shape and got.dtype == want.dtype
+    scale = float(np.abs(want).max()) if want.size else 0.0
+    return float(np.abs(got.astype(np.float64) - want).max()) <= 1e-4 * scale + 1e-5
+
+
+def export(name, out, args):
+    subprocess.run([str(BRAID), "export", name, *args, "-o", str(out)], check=True,
+                   capture_output=True)
+    return out
+
+
+def feed(session, seed):
+    rng = np.random.default_rng(seed)
+    inputs = {}
+    for a in session.get_inputs():
+        if a.type == "tensor(int64)":
+            inputs[a.name] = rng.integers(0, 100, a.shape).astype(np.int64)
+        else:
+            inputs[a.name] = rng.uniform(-1, 1, a.shape).astype(np.float32)
+    return inputs
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    if not BRAID.exists():
+        pytest.skip(f"{BRAID} is not built")
+    d = tmp_path_factory.mktemp("zoo")
+    out = {}
+    for name, opts in ZOO.items():
+        if opts is None:
+            args = ["--layers", "2", "--seq-len", "16"]
+        else:
+            args = ["--image-size", str(opts.get("image_size", IMAGE))]
+        out[name] = export(name, d / f"{name}.onnx", args)
+    return out
+
+
+@pytest.mark.parametrize("name", list(ZOO))
+def test_zoo_models_match_onnxruntime(exported, name):
+    path = exported[name]
+    s = braid.InferenceSession(str(path), **FAST)
+    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [a.name for a in s.get_inputs()] == [a.name for a in ref.get_inputs()]
+    assert [a.shape for a in s.get_inputs()] == [a.shape for a in ref.get_inputs()]
+    assert [a.type for a in s.get_outputs()] == [a.type for a in ref.get_outputs()]
+    inputs = feed(s, 1)
+    got = s.run(None, inputs)
+    want = ref.run(None, inputs)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert close(g, w), name
+
+
+def test_a_model_from_bytes_and_by_output_name(exported):
+    data = pathlib.Path(exported["squeezenet"]).read_bytes()
+    s = braid.InferenceSession(data, **FAST)
+    ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    inputs = feed(s, 2)
+    out_name = s.get_outputs()[0].name
+    (got,) = s.run([out_name], inputs)
+    assert close(got, ref.run([out_name], inputs)[0])
+
+
+def test_zoo_names_open_directly():
+    s = braid.InferenceSession("squeezenet", options={"image_size": IMAGE}, **FAST)
+    assert s.get_inputs()[0].shape == [1, 3, IMAGE, IMAGE]
+    assert s.get_inputs()[0].type == "tensor(float)"
+    assert s.schedule_summary == "greedy"
+
+
+def test_errors_name_what_is_wrong():
+    s = braid.InferenceSession("squeezenet", options={"image_size": IMAGE}, **FAST)
+    name = s.get_inputs()[0].name
+    x = np.zeros((1, 3, IMAGE, IMAGE), np.float32)
+    with pytest.raises(ValueError, match=f"input '{name}': shape \\[1, 3, 4\\], expected"):
+        s.run(None, {name: np.zeros((1, 3, 4), np.float32)})
+    with pytest.raises(TypeError, match=f"input '{name}': dtype float64, expected tensor\\(float\\)"):
+        s.run(None, {name: x.astype(np.float64)})
+    with pytest.raises(ValueError, match="unknown input 'nope'"):
+        s.run(None, {name: x, "nope": x})
+    with pytest.raises(ValueError, match=f"missing input '{name}'"):
+        s.run(None, {})
+    with pytest.raises(ValueError, match="unknown output 'nope'"):
+        s.run(["nope"], {name: x})
+    with pytest.raises(braid.NotFound, match="no_such_model"):
+        braid.InferenceSession("no_such_model")
+    with pytest.raises(braid.NotFound):
+        braid.InferenceSession("squeezenet", scheduler="no-such-scheduler")
+    with pytest.raises(braid.InvalidModel):
+        braid.InferenceSession(b"not an onnx model", **FAST)
+    with pytest.raises(ValueError, match="unknown option 'colour'"):
+        braid.InferenceSession("squeezenet", options={"colour": 1})
+    with pytest.raises(TypeError, match="model must be"):
+        braid.InferenceSession(42)
+
+
+def test_four_threads_share_a_session():
+    s = braid.InferenceSession("googlenet", options={"image_size": IMAGE}, **FAST)
+    name = s.get_inputs()[0].name
+    xs = [feed(s, k)[name] for k in range(4)]
+    wants = [s.run(None, {name: x})[0].copy() for x in xs]
+    wrong = []
+
+    def work(t):
+        for i in range(8):
+            k = (t + i) % 4
+            if not np.array_equal(s.run(None, {name: xs[k]})[0], wants[k]):
+                wrong.append((t, i))
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
+
+
+def test_outputs_are_views_that_keep_their_buffers():
+    s = braid.InferenceSession("squeezenet", options={"image_size": IMAGE}, **FAST)
+    name = s.get_inputs()[0].name
+    a, b = feed(s, 1)[name], feed(s, 2)[name]
+    ya = s.run(None, {name: a})[0]
+    assert not ya.flags.owndata  # a view of the session's buffer, not a copy
+    keep = ya.copy()
+    yb = s.run(None, {name: b})[0]  # another buffer: ya is still held
+    assert np.array_equal(ya, keep)
+    assert not np.array_equal(ya, yb)
+
+
+def test_schedules_round_trip_as_data(tmp_path):
+    s = braid.InferenceSession("squeezenet", options={"image_size": IMAGE}, **FAST)
+    data = s.schedule
+    assert data["format"].startswith("braid.schedule")
+    given = braid.InferenceSession("squeezenet", options={"image_size": IMAGE},
+                                   schedule=data, cost="roofline")
+    assert given.schedule == data
+    name = s.get_inputs()[0].name
+    x = feed(s, 3)[name]
+    assert np.array_equal(given.run(None, {name: x})[0], s.run(None, {name: x})[0])
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data))
+    assert braid.InferenceSession("squeezenet", options={"image_size": IMAGE},
+                                  schedule=str(path), cost="roofline").schedule == data
+
+    searched = braid.schedule("squeezenet", "lios", cost="roofline", streams=4,
+                              options={"image_size": IMAGE})
+    assert searched["algorithm"] == "lios"
+    assert braid.validate("squeezenet", searched)["valid"]
+    broken = json.loads(json.dumps(searched))
+    first = broken["streams"][0]
+    for key in ("units", "start_ms", "finish_ms"):
+        first[key] = first[key][1:]  # its first unit now runs nowhere
+    verdict = braid.validate("squeezenet", broken)
+    assert not verdict["valid"] and verdict["errors"]
+    with pytest.raises(braid.InvalidSchedule):
+        braid.InferenceSession("squeezenet", options={"image_size": IMAGE}, schedule=broken,
+                               cost="roofline")
+
+
+def rss_kb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_no_growth_over_a_thousand_runs():
+    s = braid.InferenceSession("squeezenet", options={"image_size": 32}, **FAST)
+    name = s.get_inputs()[0].name
+    x = feed(s, 4)[name]
+    before_refs = sys.getrefcount(x)
+    for _ in range(100):
+        s.run(None, {name: x})
+    gc.collect()
+    start = rss_kb()
+    for _ in range(1000):
+        y = s.run(None, {name: x})
+    del y
+    gc.collect()
+    grown = rss_kb() - start
+    assert sys.getrefcount(x) == before_refs  # no reference to the input kept
+    assert grown < 2048, f"RSS grew {grown} kB over 1,000 runs"
