@@ -110,9 +110,10 @@ class PySession {
         // array viewing it is gone.
         auto* keep = new SharedOutputs(outputs);
         nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<SharedOutputs*>(p); });
-        result.append(nb::ndarray<nb::numpy, const float>(v.data(), shape.size(), shape.data(),
-                                                          owner)
-                          .cast());
+        // Writable, as ONNX Runtime's outputs are: the arena is this run's alone until then.
+        float* data = const_cast<float*>(v.data());
+        result.append(
+            nb::ndarray<nb::numpy, float>(data, shape.size(), shape.data(), owner).cast());
       } else if (infos[i].dtype == ir::DType::kInt64) {
         auto* data = new int64_t[v.size()];
         for (size_t k = 0; k < v.size(); ++k) data[k] = int64_t(v[k]);

@@ -154,6 +154,7 @@ def test_outputs_are_views_that_keep_their_buffers():
     a, b = feed(s, 1)[name], feed(s, 2)[name]
     ya = s.run(None, {name: a})[0]
     assert not ya.flags.owndata  # a view of the session's buffer, not a copy
+    assert ya.flags.writeable  # as ONNX Runtime's outputs are
     keep = ya.copy()
     yb = s.run(None, {name: b})[0]  # another buffer: ya is still held
     assert np.array_equal(ya, keep)
