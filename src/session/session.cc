@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "cost/profile_cache.h"
+#include "exec/chrome_trace.h"
 #include "exec/cpu/cpu_executor.h"
 #include "exec/cuda/cuda_executor.h"
 #include "models/onnx_import.h"
@@ -171,8 +172,48 @@ const ir::UnitGraph& Session::units() const {
   return impl_->model.units;
 }
 
-Outputs Session::run(std::span<const std::span<const float>> inputs) const {
-  Impl& s = *impl_;
+namespace {
+
+// Units as they end (lanes report from their own threads).
+class Recorder final : public exec::RunObserver {
+ public:
+  explicit Recorder(const ir::UnitGraph& units) : units_(units) {}
+  void on_unit(size_t lane, UnitId unit, Micros begin, Micros end) override {
+    std::lock_guard lock(mutex_);
+    timings_.push_back({units_.unit(unit).name, lane, double(begin.count()), double(end.count())});
+  }
+  std::vector<UnitTiming> take() {
+    std::lock_guard lock(mutex_);
+    return std::move(timings_);
+  }
+
+ private:
+  const ir::UnitGraph& units_;
+  std::mutex mutex_;
+  std::vector<UnitTiming> timings_;
+};
+
+// Observers see one run at a time: their runs take the run lock whatever the executor allows.
+void observed_runs(Session::Impl& s, std::span<const std::span<const float>> inputs, int runs,
+                   exec::RunObserver& observer, const std::function<void()>& between = {}) {
+  BRAID_CHECK(runs >= 1, ErrorCode::kInvalidArgument, "runs must be at least 1, got ", runs);
+  std::unique_ptr<exec::Request> request = s.take_request();
+  for (size_t i = 0; i < inputs.size(); ++i) s.prepared->set_input(*request, i, inputs[i]);
+  {
+    std::lock_guard lock(s.run_mutex);
+    s.prepared->run(*request);  // warm-up
+    for (int r = 0; r < runs; ++r) {
+      if (between) between();
+      s.prepared->run(*request, &observer);
+    }
+  }
+  s.give_back(std::move(request));
+}
+
+}  // namespace
+
+void Session::check_inputs(std::span<const std::span<const float>> inputs) const {
+  const Impl& s = *impl_;
   BRAID_CHECK(inputs.size() == s.inputs.size(), ErrorCode::kInvalidArgument, "model '", s.name,
               "' takes ", s.inputs.size(), " inputs, got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -181,6 +222,33 @@ Outputs Session::run(std::span<const std::span<const float>> inputs) const {
                 s.inputs[i].name, "': ", inputs[i].size(), " elements, its shape ",
                 ir::to_string(s.inputs[i].shape), " holds ", want);
   }
+}
+
+std::vector<UnitTiming> Session::profile(std::span<const std::span<const float>> inputs,
+                                         int runs) const {
+  check_inputs(inputs);
+  Recorder recorder(impl_->model.units);
+  observed_runs(*impl_, inputs, runs, recorder, [&] { recorder.take(); });
+  return recorder.take();
+}
+
+void Session::trace(std::span<const std::span<const float>> inputs, const std::string& path,
+                    int runs) const {
+  check_inputs(inputs);
+  const Impl& s = *impl_;
+  exec::ChromeTrace trace(s.model.units, fmt::format("{} {}", s.name, s.schedule.algorithm),
+                          tune::trace_lane_names(s.model.units, s.schedule));
+  bool first = true;
+  observed_runs(*impl_, inputs, runs, trace, [&] {
+    if (!first) trace.next_run();
+    first = false;
+  });
+  trace.write(path);
+}
+
+Outputs Session::run(std::span<const std::span<const float>> inputs) const {
+  Impl& s = *impl_;
+  check_inputs(inputs);
   auto lease = std::make_unique<Outputs::Lease>();
   lease->session = impl_;
   lease->request = s.take_request();

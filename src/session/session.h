@@ -54,6 +54,13 @@ struct TensorInfo {
 
 class Outputs;
 
+// When a unit of one observed inference ran (session.profile()).
+struct UnitTiming {
+  std::string unit;                 // its name (the fused unit's)
+  size_t lane = 0;                  // the executor's lane (a stream of the schedule)
+  double begin_us = 0, end_us = 0;  // from the run's start, on the executor's clock
+};
+
 class Session {
  public:
   // `model`: a zoo name or an .onnx file. Throws braid::Error: kNotFound (no such model or
@@ -81,11 +88,21 @@ class Session {
   // input's element count (int64 and bool inputs as their values in float, exact to 2^24).
   // Throws kInvalidArgument naming the input on a count mismatch.
   Outputs run(std::span<const std::span<const float>> inputs) const;
+  // `runs` inferences observed unit by unit (after one unobserved warm-up), the last one's
+  // timings returned, in the order the units ended. Same input checks as run().
+  std::vector<UnitTiming> profile(std::span<const std::span<const float>> inputs,
+                                  int runs = 1) const;
+  // `runs` inferences written as a Chrome trace (chrome://tracing, Perfetto) to `path`: a lane
+  // per stream, a slice per unit, runs one after the other. kInvalidArgument if it cannot write.
+  void trace(std::span<const std::span<const float>> inputs, const std::string& path,
+             int runs = 1) const;
 
   struct Impl;  // session.cc's
 
  private:
   explicit Session(std::shared_ptr<Impl> impl);
+  // kInvalidArgument unless `inputs` has one span per input of its element count.
+  void check_inputs(std::span<const std::span<const float>> inputs) const;
   std::shared_ptr<Impl> impl_;  // shared with the Outputs still lent out
   friend class Outputs;
 };

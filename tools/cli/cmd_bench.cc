@@ -17,49 +17,14 @@
 #include "cost_flags.h"
 #include "measure.h"
 #include "progress.h"
-#include "sched/predict.h"
 #include "sched/registry.h"
-#include "sched/validate.h"
 #include "tune/auto_schedule.h"
+#include "tune/bench.h"
 
 namespace braid::cli {
 namespace {
 
-struct Row {
-  std::string model, algorithm;
-  std::optional<std::string> error;  // the scheduler could not schedule this model
-  double search_ms = 0, predicted_ms = 0;
-  int64_t transitions = 0, stage_queries = 0, measurements = 0;
-  int streams = 0;
-  std::optional<Measured> measured;
-  bool outputs_match = true;  // outputs identical to sequential's
-  double predicted_speedup = 0;
-  std::optional<double> measured_speedup, gap_to_optimal;
-};
-
-nlohmann::json to_json(const Row& r) {
-  nlohmann::json j = {{"model", r.model}, {"algorithm", r.algorithm}};
-  if (r.error) {
-    j["error"] = *r.error;
-    return j;
-  }
-  j["search_ms"] = r.search_ms;
-  j["predicted_ms"] = r.predicted_ms;
-  j["predicted_speedup"] = r.predicted_speedup;
-  j["streams"] = r.streams;
-  j["transitions"] = r.transitions;
-  j["stage_queries"] = r.stage_queries;
-  j["measurements"] = r.measurements;
-  if (r.measured) {
-    j["measured_ms"] = {{"median", r.measured->median_ms},
-                        {"p10", r.measured->p10_ms},
-                        {"p90", r.measured->p90_ms}};
-    j["measured_speedup"] = *r.measured_speedup;
-    j["outputs_match_sequential"] = r.outputs_match;
-  }
-  if (r.gap_to_optimal) j["gap_to_optimal"] = *r.gap_to_optimal;
-  return j;
-}
+using Row = tune::BenchRow;
 
 std::string csv_cell(const std::optional<double>& v) {
   return v ? fmt::format("{:.6g}", *v) : "";
@@ -126,8 +91,6 @@ void add_bench_command(CLI::App& app) {
     const std::vector<std::string> names = nonempty(split(algos, ','));
     BRAID_CHECK(!names.empty(), ErrorCode::kInvalidArgument, "--algos is empty");
     for (const std::string& n : names) tune::check_algorithm_name(n);  // unknown names fail now
-    for (const std::string& n : names)
-      if (n != tune::kAuto) sched::make_scheduler(n, options);  // bad options fail now
     cost_flags.cpu.threads_per_stream = measure.executor.threads_per_stream;
     measure.device = !device.empty()                       ? device
                      : cost_flags.name.starts_with("sim:") ? cost_flags.name
@@ -143,86 +106,18 @@ void add_bench_command(CLI::App& app) {
     apply_device_set(cost_flags.name, options);
     apply_device_set(measure.device, options);
     if (simulated) measure.iters = 1, measure.warmup = 0;  // deterministic
-    std::vector<Row> rows;
-    for (const std::string& spec : specs) {
-      models::LoadOptions model_load = load;
-      model_load.with_weights =
-          !spec.ends_with(".dag.json") && (!no_measure || cost_needs_weights(cost_flags, spec));
-      models::LoadedModel m = models::load_model(spec, model_load);
-      auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
-      auto cost = make_cost_model(cost_flags, m.units, weights);
-      const bool runnable = (m.graph != nullptr || simulated) && !no_measure;
-      // Schedules first (index 0: sequential, the reference), then all of them timed together.
-      std::vector<sched::Schedule> schedules{
-          sched::make_scheduler("sequential", options)->schedule(m.units, *cost)};
-      const double sequential_predicted =
-          sched::predicted_latency(m.units, schedules[0], *cost).count() / 1e3;
-      std::optional<double> optimal_ms;
-      const size_t first = rows.size();
-      std::vector<size_t> schedule_of;  // per row of this model: its index in `schedules`
-      for (const std::string& name : names) {
-        Row r{.model = m.units.name(), .algorithm = name};
-        Progress progress(fmt::format("scheduling {} with {}", r.model, name));
-        size_t index = 0;
-        try {
-          sched::SearchStats stats;
-          const cost::CostStats before = cost->stats();
-          const auto begin = std::chrono::steady_clock::now();
-          sched::Schedule s;
-          if (name == tune::kAuto) {
-            BRAID_CHECK(runnable, ErrorCode::kInvalidArgument,
-                        "auto measures its candidates: it needs a model to run and no "
-                        "--no-measure");
-            tune::AutoOptions auto_options{
-                .schedule = options, .measure = measure, .batch = load.zoo.batch};
-            auto_options.measure.iters = tune::default_auto_rounds(measure.device);
-            auto_options.measure.warmup = tune::default_auto_warmup(measure.device);
-            auto_options.max_measured = tune::default_auto_max_measured(measure.device);
-            s = tune::auto_schedule(m.units, weights, *cost, auto_options).schedule;
-            s.algorithm = fmt::format("auto ({})", s.algorithm);
-          } else {
-            s = sched::make_scheduler(name, options)->schedule(m.units, *cost, &stats);
-          }
-          r.search_ms =
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
-                  .count();
-          const cost::CostStats after = cost->stats();
-          sched::validate_or_throw(m.units, s);
-          r.predicted_ms = sched::predicted_latency(m.units, s, *cost).count() / 1e3;
-          r.predicted_speedup = sequential_predicted / r.predicted_ms;
-          r.transitions = stats.transitions;
-          r.stage_queries = after.stage_queries - before.stage_queries;
-          r.measurements = after.measurements - before.measurements;
-          r.streams = sched::num_streams(s);
-          if (name == "optimal") optimal_ms = r.predicted_ms;
-          if (name == tune::kAuto) r.algorithm = s.algorithm;
-          if (name != "sequential") {
-            index = schedules.size();
-            schedules.push_back(std::move(s));
-          }
-        } catch (const Error& e) {
-          r.error = e.what();
-        }
-        schedule_of.push_back(index);
-        rows.push_back(std::move(r));
-      }
-      if (runnable) {
-        Progress progress(
-            fmt::format("running {}'s {} schedules", m.units.name(), schedules.size()));
-        const std::vector<Measured> measured =
-            measure_interleaved(m.units, weights, schedules, measure);
-        for (size_t i = first; i < rows.size(); ++i) {
-          Row& r = rows[i];
-          if (r.error) continue;
-          r.measured = measured[schedule_of[i - first]];
-          r.measured_speedup = measured[0].median_ms / r.measured->median_ms;
-          r.outputs_match = r.measured->outputs_sha256 == measured[0].outputs_sha256;
-        }
-      }
-      if (optimal_ms)
-        for (size_t i = first; i < rows.size(); ++i)
-          if (!rows[i].error) rows[i].gap_to_optimal = rows[i].predicted_ms / *optimal_ms - 1;
-    }
+    std::unique_ptr<Progress> progress;
+    const std::vector<Row> rows = tune::bench(specs, {.algorithms = names,
+                                                      .schedule = options,
+                                                      .cost = cost_flags,
+                                                      .measure = measure,
+                                                      .load = load,
+                                                      .run = !no_measure,
+                                                      .on_step = [&](const std::string& what) {
+                                                        progress.reset();
+                                                        progress = std::make_unique<Progress>(what);
+                                                      }});
+    progress.reset();
 
     nlohmann::json out = nlohmann::json::array();
     for (const Row& r : rows) out.push_back(to_json(r));

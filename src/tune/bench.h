@@ -1,0 +1,61 @@
+// Schedulers side by side on models: what `braid bench` prints and `braid.bench()` returns. For
+// each model, every named scheduler's search time, predicted latency (the cost model's) and,
+// unless told not to, the latency measured on the device, all of a model's schedules timed
+// interleaved (measure_interleaved: drift hits all alike); speed-ups over sequential (always
+// scheduled first, as the reference) and the gap to `optimal` where it was computed. `auto` is
+// a row like the others (its search time includes measuring its candidates). A scheduler that
+// cannot schedule a model gives a row with its error, not an exception.
+//
+//   tune::BenchOptions o{.algorithms = {"sequential", "greedy", "ios"}, .cost = {.name =
+//   "roofline"}}; for (const tune::BenchRow& r : tune::bench({"squeezenet"}, o)) ... to_json(r)
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/loader.h"
+#include "sched/registry.h"
+#include "tune/cost_models.h"
+#include "tune/measure.h"
+
+namespace braid::tune {
+
+struct BenchRow {
+  std::string model, algorithm;
+  std::optional<std::string> error;  // the scheduler could not schedule this model
+  double search_ms = 0, predicted_ms = 0;
+  int64_t transitions = 0, stage_queries = 0, measurements = 0;
+  int streams = 0;
+  std::optional<Measured> measured;
+  bool outputs_match = true;  // outputs identical to sequential's
+  double predicted_speedup = 0;
+  std::optional<double> measured_speedup, gap_to_optimal;
+};
+
+// {"model", "algorithm", "search_ms", "predicted_ms", ..., "measured_ms": {median, p10, p90}}, or
+// {"model", "algorithm", "error"}.
+nlohmann::json to_json(const BenchRow& row);
+
+struct BenchOptions {
+  std::vector<std::string> algorithms = {"sequential", "greedy"};  // registry names or "auto"
+  sched::ScheduleOptions schedule;
+  CostSpec cost;  // the cost model schedulers search under
+  // Where and how the schedules run (its device: cpu, cuda:N or sim:NAME; iters, warm-up).
+  MeasureOptions measure{.iters = 10, .warmup = 2};
+  models::LoadOptions load;
+  bool run = true;  // false: predict only
+  // Called as each step starts ("scheduling squeezenet with ios", "running squeezenet's 3
+  // schedules"), for progress displays.
+  std::function<void(const std::string&)> on_step;
+};
+
+// Throws what loading a model throws, kNotFound for an unknown algorithm (before any work);
+// a scheduler's own failure is its row's error.
+std::vector<BenchRow> bench(std::span<const std::string> models, const BenchOptions& options);
+
+}  // namespace braid::tune
