@@ -9,13 +9,18 @@
 #include <nanobind/stl/vector.h>
 
 #include <memory>
+#include <thread>
 
 #include "base/error.h"
+#include "runtime/inbox.h"
+#include "runtime/runtime.h"
+#include "runtime/scenario.h"
 #include "sched/registry.h"
 #include "sched/schedule.h"
 #include "sched/validate.h"
 #include "session/session.h"
 #include "tune/auto_schedule.h"
+#include "tune/bench.h"
 #include "tune/cost_models.h"
 
 namespace nb = nanobind;
@@ -81,20 +86,54 @@ class PySession {
   static std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>> describe(
       const std::vector<session::TensorInfo>& infos) {
     std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>> out;
-    for (const session::TensorInfo& t : infos) out.emplace_back(t.name, t.shape, dtype_name(t.dtype));
+    for (const session::TensorInfo& t : infos)
+      out.emplace_back(t.name, t.shape, dtype_name(t.dtype));
     return out;
   }
   auto inputs() const { return describe(session_->inputs()); }
   auto outputs() const { return describe(session_->outputs()); }
   std::string schedule_json() const { return session_->schedule_json().dump(); }
+
+  nb::list profile(
+      const std::vector<nb::ndarray<const float, nb::c_contig, nb::device::cpu>>& inputs,
+      int runs) {
+    const std::vector<std::span<const float>> spans = spans_of(inputs);
+    std::vector<session::UnitTiming> timings;
+    {
+      nb::gil_scoped_release release;
+      timings = session_->profile(spans, runs);
+    }
+    nb::list out;
+    for (const session::UnitTiming& t : timings) {
+      nb::dict d;
+      d["unit"] = t.unit;
+      d["lane"] = t.lane;
+      d["begin_us"] = t.begin_us;
+      d["end_us"] = t.end_us;
+      d["duration_us"] = t.end_us - t.begin_us;
+      out.append(d);
+    }
+    return out;
+  }
+  void trace(const std::vector<nb::ndarray<const float, nb::c_contig, nb::device::cpu>>& inputs,
+             const std::string& path, int runs) {
+    const std::vector<std::span<const float>> spans = spans_of(inputs);
+    nb::gil_scoped_release release;
+    session_->trace(spans, path, runs);
+  }
+  static std::vector<std::span<const float>> spans_of(
+      const std::vector<nb::ndarray<const float, nb::c_contig, nb::device::cpu>>& inputs) {
+    std::vector<std::span<const float>> spans;
+    for (const auto& a : inputs) spans.emplace_back(a.data(), a.size());
+    return spans;
+  }
   std::string summary() const { return session_->schedule_summary(); }
 
   // `inputs`: one C-contiguous float32 array per model input, in order (the Python half checks
   // names, dtypes and shapes and converts int64/bool). Returns the outputs: float32 ones view
   // the session's buffers (no copy), int64/bool ones are converted.
   nb::list run(const std::vector<nb::ndarray<const float, nb::c_contig, nb::device::cpu>>& inputs) {
-    std::vector<std::span<const float>> spans;
-    for (const auto& a : inputs) spans.emplace_back(a.data(), a.size());
+    const std::vector<std::span<const float>> spans = spans_of(inputs);
     SharedOutputs outputs;
     {
       nb::gil_scoped_release release;  // other Python threads run meanwhile
@@ -118,7 +157,8 @@ class PySession {
         auto* data = new int64_t[v.size()];
         for (size_t k = 0; k < v.size(); ++k) data[k] = int64_t(v[k]);
         nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<int64_t*>(p); });
-        result.append(nb::ndarray<nb::numpy, int64_t>(data, shape.size(), shape.data(), owner).cast());
+        result.append(
+            nb::ndarray<nb::numpy, int64_t>(data, shape.size(), shape.data(), owner).cast());
       } else {
         auto* data = new bool[v.size()];
         for (size_t k = 0; k < v.size(); ++k) data[k] = v[k] != 0;
@@ -134,8 +174,7 @@ class PySession {
 };
 
 // braid.schedule(): a schedule searched for a model, as braid.schedule/1 JSON text.
-std::string search_schedule(const std::string& model, const std::string& algo,
-                            const Options& o) {
+std::string search_schedule(const std::string& model, const std::string& algo, const Options& o) {
   Options without = o;
   without.scheduler = algo;
   const session::SessionOptions s = session_options(without);
@@ -168,6 +207,157 @@ std::vector<std::tuple<std::string, std::string>> validate_schedule(const std::s
   return out;
 }
 
+// braid.bench(): rows as JSON text (the Python half flattens them for pandas).
+std::string bench_rows(const std::vector<std::string>& models,
+                       const std::vector<std::string>& algorithms, const Options& o,
+                       const std::string& device, int iters, int warmup, bool run) {
+  const session::SessionOptions s = session_options(o);
+  tune::BenchOptions b{
+      .algorithms = algorithms,
+      .schedule = s.schedule_options,
+      .cost = {.name = o.cost},
+      .measure = {.device = device,
+                  .graph_replay = device != "cpu",
+                  .executor = {.threads_per_stream = o.threads_per_stream, .pin_threads = false},
+                  .iters = iters,
+                  .warmup = warmup},
+      .load = s.load,
+      .run = run};
+  b.cost.cpu.threads_per_stream = o.threads_per_stream;
+  nlohmann::json rows = nlohmann::json::array();
+  {
+    nb::gil_scoped_release release;
+    for (const tune::BenchRow& r : tune::bench(models, b)) rows.push_back(tune::to_json(r));
+  }
+  return rows.dump();
+}
+
+// braid.Server: TOP's runtime in-process. Tasks go in through an inbox; the runtime's loop (its
+// own thread) answers each through the Python callable given with it, under the GIL.
+class PyServer {
+ public:
+  PyServer(const std::vector<std::tuple<std::string, std::string>>& models,
+           const std::string& policy, const Options& o, int max_sub_blocks, size_t queue_capacity) {
+    runtime::Scenario scenario{.device = o.device,
+                               .policies = {policy},
+                               .max_sub_blocks = max_sub_blocks,
+                               .batch = o.batch,
+                               .image_size = o.image_size,
+                               .scheduler = o.scheduler,
+                               .cost = o.cost};
+    for (const auto& [model, blocks] : models) {
+      runtime::ScenarioModel m{.model = model};
+      BRAID_CHECK(blocks.empty() || blocks == "ir" || blocks == "stages",
+                  ErrorCode::kInvalidArgument, "model '", model,
+                  "': blocks must be 'ir' or 'stages', got '", blocks, "'");
+      if (blocks == "stages") m.blocks = runtime::BlockGrouping::kStages;
+      scenario.models.push_back(m);
+    }
+    BRAID_CHECK(!scenario.models.empty(), ErrorCode::kInvalidArgument, "a server of no models");
+    {
+      nb::gil_scoped_release release;
+      runner_ = std::make_unique<runtime::ScenarioRunner>(std::move(scenario));
+      policy_ = runner_->make_policy(policy);
+      inbox_ = std::make_unique<runtime::Inbox>(
+          runner_->models().size(), runtime::InboxOptions{.queue_capacity = queue_capacity});
+      runtime_ =
+          std::make_unique<runtime::Runtime>(runner_->models(), runner_->backend(), *policy_,
+                                             &runner_->combiner(), runtime::RuntimeOptions{});
+      loop_ = std::thread([this] { runtime_->serve(*inbox_); });
+    }
+  }
+  ~PyServer() { close(true); }
+
+  std::vector<std::string> models() const {
+    std::vector<std::string> names;
+    for (size_t m = 0; m < runner_->models().size(); ++m)
+      names.push_back(runner_->models().model(m).name);
+    return names;
+  }
+  std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>> inputs(size_t m) const {
+    const ir::Graph& g = *runner_->models().model(m).loaded.graph;
+    std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>> out;
+    for (ValueId v : g.inputs())
+      out.emplace_back(g.value(v).name, g.value(v).type.shape, dtype_name(g.value(v).type.dtype));
+    return out;
+  }
+
+  // "accepted", "queue full" or "closed". `done(status, outputs, error, queue_us, run_us)` is
+  // called once, from the runtime's thread, for an accepted task.
+  std::string submit(
+      size_t model,
+      const std::vector<nb::ndarray<const float, nb::c_contig, nb::device::cpu>>& inputs,
+      double timeout_us, nb::object done) {
+    BRAID_CHECK(model < runner_->models().size(), ErrorCode::kInvalidArgument, "model ", model);
+    runtime::Submission task{.model = uint32_t(model), .timeout_us = timeout_us};
+    for (const auto& a : inputs) task.inputs.emplace_back(a.data(), a.data() + a.size());
+    const ir::Graph& g = *runner_->models().model(model).loaded.graph;
+    std::vector<std::vector<size_t>> shapes;
+    std::vector<ir::DType> dtypes;
+    for (ValueId v : g.outputs()) {
+      shapes.emplace_back(g.value(v).type.shape.begin(), g.value(v).type.shape.end());
+      dtypes.push_back(g.value(v).type.dtype);
+    }
+    // The callable is released under the GIL, whoever drops the last reference.
+    auto callback = std::shared_ptr<nb::object>(new nb::object(std::move(done)), [](nb::object* p) {
+      nb::gil_scoped_acquire gil;
+      delete p;
+    });
+    task.done = [callback, shapes, dtypes](runtime::TaskOutcome o) {
+      nb::gil_scoped_acquire gil;
+      nb::list outputs;
+      for (size_t i = 0; i < o.outputs.size() && i < shapes.size(); ++i)
+        outputs.append(to_numpy(std::move(o.outputs[i]), shapes[i], dtypes[i]));
+      try {
+        (*callback)(std::string(runtime::to_string(o.status)), outputs, o.error, o.queue_us,
+                    o.run_us);
+      } catch (nb::python_error& e) {
+        e.discard_as_unraisable("braid.Server task callback");
+      }
+    };
+    runtime::SubmitStatus status;
+    {
+      nb::gil_scoped_release release;
+      status = inbox_->submit(std::move(task));
+    }
+    return std::string(runtime::to_string(status));
+  }
+
+  // No new tasks; accepted ones finish (or, with `cancel`, are answered cancelled); the loop
+  // ends. Idempotent.
+  void close(bool cancel) {
+    if (!loop_.joinable()) return;
+    nb::gil_scoped_release release;  // callbacks take the GIL on the loop's thread
+    if (cancel)
+      inbox_->stop();
+    else
+      inbox_->close();
+    loop_.join();
+  }
+
+ private:
+  static nb::object to_numpy(std::vector<float> values, const std::vector<size_t>& shape,
+                             ir::DType dtype) {
+    if (dtype == ir::DType::kFloat32) {
+      auto* owned = new std::vector<float>(std::move(values));
+      nb::capsule owner(owned,
+                        [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+      return nb::ndarray<nb::numpy, float>(owned->data(), shape.size(), shape.data(), owner).cast();
+    }
+    auto* data = new int64_t[values.size()];
+    for (size_t k = 0; k < values.size(); ++k) data[k] = int64_t(values[k]);
+    nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<int64_t*>(p); });
+    nb::object a = nb::ndarray<nb::numpy, int64_t>(data, shape.size(), shape.data(), owner).cast();
+    return dtype == ir::DType::kBool ? a.attr("astype")("bool") : a;
+  }
+
+  std::unique_ptr<runtime::ScenarioRunner> runner_;
+  std::unique_ptr<runtime::Policy> policy_;
+  std::unique_ptr<runtime::Inbox> inbox_;
+  std::unique_ptr<runtime::Runtime> runtime_;
+  std::thread loop_;
+};
+
 }  // namespace
 }  // namespace braid::python
 
@@ -184,7 +374,8 @@ NB_MODULE(_braid, m) {
           std::string(braid::to_string(e.code())));
       PyErr_SetString(cls.ptr(), e.what());
     } catch (const nlohmann::json::exception& e) {
-      PyErr_SetString(PyExc_ValueError, (std::string("malformed schedule JSON: ") + e.what()).c_str());
+      PyErr_SetString(PyExc_ValueError,
+                      (std::string("malformed schedule JSON: ") + e.what()).c_str());
     }
   });
 
@@ -207,7 +398,21 @@ NB_MODULE(_braid, m) {
       .def_prop_ro("outputs", &PySession::outputs)
       .def_prop_ro("schedule_summary", &PySession::summary)
       .def("schedule_json", &PySession::schedule_json)
-      .def("run", &PySession::run, "inputs"_a);
+      .def("run", &PySession::run, "inputs"_a)
+      .def("profile", &PySession::profile, "inputs"_a, "runs"_a)
+      .def("trace", &PySession::trace, "inputs"_a, "path"_a, "runs"_a);
+
+  m.def("bench_rows", &bench_rows, "models"_a, "algorithms"_a, "options"_a, "device"_a, "iters"_a,
+        "warmup"_a, "run"_a);
+
+  nb::class_<PyServer>(m, "Server")
+      .def(nb::init<const std::vector<std::tuple<std::string, std::string>>&, const std::string&,
+                    const Options&, int, size_t>(),
+           "models"_a, "policy"_a, "options"_a, "max_sub_blocks"_a, "queue_capacity"_a)
+      .def_prop_ro("models", &PyServer::models)
+      .def("inputs", &PyServer::inputs, "model"_a)
+      .def("submit", &PyServer::submit, "model"_a, "inputs"_a, "timeout_us"_a, "done"_a)
+      .def("close", &PyServer::close, "cancel"_a);
 
   m.def("search_schedule", &search_schedule, "model"_a, "algo"_a, "options"_a);
   m.def("validate_schedule", &validate_schedule, "model"_a, "schedule_json"_a, "options"_a);

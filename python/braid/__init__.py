@@ -12,6 +12,7 @@ What matches ONNX Runtime and what differs: docs/python.md.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ import numpy as np
 
 from . import _braid
 
-__all__ = ["InferenceSession", "NodeArg", "schedule", "validate", "BraidError",
+__all__ = ["InferenceSession", "NodeArg", "Server", "schedule", "validate", "bench", "BraidError",
            "InvalidArgument", "InvalidModel", "Unsupported", "InvalidSchedule", "NotFound"]
 
 
@@ -156,28 +157,7 @@ class InferenceSession:
         buffers stay alive while any of its arrays does, and are reused after."""
         if run_options is not None:
             raise NotImplementedError("run_options are not supported")
-        arrays = []
-        names = {a.name for a in self._inputs}
-        for key in input_feed:
-            if key not in names:
-                raise ValueError(f"unknown input '{key}' (the model takes "
-                                 f"{', '.join(a.name for a in self._inputs)})")
-        for arg, dtype in zip(self._inputs, self._input_dtypes):
-            if arg.name not in input_feed:
-                raise ValueError(f"missing input '{arg.name}' (shape {arg.shape}, {arg.type})")
-            x = np.asarray(input_feed[arg.name])
-            if x.dtype != _NUMPY_TYPES[dtype]:
-                raise TypeError(f"input '{arg.name}': dtype {x.dtype}, expected {arg.type} "
-                                f"({np.dtype(_NUMPY_TYPES[dtype]).name})")
-            if list(x.shape) != arg.shape:
-                raise ValueError(f"input '{arg.name}': shape {list(x.shape)}, expected {arg.shape}")
-            if dtype == "int64" and x.size and int(np.abs(x).max()) > 2 ** 24:
-                raise ValueError(f"input '{arg.name}': values beyond ±2^24 are not exact in "
-                                 f"braid's float tensors")
-            # float32 C-contiguous arrays go in as they are; the executor copies them once into
-            # the request's arena (its memory plan places the inputs).
-            arrays.append(np.ascontiguousarray(x, dtype=np.float32))
-        outputs = self._session.run(arrays)
+        outputs = self._session.run(_feed_arrays(self._inputs, self._input_dtypes, input_feed))
         if output_names is None:
             return outputs
         index = {a.name: i for i, a in enumerate(self._outputs)}
@@ -186,6 +166,54 @@ class InferenceSession:
             raise ValueError(f"unknown output '{missing[0]}' (the model gives "
                              f"{', '.join(index)})")
         return [outputs[index[n]] for n in output_names]
+
+    def profile(self, input_feed: Mapping[str, Any] | None = None, runs: int = 1) -> list[dict]:
+        """One inference (after a warm-up; the last of `runs`) unit by unit: dicts with "unit",
+        "lane", "begin_us", "end_us", "duration_us" (from the run's start), in the order units
+        ended. Without `input_feed`, uniform [-1, 1] inputs."""
+        feed = input_feed if input_feed is not None else self._random_feed()
+        return self._session.profile(_feed_arrays(self._inputs, self._input_dtypes, feed), runs)
+
+    def trace(self, path, input_feed: Mapping[str, Any] | None = None, runs: int = 1) -> None:
+        """Writes `runs` inferences as a Chrome trace (chrome://tracing, Perfetto): a lane per
+        stream, a slice per unit."""
+        feed = input_feed if input_feed is not None else self._random_feed()
+        self._session.trace(_feed_arrays(self._inputs, self._input_dtypes, feed),
+                            os.fspath(path), runs)
+
+    def _random_feed(self) -> dict:
+        rng = np.random.default_rng(1)
+        return {a.name: (rng.integers(0, 2, a.shape).astype(_NUMPY_TYPES[t]) if t != "float32"
+                         else rng.uniform(-1, 1, a.shape).astype(np.float32))
+                for a, t in zip(self._inputs, self._input_dtypes)}
+
+
+def _feed_arrays(args: Sequence[NodeArg], dtypes: Sequence[str],
+                 input_feed: Mapping[str, Any]) -> list[np.ndarray]:
+    """`input_feed` checked against the model's inputs (names, dtypes, shapes) and in their
+    order, as C-contiguous float32 arrays (the arrays themselves where they already are)."""
+    arrays = []
+    names = {a.name for a in args}
+    for key in input_feed:
+        if key not in names:
+            raise ValueError(f"unknown input '{key}' (the model takes "
+                             f"{', '.join(a.name for a in args)})")
+    for arg, dtype in zip(args, dtypes):
+        if arg.name not in input_feed:
+            raise ValueError(f"missing input '{arg.name}' (shape {arg.shape}, {arg.type})")
+        x = np.asarray(input_feed[arg.name])
+        if x.dtype != _NUMPY_TYPES[dtype]:
+            raise TypeError(f"input '{arg.name}': dtype {x.dtype}, expected {arg.type} "
+                            f"({np.dtype(_NUMPY_TYPES[dtype]).name})")
+        if list(x.shape) != arg.shape:
+            raise ValueError(f"input '{arg.name}': shape {list(x.shape)}, expected {arg.shape}")
+        if dtype == "int64" and x.size and int(np.abs(x).max()) > 2 ** 24:
+            raise ValueError(f"input '{arg.name}': values beyond ±2^24 are not exact in "
+                             f"braid's float tensors")
+        # float32 C-contiguous arrays go in as they are; the executor copies them once into
+        # the request's arena (its memory plan places the inputs).
+        arrays.append(np.ascontiguousarray(x, dtype=np.float32))
+    return arrays
 
 
 def schedule(model: str, algo: str = "ios", *, cost: str = "cpu", streams: int = 10,
@@ -203,3 +231,93 @@ def validate(model: str, schedule) -> dict:
     errors = [m for s, m in diagnostics if s == "error"]
     return {"valid": not errors, "errors": errors,
             "warnings": [m for s, m in diagnostics if s == "warning"]}
+
+
+def bench(models: Iterable[str], algos: Sequence[str] = ("sequential", "greedy"), *,
+          cost: str = "roofline", device: str = "cpu", iters: int = 10, warmup: int = 2,
+          streams: int = 10, threads: int | None = None, measure: bool = True,
+          options: Mapping[str, Any] | None = None) -> list[dict]:
+    """Schedulers side by side on models, as `braid bench` runs them: one flat dict per (model,
+    algorithm) with search_ms, predicted_ms, predicted_speedup, measured_ms / measured_p10_ms /
+    measured_p90_ms (the schedules of a model timed interleaved), measured_speedup (over
+    sequential), streams, gap_to_optimal, error. `pandas.DataFrame(braid.bench(...))` reads it."""
+    o = _options(threads=threads, cost=cost, options=dict(options or {}, streams=streams))
+    rows = json.loads(_braid.bench_rows([os.fspath(m) for m in models], list(algos), o, device,
+                                        int(iters), int(warmup), bool(measure)))
+    flat = []
+    for r in rows:
+        m = r.pop("measured_ms", None)
+        if m is not None:
+            r["measured_ms"], r["measured_p10_ms"], r["measured_p90_ms"] = \
+                m["median"], m["p10"], m["p90"]
+        flat.append(r)
+    return flat
+
+
+class Server:
+    """TOP's multi-model runtime in-process (docs/top.md): each model has its queue; the policy
+    dequeues tasks into instances that advance block by block, blocks of several models combined.
+    `submit` returns a concurrent.futures.Future of the task's outputs (a list of arrays, as
+    InferenceSession.run gives). Use it as a context manager, or call close().
+
+        with braid.Server(["squeezenet", ("resnet50", "stages")], policy="top-heuristic") as srv:
+            futures = [srv.submit("squeezenet", {"input": x}) for x in batch]
+            outputs = [f.result() for f in futures]
+    """
+
+    def __init__(self, models: Sequence, *, policy: str = "top-heuristic", device: str = "cpu",
+                 scheduler: str = "sequential", cost: str | None = None, H: int = 4,
+                 queue_capacity: int = 0, options: Mapping[str, Any] | None = None):
+        specs = []
+        for m in models:
+            name, blocks = (m, "") if isinstance(m, (str, os.PathLike)) else m
+            specs.append((os.fspath(name), blocks))
+        o = _options(scheduler=scheduler, device=device, cost=cost or "", options=options)
+        self._server = _braid.Server(specs, policy, o, int(H), int(queue_capacity))
+        self.models = list(self._server.models)
+        self._inputs = {}
+        for i, name in enumerate(self.models):
+            described = self._server.inputs(i)
+            self._inputs[name] = ([NodeArg(n, list(s), _ONNX_TYPES[t]) for n, s, t in described],
+                                  [t for _, _, t in described])
+
+    def get_inputs(self, model: str) -> list[NodeArg]:
+        return list(self._model(model)[0])
+
+    def _model(self, model: str):
+        if model not in self._inputs:
+            raise ValueError(f"unknown model '{model}' (serving {', '.join(self.models)})")
+        return self._inputs[model]
+
+    def submit(self, model: str, input_feed: Mapping[str, Any],
+               timeout_us: float = 0) -> concurrent.futures.Future:
+        """Queues one task. The future's result is the outputs; its exception is a BraidError
+        for a task that failed, timed out while queued (`timeout_us`), or was cancelled, and
+        submit raises InvalidArgument at once when the model's queue is full or the server is
+        closed."""
+        args, dtypes = self._model(model)
+        arrays = _feed_arrays(args, dtypes, input_feed)
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        future.set_running_or_notify_cancel()
+
+        def done(status, outputs, error, queue_us, run_us):
+            if status == "done":
+                future.set_result(outputs)
+            else:
+                future.set_exception(BraidError(f"model '{model}': task {status}"
+                                                + (f": {error}" if error else "")))
+
+        status = self._server.submit(self.models.index(model), arrays, float(timeout_us), done)
+        if status != "accepted":
+            raise InvalidArgument(f"model '{model}': not accepted ({status})")
+        return future
+
+    def close(self, cancel: bool = False) -> None:
+        """No new tasks; waits for the accepted ones (with `cancel`, answers them cancelled)."""
+        self._server.close(cancel)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

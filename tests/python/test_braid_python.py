@@ -215,3 +215,58 @@ def test_no_growth_over_a_thousand_runs():
     grown = rss_kb() - start
     assert sys.getrefcount(x) == before_refs  # no reference to the input kept
     assert grown < 2048, f"RSS grew {grown} kB over 1,000 runs"
+
+
+def test_profile_and_trace_cover_every_unit(tmp_path):
+    s = braid.InferenceSession("googlenet", options={"image_size": IMAGE}, **FAST)
+    timings = s.profile(runs=2)
+    units = s.schedule["num_units"]
+    assert len(timings) == units  # each unit once: the last run only
+    assert len({t["unit"] for t in timings}) == units
+    assert all(0 <= t["begin_us"] <= t["end_us"] for t in timings)
+    assert all(t["lane"] >= 0 for t in timings)
+    path = tmp_path / "trace.json"
+    s.trace(path, runs=2)
+    events = json.loads(path.read_text())
+    slices = [e for e in (events["traceEvents"] if isinstance(events, dict) else events)
+              if e.get("ph") == "X"]
+    assert len(slices) == 2 * units
+
+
+def test_bench_rows_load_into_a_table():
+    rows = braid.bench(["squeezenet"], ["sequential", "greedy"], iters=3,
+                       warmup=1, options={"image_size": 32})
+    assert [r["algorithm"] for r in rows] == ["sequential", "greedy"]
+    for r in rows:
+        assert r["model"] == "squeezenet"
+        assert r["measured_ms"] > 0 and r["measured_p10_ms"] <= r["measured_p90_ms"]
+        assert r["outputs_match_sequential"]
+    assert rows[0]["measured_speedup"] == 1.0
+    with pytest.raises(braid.NotFound):
+        braid.bench(["squeezenet"], ["no-such-scheduler"], options={"image_size": 32})
+    predicted = braid.bench(["squeezenet"], ["lios"], measure=False, options={"image_size": 32})
+    assert "measured_ms" not in predicted[0] and predicted[0]["predicted_ms"] > 0
+
+
+def test_server_futures_give_a_sessions_outputs():
+    models = ["squeezenet", "googlenet"]
+    sessions = {m: braid.InferenceSession(m, scheduler="sequential", cost="roofline",
+                                          options={"image_size": IMAGE}) for m in models}
+    with braid.Server(models, policy="top-heuristic", options={"image_size": IMAGE}) as srv:
+        assert srv.models == models
+        jobs = []
+        for k in range(12):
+            m = models[k % 2]
+            name = srv.get_inputs(m)[0].name
+            x = feed(sessions[m], 100 + k)[name]
+            jobs.append((m, name, x, srv.submit(m, {name: x})))
+        for m, name, x, future in jobs:
+            (got,) = future.result(timeout=120)
+            (want,) = sessions[m].run(None, {name: x})
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+        with pytest.raises(ValueError, match="unknown model 'nope'"):
+            srv.submit("nope", {})
+        with pytest.raises(ValueError, match="shape"):
+            srv.submit("squeezenet", {name: np.zeros((1, 3), np.float32)})
+    with pytest.raises(braid.InvalidArgument, match="closed"):
+        srv.submit("squeezenet", {name: x})
