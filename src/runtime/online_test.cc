@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -86,6 +87,39 @@ TEST(Online, EveryAcceptedTaskIsAnsweredOnceWithAPlainRunsOutputs) {
       EXPECT_EQ(o.outputs, plain.run(m, inputs_for(set, m, key))) << "task " << key;
     }
   }
+}
+
+// A server keeps no history: answered tasks are counted and forgotten, samples not kept, so its
+// memory does not grow with what it has served. 300 tasks one after the other leave a handful of
+// records in the final report, and every one of them counted.
+TEST(Online, AnsweredTasksAreCountedAndForgotten) {
+  const ModelSet set = two_models();
+  ExecBackend backend(set);
+  auto p = make_policy("static");
+  Runtime rt(set, backend, *p, nullptr, {.sample_period_us = 1000});
+  Inbox inbox(set.size());
+  Report report;
+  std::thread loop([&] { report = rt.serve(inbox); });
+  const std::vector<std::vector<float>> x = inputs_for(set, 0, 1);
+  constexpr int kTasks = 300;
+  for (int i = 0; i < kTasks; ++i) {
+    std::promise<void> answered;
+    ASSERT_EQ(inbox.submit({.model = 0,
+                            .inputs = x,
+                            .done =
+                                [&](TaskOutcome o) {
+                                  EXPECT_EQ(o.status, TaskOutcome::Status::kDone) << o.error;
+                                  answered.set_value();
+                                }}),
+              SubmitStatus::kAccepted);
+    answered.get_future().wait();
+  }
+  inbox.close();
+  loop.join();
+  EXPECT_EQ(report.models[0].submitted, uint64_t(kTasks));
+  EXPECT_EQ(report.models[0].completed, uint64_t(kTasks));
+  EXPECT_LE(report.tasks.size(), 2u) << "records kept of " << kTasks << " answered tasks";
+  EXPECT_LE(report.samples.size(), 1u);
 }
 
 // A full queue refuses at once (the caller answers 503 without waiting for the loop); an unknown

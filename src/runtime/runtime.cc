@@ -62,6 +62,7 @@ class Run {
     state_.models = &models;
     state_.combiner = combiner;
     state_.model.resize(models.size());
+    forgotten_.resize(models.size());
   }
 
   Report execute() {
@@ -72,6 +73,7 @@ class Run {
     next_sample_ = options_.sample_period_us;
     for (;;) {
       now_ = std::max(now_, clock_now());
+      forget_answered();
       take_arrivals();
       drop_timed_out();
       launch();
@@ -105,7 +107,7 @@ class Run {
     }
     for (auto& queue : queues_)
       for (uint64_t id : queue) {
-        if (inbox_ != nullptr) inbox_->left_queue(tasks_[id].model);
+        if (inbox_ != nullptr) inbox_->left_queue(task_at(id).model);
         answer(id, {.status = TaskOutcome::Status::kCancelled,
                     .error = "the runtime stopped before the task was run"});
       }
@@ -163,11 +165,12 @@ class Run {
         // Stamped on the run's clock when submitted, so queueing before the loop saw it counts.
         const double at =
             std::chrono::duration<double, std::micro>(taken.submitted - start_).count();
-        TaskRecord task{.id = tasks_.size(), .model = taken.task.model, .arrival_us = at};
+        TaskRecord task{.id = next_task_id(), .model = taken.task.model, .arrival_us = at};
         ++state_.model[task.model].arrived;
         queues_[task.model].push_back(task.id);
         log(fmt::format("arrive m{} t{}", task.model, task.id));
         online_.push_back(std::move(taken.task));
+        answered_.push_back(false);
         tasks_.push_back(std::move(task));
       }
       return;
@@ -177,7 +180,7 @@ class Run {
       const Arrival& a = arrivals_[next_arrival_++];
       BRAID_CHECK(a.model < models_.size(), ErrorCode::kInvalidArgument, "arrival for model ",
                   a.model, " but ", models_.size(), " models are loaded");
-      TaskRecord task{.id = tasks_.size(), .model = a.model, .arrival_us = a.at_us};
+      TaskRecord task{.id = next_task_id(), .model = a.model, .arrival_us = a.at_us};
       ++state_.model[a.model].arrived;
       if (options_.queue_capacity > 0 && queues_[a.model].size() >= options_.queue_capacity) {
         task.rejected = true;
@@ -215,7 +218,7 @@ class Run {
   void dequeue(uint32_t m) {
     const uint64_t task_id = queues_[m].front();
     queues_[m].pop_front();
-    TaskRecord& task = tasks_[task_id];
+    TaskRecord& task = task_at(task_id);
     task.dequeued_us = now_;
     InstanceId slot = 0;
     while (slot < instances_.size() && instances_[slot].in_use) ++slot;
@@ -231,7 +234,7 @@ class Run {
     std::vector<std::vector<float>> inputs;
     if (inbox_ != nullptr) {
       inbox_->left_queue(m);
-      inputs = std::move(online_[task_id].inputs);
+      inputs = std::move(online_at(task_id).inputs);
     } else if (options_.input_of) {
       inputs = options_.input_of(m, task_id);
     }
@@ -292,7 +295,7 @@ class Run {
       Instance& inst = instances_[p.instance];
       inst.state.next_block = p.last_block;
       if (p.last_block < models_.model(p.model).blocks.size()) continue;
-      TaskRecord& task = tasks_[inst.state.task];
+      TaskRecord& task = task_at(inst.state.task);
       task.done_us = now_;
       std::vector<std::vector<float>> outputs = backend_.end_instance(p.instance);
       if (inbox_ != nullptr)
@@ -306,12 +309,35 @@ class Run {
     }
   }
 
+  // Task records by id. Online, answered tasks are forgotten from the front (forget_answered), so
+  // a server's memory does not grow with the tasks it has served: ids are offset by first_task_.
+  TaskRecord& task_at(uint64_t id) { return tasks_[id - first_task_]; }
+  Submission& online_at(uint64_t id) { return online_[id - first_task_]; }
+  uint64_t next_task_id() const { return first_task_ + tasks_.size(); }
+
+  // Online: drops the records of the oldest tasks while they are answered (nothing refers to an
+  // answered task any more), counting them for the report.
+  void forget_answered() {
+    if (inbox_ == nullptr) return;
+    while (!answered_.empty() && answered_.front()) {
+      const TaskRecord& t = tasks_.front();
+      Forgotten& f = forgotten_[t.model];
+      ++f.submitted;
+      if (t.done_us >= 0) ++f.completed;
+      tasks_.pop_front();
+      online_.pop_front();
+      answered_.pop_front();
+      ++first_task_;
+    }
+  }
+
   // Online: answers task `id` once (its callback), with its queueing and run times.
   void answer(uint64_t id, TaskOutcome outcome) {
     if (inbox_ == nullptr) return;
-    const TaskRecord& task = tasks_[id];
-    Submission& sub = online_[id];
+    const TaskRecord& task = task_at(id);
+    Submission& sub = online_at(id);
     if (!sub.done) return;  // answered already
+    answered_[id - first_task_] = true;
     const double end = task.done_us >= 0 ? task.done_us : now_;
     outcome.queue_us = (task.dequeued_us >= 0 ? task.dequeued_us : end) - task.arrival_us;
     outcome.run_us = task.dequeued_us >= 0 ? end - task.dequeued_us : 0;
@@ -325,8 +351,8 @@ class Run {
     if (inbox_ == nullptr) return;
     for (auto& queue : queues_)
       for (auto it = queue.begin(); it != queue.end();) {
-        const TaskRecord& task = tasks_[*it];
-        const double timeout = online_[*it].timeout_us;
+        const TaskRecord& task = task_at(*it);
+        const double timeout = online_at(*it).timeout_us;
         if (timeout <= 0 || now_ - task.arrival_us <= timeout) {
           ++it;
           continue;
@@ -365,12 +391,15 @@ class Run {
     for (double t = begin; t < end;) {
       const auto k = size_t(t / period);
       const double cut = std::min(end, double(k + 1) * period);
-      if (busy_by_period_.size() <= k) {
-        busy_by_period_.resize(k + 1, 0.0);
-        run_by_period_.resize(k + 1, 0.0);
+      if (k >= first_period_) {  // earlier periods are sampled and gone (online)
+        const size_t i = k - first_period_;
+        if (busy_by_period_.size() <= i) {
+          busy_by_period_.resize(i + 1, 0.0);
+          run_by_period_.resize(i + 1, 0.0);
+        }
+        busy_by_period_[i] += (cut - t) * utilization;
+        run_by_period_[i] += cut - t;
       }
-      busy_by_period_[k] += (cut - t) * utilization;
-      run_by_period_[k] += cut - t;
       if (cut <= t) break;  // t at the end of the representable range
       t = cut;
     }
@@ -385,7 +414,7 @@ class Run {
         s.remaining.push_back(queues_[m].size() + state_.model[m].in_flight);
         s.completed.push_back(state_.model[m].completed);
       }
-      const auto k = size_t(samples_.size());
+      const size_t k = samples_taken_++ - first_period_;  // this period's index in the deques
       const double busy = k < busy_by_period_.size() ? busy_by_period_[k] : 0.0;
       const double ran = k < run_by_period_.size() ? run_by_period_[k] : 0.0;
       s.utilization = std::clamp(busy / options_.sample_period_us, 0.0, 1.0);
@@ -407,8 +436,18 @@ class Run {
                             .steps = steps_,
                             .combined_steps = combined_steps_,
                             .stage_dict_hits = combiner_ ? uint64_t(combiner_->stats().hits) : 0});
-      if (samples_.back().variance > options_.variance_threshold) {
-        log(fmt::format("redecide variance {:.3f}", samples_.back().variance));
+      const double variance = samples_.back().variance;
+      if (inbox_ != nullptr) {
+        // Online, a server keeps no history: the last sample, and the periods not sampled yet.
+        samples_.erase(samples_.begin(), samples_.end() - 1);
+        while (first_period_ < samples_taken_ && !busy_by_period_.empty()) {
+          busy_by_period_.pop_front();
+          run_by_period_.pop_front();
+          ++first_period_;
+        }
+      }
+      if (variance > options_.variance_threshold) {
+        log(fmt::format("redecide variance {:.3f}", variance));
         decide();
       }
     }
@@ -485,6 +524,10 @@ class Run {
       uint64_t done_in_window = 0;
       for (const TaskRecord& t : tasks_)
         if (t.model == m && t.done_us >= 0 && t.done_us <= window_us) ++done_in_window;
+      // Online, tasks answered long ago are counted, not kept (latencies: the kept ones only).
+      mr.submitted += forgotten_[m].submitted;
+      mr.completed += forgotten_[m].completed;
+      done_in_window += forgotten_[m].completed;
       mr.throughput_fps = window_us > 0 ? double(done_in_window) / (window_us / 1e6) : 0;
       if (!latencies.empty()) {
         double sum = 0;
@@ -508,7 +551,7 @@ class Run {
     r.final_variance = state_.queue_variance();
     r.event_log_sha256 = hash_.hex();
     r.event_log = std::move(event_log_);
-    r.tasks = std::move(tasks_);
+    r.tasks.assign(std::make_move_iterator(tasks_.begin()), std::make_move_iterator(tasks_.end()));
     return r;
   }
 
@@ -522,7 +565,13 @@ class Run {
   // Online: (sample time, arrivals per model so far) over the last kRateWindowUs.
   static constexpr double kRateWindowUs = 1e6;
   std::deque<std::pair<double, std::vector<uint64_t>>> arrival_history_;
-  std::vector<Submission> online_;  // online: per task id, its inputs until dequeued and callback
+  std::deque<Submission> online_;  // online: per task id, its inputs until dequeued and callback
+  std::deque<bool> answered_;      // online: per task id, whether its callback was called
+  struct Forgotten {
+    uint64_t submitted = 0, completed = 0;
+  };
+  std::vector<Forgotten> forgotten_;  // online, per model: tasks forgotten once answered
+  uint64_t first_task_ = 0;           // the id of tasks_.front()
 
   Clock::time_point start_;
   double now_ = 0;
@@ -531,12 +580,14 @@ class Run {
   std::vector<double> next_due_, interval_us_, block_us_;
   std::vector<Instance> instances_;
   std::vector<InstanceId> order_;  // in-flight instances, oldest first
-  std::vector<TaskRecord> tasks_;
+  std::deque<TaskRecord> tasks_;
   RuntimeState state_;
 
   double next_sample_ = 0;
   double busy_total_ = 0, run_total_ = 0;
-  std::vector<double> busy_by_period_, run_by_period_;
+  // Busy and run time per sample period from first_period_ on (online, sampled periods go).
+  std::deque<double> busy_by_period_, run_by_period_;
+  size_t first_period_ = 0, samples_taken_ = 0;
   std::vector<Sample> samples_;
   uint64_t steps_ = 0, combined_steps_ = 0, decisions_ = 0;
   std::vector<uint64_t> step_sizes_;
