@@ -84,6 +84,23 @@ def test_zoo_models_match_onnxruntime(exported, name):
         assert close(g, w), name
 
 
+# The torchvision models `make models` exports (models/NAME.onnx with models/NAME.input.npy), when
+# present; a few, by size, so the suite stays short.
+EXPORTED = sorted(ROOT.glob("models/*.onnx"), key=lambda p: p.stat().st_size)[:4]
+
+
+@pytest.mark.skipif(not EXPORTED, reason="no exported models (make models)")
+@pytest.mark.parametrize("path", EXPORTED, ids=[p.stem for p in EXPORTED])
+def test_exported_models_match_onnxruntime(path):
+    s = braid.InferenceSession(str(path), **FAST)
+    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    saved = path.with_suffix(".input.npy")
+    inputs = ({s.get_inputs()[0].name: np.load(saved)} if saved.exists() and
+              len(s.get_inputs()) == 1 else feed(s, 5))
+    for g, w in zip(s.run(None, inputs), ref.run(None, inputs)):
+        assert close(g, w), path.stem
+
+
 def test_a_model_from_bytes_and_by_output_name(exported):
     data = pathlib.Path(exported["squeezenet"]).read_bytes()
     s = braid.InferenceSession(data, **FAST)
