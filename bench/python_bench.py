@@ -34,6 +34,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--pin-threads", action="store_true",
+                   help="pin the session's lanes, as braid run does by default")
     p.add_argument("--json", help="write the rows here")
     a = p.parse_args()
     sys.path.insert(0, str(pathlib.Path(a.build) / "python"))
@@ -43,7 +45,8 @@ def main() -> int:
     rows = []
     for model in a.models:
         s = braid.InferenceSession(model, scheduler="greedy", cost="roofline",
-                                   options={"image_size": a.image_size})
+                                   options={"image_size": a.image_size,
+                                            "pin_threads": a.pin_threads})
         name = s.get_inputs()[0].name
         x = np.random.default_rng(1).uniform(-1, 1, s.get_inputs()[0].shape).astype(np.float32)
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -72,7 +75,8 @@ def main() -> int:
             for side in ((python_side, py), (cli_side, cli))[:: 1 if r % 2 == 0 else -1]:
                 side[1].append(side[0]())
         os.unlink(schedule_file)
-        row = {"model": model, "image_size": a.image_size, "python_ms": statistics.median(py),
+        row = {"model": model, "image_size": a.image_size, "pin_threads": a.pin_threads,
+               "python_ms": statistics.median(py),
                "cli_ms": statistics.median(cli)}
         row["ratio"] = row["python_ms"] / row["cli_ms"]
         rows.append(row)

@@ -48,6 +48,7 @@ struct Options {
   int64_t batch = 1, image_size = 0;
   bool batch_given = false;
   int streams = 10;
+  bool pin_threads = false;
 };
 
 session::SessionOptions session_options(const Options& o) {
@@ -60,6 +61,7 @@ session::SessionOptions session_options(const Options& o) {
   s.load.zoo.batch = o.batch;
   s.load.zoo.image_size = o.image_size;
   s.load.batch_given = o.batch_given;
+  s.pin_threads = o.pin_threads;
   return s;
 }
 
@@ -212,17 +214,17 @@ std::string bench_rows(const std::vector<std::string>& models,
                        const std::vector<std::string>& algorithms, const Options& o,
                        const std::string& device, int iters, int warmup, bool run) {
   const session::SessionOptions s = session_options(o);
-  tune::BenchOptions b{
-      .algorithms = algorithms,
-      .schedule = s.schedule_options,
-      .cost = {.name = o.cost},
-      .measure = {.device = device,
-                  .graph_replay = device != "cpu",
-                  .executor = {.threads_per_stream = o.threads_per_stream, .pin_threads = false},
-                  .iters = iters,
-                  .warmup = warmup},
-      .load = s.load,
-      .run = run};
+  tune::BenchOptions b{.algorithms = algorithms,
+                       .schedule = s.schedule_options,
+                       .cost = {.name = o.cost},
+                       .measure = {.device = device,
+                                   .graph_replay = device != "cpu",
+                                   .executor = {.threads_per_stream = o.threads_per_stream,
+                                                .pin_threads = o.pin_threads},
+                                   .iters = iters,
+                                   .warmup = warmup},
+                       .load = s.load,
+                       .run = run};
   b.cost.cpu.threads_per_stream = o.threads_per_stream;
   nlohmann::json rows = nlohmann::json::array();
   {
@@ -389,7 +391,8 @@ NB_MODULE(_braid, m) {
       .def_rw("batch", &Options::batch)
       .def_rw("batch_given", &Options::batch_given)
       .def_rw("image_size", &Options::image_size)
-      .def_rw("streams", &Options::streams);
+      .def_rw("streams", &Options::streams)
+      .def_rw("pin_threads", &Options::pin_threads);
 
   nb::class_<PySession>(m, "Session")
       .def(nb::init<nb::object, const Options&>(), "model"_a, "options"_a)

@@ -84,11 +84,11 @@ def _options(scheduler="auto", device="cpu", threads=None, cost=None, schedule=N
         o.cost = cost
     if schedule is not None:
         o.schedule_json = _schedule_text(schedule)
-    known = {"batch", "image_size", "streams"}
+    known = {"batch", "image_size", "streams", "pin_threads"}
     for key, value in (options or {}).items():
         if key not in known:
             raise ValueError(f"unknown option '{key}' (known: {', '.join(sorted(known))})")
-        setattr(o, key, int(value))
+        setattr(o, key, bool(value) if key == "pin_threads" else int(value))
         if key == "batch":
             o.batch_given = True
     return o
@@ -122,8 +122,9 @@ class InferenceSession:
     InferenceSession). `model` is a zoo name, an .onnx path or ONNX bytes. `scheduler` is "auto"
     (measure the best candidates here and keep the fastest, cached as `braid run` does) or a
     scheduler's name; `schedule` (a dict, JSON text or a path) runs that schedule instead.
-    `options`: {"batch": N, "image_size": N (zoo CNNs), "streams": N}. run() releases the GIL:
-    several threads may run one session at once."""
+    `options`: {"batch": N, "image_size": N (zoo CNNs), "streams": N, "pin_threads": bool (pin
+    each lane to its CPUs, as `braid run` does; off by default)}. run() releases the GIL: several
+    threads may run one session at once."""
 
     def __init__(self, model, *, scheduler: str = "auto", device: str = "cpu",
                  threads: int | None = None, cost: str | None = "cpu", schedule=None,

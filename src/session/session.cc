@@ -72,7 +72,7 @@ std::vector<TensorInfo> infos(const ir::Graph& g, std::span<const ValueId> value
 std::unique_ptr<exec::Executor> make_executor(const SessionOptions& o) {
   if (o.device == "cpu")
     return exec::make_cpu_executor(
-        {.threads_per_stream = o.threads_per_stream, .pin_threads = false});
+        {.threads_per_stream = o.threads_per_stream, .pin_threads = o.pin_threads});
   if (const std::optional<int> gpu = tune::cuda_device(o.device)) {
     tune::require_cuda_device(o.device);
     return exec::make_cuda_executor({.device = *gpu, .graph = true});
@@ -102,16 +102,16 @@ std::pair<sched::Schedule, std::string> schedule_for(const Session::Impl& s,
         sched::make_scheduler(o.scheduler, o.schedule_options)->schedule(units, *cost);
     return {std::move(found), o.scheduler};
   }
-  tune::AutoOptions options{
-      .schedule = o.schedule_options,
-      .measure = {.device = o.device,
-                  .graph_replay = o.device != "cpu",
-                  .executor = {.threads_per_stream = o.threads_per_stream, .pin_threads = false},
-                  .iters = tune::default_auto_rounds(o.device),
-                  .warmup = tune::default_auto_warmup(o.device)},
-      .max_measured = tune::default_auto_max_measured(o.device),
-      .batch = o.load.zoo.batch,
-      .cache_dir = cost::ProfileCache::default_dir()};
+  tune::AutoOptions options{.schedule = o.schedule_options,
+                            .measure = {.device = o.device,
+                                        .graph_replay = o.device != "cpu",
+                                        .executor = {.threads_per_stream = o.threads_per_stream,
+                                                     .pin_threads = o.pin_threads},
+                                        .iters = tune::default_auto_rounds(o.device),
+                                        .warmup = tune::default_auto_warmup(o.device)},
+                            .max_measured = tune::default_auto_max_measured(o.device),
+                            .batch = o.load.zoo.batch,
+                            .cache_dir = cost::ProfileCache::default_dir()};
   tune::AutoDecision decision = tune::auto_schedule(units, s.weights, *cost, options);
   return {decision.schedule, tune::summary(decision)};
 }

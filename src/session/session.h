@@ -38,6 +38,9 @@ struct SessionOptions {
   std::string scheduler = "auto";
   std::string device = "cpu";  // cpu or cuda:N
   int threads_per_stream = 1;
+  // Pin each lane to its own CPUs, as `braid run` does by default. Off by default: sessions of
+  // one process would pin their lanes to the same CPUs.
+  bool pin_threads = false;
   std::string cost;  // the cost model scheduling uses ("" : cpu on cpu, cuda:N on a GPU)
   // A schedule to run instead of searching one (the braid.schedule/1 JSON of
   // docs/schedule-format.md); validated against the model.
