@@ -18,6 +18,18 @@ double percentile(std::vector<double> v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (rank - double(lo));
 }
 
+Summary summarize(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  return {.mean = sum / double(v.size()),
+          .p50 = percentile(v, 50),
+          .p90 = percentile(v, 90),
+          .p95 = percentile(v, 95),
+          .p99 = percentile(v, 99)};
+}
+
 double process_cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);

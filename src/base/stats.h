@@ -9,6 +9,12 @@ namespace braid {
 // The p-th percentile (0..100) of `values`, linearly interpolated between ranks; 0 when empty.
 double percentile(std::vector<double> values, double p);
 
+// The mean and the usual percentiles of a sample of latencies; all 0 when it is empty.
+struct Summary {
+  double mean = 0, p50 = 0, p90 = 0, p95 = 0, p99 = 0;
+};
+Summary summarize(std::vector<double> values);
+
 // CPU time of the whole process (every thread), in seconds.
 double process_cpu_seconds();
 

@@ -529,14 +529,11 @@ class Run {
       mr.completed += forgotten_[m].completed;
       done_in_window += forgotten_[m].completed;
       mr.throughput_fps = window_us > 0 ? double(done_in_window) / (window_us / 1e6) : 0;
-      if (!latencies.empty()) {
-        double sum = 0;
-        for (double l : latencies) sum += l;
-        mr.mean_ms = sum / double(latencies.size());
-        mr.p50_ms = percentile(latencies, 50);
-        mr.p95_ms = percentile(latencies, 95);
-        mr.p99_ms = percentile(latencies, 99);
-      }
+      const Summary l = summarize(std::move(latencies));
+      mr.mean_ms = l.mean;
+      mr.p50_ms = l.p50;
+      mr.p95_ms = l.p95;
+      mr.p99_ms = l.p99;
       r.throughput_fps += mr.throughput_fps;
       r.models.push_back(std::move(mr));
     }

@@ -272,15 +272,12 @@ LoadReport run_load(const LoadOptions& o) {
       }
     }
     ml.throughput = double(ml.ok) / std::max(o.duration_s, 1e-9);
-    if (!latencies.empty()) {
-      double sum = 0;
-      for (double l : latencies) sum += l;
-      ml.avg_us = sum / double(latencies.size());
-      ml.p50_us = percentile(latencies, 50);
-      ml.p90_us = percentile(latencies, 90);
-      ml.p95_us = percentile(latencies, 95);
-      ml.p99_us = percentile(latencies, 99);
-    }
+    const Summary l = summarize(std::move(latencies));
+    ml.avg_us = l.mean;
+    ml.p50_us = l.p50;
+    ml.p90_us = l.p90;
+    ml.p95_us = l.p95;
+    ml.p99_us = l.p99;
     const ServerCounters after = read_stats(control, names[m]);
     const double n = after.success - before[m].success;
     if (n > 0) {
