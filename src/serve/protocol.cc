@@ -365,6 +365,18 @@ std::optional<size_t> element_count(std::span<const int64_t> shape, size_t cap) 
   return count;
 }
 
+// A requested output: one of the model's, not among those requested before it.
+void check_requested_output(const std::string& name, std::span<const RequestedOutput> earlier,
+                            const ModelMetadata& model) {
+  BRAID_CHECK(std::any_of(model.outputs.begin(), model.outputs.end(),
+                          [&](const TensorSpec& s) { return s.name == name; }),
+              ErrorCode::kInvalidArgument, "unknown output '", name, "' (not an output of model '",
+              model.name, "')");
+  BRAID_CHECK(std::none_of(earlier.begin(), earlier.end(),
+                           [&](const RequestedOutput& o) { return o.name == name; }),
+              ErrorCode::kInvalidArgument, "output '", name, "' is requested twice");
+}
+
 // The model's inputs in its order from what a request names (each known, given once, none
 // missing).
 template <typename Input, typename Parse>
@@ -490,13 +502,7 @@ InferRequest parse_header(const json& root, std::string_view body, BinaryCursor 
       BRAID_CHECK(output.is_object(), ErrorCode::kInvalidArgument, "each output must be an object");
       const std::string name = string_member(output, "name", "a requested output");
       const std::string owner = fmt::format("output '{}'", name);
-      BRAID_CHECK(std::any_of(model.outputs.begin(), model.outputs.end(),
-                              [&](const TensorSpec& s) { return s.name == name; }),
-                  ErrorCode::kInvalidArgument, "unknown output '", name,
-                  "' (not an output of model '", model.name, "')");
-      BRAID_CHECK(std::none_of(request.outputs.begin(), request.outputs.end(),
-                               [&](const RequestedOutput& o) { return o.name == name; }),
-                  ErrorCode::kInvalidArgument, "output '", name, "' is requested twice");
+      check_requested_output(name, request.outputs, model);
       const json* output_parameters = tensor_parameters_of(output, owner);
       BRAID_CHECK(output_parameters == nullptr || !output_parameters->contains("classification"),
                   ErrorCode::kUnsupported, owner,
@@ -765,15 +771,8 @@ InferRequest make_infer_request(std::string id, const std::vector<RawInput>& inp
     }
     return InputTensor{spec.name, spec.datatype, raw.shape, decode_binary(in, raw.bytes, *count)};
   });
-  for (const RequestedOutput& o : outputs) {
-    BRAID_CHECK(std::any_of(model.outputs.begin(), model.outputs.end(),
-                            [&](const TensorSpec& s) { return s.name == o.name; }),
-                ErrorCode::kInvalidArgument, "unknown output '", o.name,
-                "' (not an output of model '", model.name, "')");
-    BRAID_CHECK(std::count_if(outputs.begin(), outputs.end(),
-                              [&](const RequestedOutput& x) { return x.name == o.name; }) == 1,
-                ErrorCode::kInvalidArgument, "output '", o.name, "' is requested twice");
-  }
+  for (size_t i = 0; i < outputs.size(); ++i)
+    check_requested_output(outputs[i].name, std::span(outputs).first(i), model);
   request.outputs = std::move(outputs);
   return request;
 }
