@@ -1,5 +1,6 @@
 #include "serve/deployment.h"
 
+#include <algorithm>
 #include <set>
 
 #include "base/error.h"
@@ -27,6 +28,22 @@ std::vector<KnownModel> known_models(const DeploySettings& settings) {
     BRAID_CHECK(names.insert(k.name).second, ErrorCode::kInvalidArgument, "two models named '",
                 k.name, "' (--models and --model-repository)");
   return known;
+}
+
+std::vector<KnownModel> select_models(const std::vector<KnownModel>& known,
+                                      const std::vector<std::string>& names) {
+  for (const std::string& name : names)
+    if (std::none_of(known.begin(), known.end(),
+                     [&](const KnownModel& k) { return k.name == name; })) {
+      std::string listed;
+      for (const KnownModel& k : known) listed += (listed.empty() ? "" : ", ") + k.name;
+      BRAID_THROW(ErrorCode::kNotFound, "no model '", name,
+                  "' in the model repository (known: ", listed.empty() ? "none" : listed, ")");
+    }
+  std::vector<KnownModel> chosen;
+  for (const KnownModel& k : known)
+    if (std::find(names.begin(), names.end(), k.name) != names.end()) chosen.push_back(k);
+  return chosen;
 }
 
 std::unique_ptr<Deployment> deploy(const DeploySettings& settings,

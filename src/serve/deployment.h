@@ -48,6 +48,11 @@ struct KnownModel {
 // configs are seen). kInvalidArgument for two models of one name; what scan_repository throws.
 std::vector<KnownModel> known_models(const DeploySettings& settings);
 
+// The known models named in `names`, in `known`'s order. kNotFound naming the first name that is
+// not known, and listing the known ones.
+std::vector<KnownModel> select_models(const std::vector<KnownModel>& known,
+                                      const std::vector<std::string>& names);
+
 struct Deployment {
   std::unique_ptr<runtime::ScenarioRunner> runner;  // models, backend, combiner
   std::unique_ptr<runtime::Policy> policy;

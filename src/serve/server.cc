@@ -106,11 +106,14 @@ struct Server::Impl final : ServerCore {
     }
     return Found{std::move(g), *m};
   }
+  // The version a model path names ("": none).
+  static std::string version_of(const httplib::Request& req) {
+    return req.matches.size() > 2 ? std::string(req.matches[2]) : "";
+  }
   // The served model a path names (and its version, when given), or a 404 written to `res`.
   std::optional<Found> find_model(const httplib::Request& req, httplib::Response& res) {
     std::string why;
-    std::optional<Found> found =
-        lookup(req.matches[1], req.matches.size() > 2 ? std::string(req.matches[2]) : "", &why);
+    std::optional<Found> found = lookup(req.matches[1], version_of(req), &why);
     if (!found) reply_error(res, 404, why);
     return found;
   }
@@ -197,13 +200,16 @@ void Server::Impl::routes() {
   });
   const std::string model = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
   http.Get(model, [this](const httplib::Request& req, httplib::Response& res) {
-    if (auto found = find_model(req, res))
-      res.set_content(to_json(found->generation->metadata[found->model])
-                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                      "application/json");
+    ModelMetadata meta;
+    const CallStatus status = metadata(req.matches[1], version_of(req), &meta);
+    if (!status.ok()) return reply_error(res, status.http, status.error);
+    res.set_content(to_json(meta).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                    "application/json");
   });
   http.Get(model + "/ready", [this](const httplib::Request& req, httplib::Response& res) {
-    if (find_model(req, res)) res.status = is_ready ? 200 : 503;
+    const CallStatus status = model_ready(req.matches[1], version_of(req));
+    if (status.http == 404) return reply_error(res, status.http, status.error);
+    res.status = status.http;  // 200, or 503 while draining
   });
   http.Get(model + "/stats", [this](const httplib::Request& req, httplib::Response& res) {
     if (find_model(req, res))
@@ -294,14 +300,7 @@ CallStatus Server::Impl::control(const std::string& action, const std::string& n
     return {};  // not loaded: nothing to do, as in Triton
   if (action == "load") wanted.push_back(name);
   try {
-    std::vector<KnownModel> known = known_models(*deploy_settings), chosen;
-    for (const std::string& w : wanted) {
-      auto it = std::find_if(known.begin(), known.end(),
-                             [&](const KnownModel& k) { return k.name == w; });
-      BRAID_CHECK(it != known.end(), ErrorCode::kNotFound, "no model '", w,
-                  "' in the model repository");
-      chosen.push_back(*it);
-    }
+    const std::vector<KnownModel> chosen = select_models(known_models(*deploy_settings), wanted);
     std::shared_ptr<Generation> next =
         chosen.empty() ? nullptr : Generation::of(deploy(*deploy_settings, chosen), options);
     std::shared_ptr<Generation> old = swap_in(std::move(next));
@@ -437,7 +436,7 @@ InferAnswer Server::Impl::infer(const InferCall& call) {
 void Server::Impl::infer_http(const httplib::Request& req, httplib::Response& res) {
   InferAnswer a =
       infer({.model = req.matches[1],
-             .version = req.matches.size() > 2 ? std::string(req.matches[2]) : "",
+             .version = version_of(req),
              .parse = [&](const ModelMetadata& meta) {
                std::optional<size_t> header_length;
                if (req.has_header("Inference-Header-Content-Length")) {
@@ -517,21 +516,11 @@ Server::Server(DeploySettings settings, ModelControl mode,
   } else {
     const bool all =
         std::find(startup_models.begin(), startup_models.end(), "*") != startup_models.end();
-    for (const std::string& name : startup_models) {
-      if (name == "*") continue;
-      const bool exists = std::any_of(known.begin(), known.end(),
-                                      [&](const KnownModel& k) { return k.name == name; });
-      if (!exists) {
-        std::string names;
-        for (const KnownModel& k : known) names += (names.empty() ? "" : ", ") + k.name;
-        BRAID_THROW(ErrorCode::kNotFound, "no model '", name,
-                    "' to load (known: ", names.empty() ? "none" : names, ")");
-      }
-    }
-    for (const KnownModel& k : known)
-      if (all ||
-          std::find(startup_models.begin(), startup_models.end(), k.name) != startup_models.end())
-        chosen.push_back(k);
+    std::vector<std::string> named;
+    for (const std::string& name : startup_models)
+      if (name != "*") named.push_back(name);
+    chosen = select_models(known, named);  // unknown names fail even beside "*"
+    if (all) chosen = known;
     impl_->deploy_settings = std::make_unique<DeploySettings>(settings);
   }
   if (!chosen.empty()) impl_->current = Generation::of(deploy(settings, chosen), impl_->options);
