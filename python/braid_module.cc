@@ -65,6 +65,26 @@ session::SessionOptions session_options(const Options& o) {
   return s;
 }
 
+// A float32 NumPy array viewing `data` (writable, as ONNX Runtime's outputs are), kept alive by
+// `owner`.
+nb::object float_view(float* data, const std::vector<size_t>& shape, nb::capsule owner) {
+  return nb::ndarray<nb::numpy, float>(data, shape.size(), shape.data(), owner).cast();
+}
+
+// An int64 or bool output (braid holds every value as float) converted into an array of its own.
+nb::object converted(std::span<const float> v, const std::vector<size_t>& shape, ir::DType dtype) {
+  if (dtype == ir::DType::kInt64) {
+    auto* data = new int64_t[v.size()];
+    for (size_t k = 0; k < v.size(); ++k) data[k] = int64_t(v[k]);
+    nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<int64_t*>(p); });
+    return nb::ndarray<nb::numpy, int64_t>(data, shape.size(), shape.data(), owner).cast();
+  }
+  auto* data = new bool[v.size()];
+  for (size_t k = 0; k < v.size(); ++k) data[k] = v[k] != 0;
+  nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<bool*>(p); });
+  return nb::ndarray<nb::numpy, bool>(data, shape.size(), shape.data(), owner).cast();
+}
+
 // One run's outputs, kept alive by the arrays that view them.
 using SharedOutputs = std::shared_ptr<session::Outputs>;
 
@@ -146,27 +166,15 @@ class PySession {
     for (size_t i = 0; i < infos.size(); ++i) {
       const std::span<const float> v = outputs->values(i);
       std::vector<size_t> shape(infos[i].shape.begin(), infos[i].shape.end());
-      if (infos[i].dtype == ir::DType::kFloat32) {
-        // The capsule holds this run's outputs: the request returns to the pool when the last
-        // array viewing it is gone.
-        auto* keep = new SharedOutputs(outputs);
-        nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<SharedOutputs*>(p); });
-        // Writable, as ONNX Runtime's outputs are: the arena is this run's alone until then.
-        float* data = const_cast<float*>(v.data());
-        result.append(
-            nb::ndarray<nb::numpy, float>(data, shape.size(), shape.data(), owner).cast());
-      } else if (infos[i].dtype == ir::DType::kInt64) {
-        auto* data = new int64_t[v.size()];
-        for (size_t k = 0; k < v.size(); ++k) data[k] = int64_t(v[k]);
-        nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<int64_t*>(p); });
-        result.append(
-            nb::ndarray<nb::numpy, int64_t>(data, shape.size(), shape.data(), owner).cast());
-      } else {
-        auto* data = new bool[v.size()];
-        for (size_t k = 0; k < v.size(); ++k) data[k] = v[k] != 0;
-        nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<bool*>(p); });
-        result.append(nb::ndarray<nb::numpy, bool>(data, shape.size(), shape.data(), owner).cast());
+      if (infos[i].dtype != ir::DType::kFloat32) {
+        result.append(converted(v, shape, infos[i].dtype));
+        continue;
       }
+      // The capsule holds this run's outputs: the request returns to the pool when the last
+      // array viewing it is gone. The arena is this run's alone until then: writable.
+      auto* keep = new SharedOutputs(outputs);
+      nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<SharedOutputs*>(p); });
+      result.append(float_view(const_cast<float*>(v.data()), shape, owner));
     }
     return result;
   }
@@ -177,21 +185,10 @@ class PySession {
 
 // braid.schedule(): a schedule searched for a model, as braid.schedule/1 JSON text.
 std::string search_schedule(const std::string& model, const std::string& algo, const Options& o) {
-  Options without = o;
-  without.scheduler = algo;
-  const session::SessionOptions s = session_options(without);
+  session::SessionOptions s = session_options(o);
+  s.scheduler = algo;
   nb::gil_scoped_release release;
-  models::LoadedModel m = models::load_model(model, s.load);
-  auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
-  tune::check_algorithm_name(algo);
-  BRAID_CHECK(algo != tune::kAuto, ErrorCode::kInvalidArgument,
-              "auto measures on a device: open an InferenceSession with scheduler='auto' and read "
-              "its schedule");
-  tune::CostSpec cost{.name = o.cost};
-  auto cost_model = tune::make_cost_model(cost, m.units, weights);
-  const sched::Schedule found =
-      sched::make_scheduler(algo, s.schedule_options)->schedule(m.units, *cost_model);
-  return sched::to_json(found, m.units).dump();
+  return session::search_schedule(model, s).dump();
 }
 
 // braid.validate(): the validator's diagnostics of a schedule against a model.
@@ -216,7 +213,7 @@ std::string bench_rows(const std::vector<std::string>& models,
   const session::SessionOptions s = session_options(o);
   tune::BenchOptions b{.algorithms = algorithms,
                        .schedule = s.schedule_options,
-                       .cost = {.name = o.cost},
+                       .cost = session::cost_spec(s),
                        .measure = {.device = device,
                                    .graph_replay = device != "cpu",
                                    .executor = {.threads_per_stream = o.threads_per_stream,
@@ -225,7 +222,6 @@ std::string bench_rows(const std::vector<std::string>& models,
                                    .warmup = warmup},
                        .load = s.load,
                        .run = run};
-  b.cost.cpu.threads_per_stream = o.threads_per_stream;
   nlohmann::json rows = nlohmann::json::array();
   {
     nb::gil_scoped_release release;
@@ -340,17 +336,10 @@ class PyServer {
  private:
   static nb::object to_numpy(std::vector<float> values, const std::vector<size_t>& shape,
                              ir::DType dtype) {
-    if (dtype == ir::DType::kFloat32) {
-      auto* owned = new std::vector<float>(std::move(values));
-      nb::capsule owner(owned,
-                        [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
-      return nb::ndarray<nb::numpy, float>(owned->data(), shape.size(), shape.data(), owner).cast();
-    }
-    auto* data = new int64_t[values.size()];
-    for (size_t k = 0; k < values.size(); ++k) data[k] = int64_t(values[k]);
-    nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<int64_t*>(p); });
-    nb::object a = nb::ndarray<nb::numpy, int64_t>(data, shape.size(), shape.data(), owner).cast();
-    return dtype == ir::DType::kBool ? a.attr("astype")("bool") : a;
+    if (dtype != ir::DType::kFloat32) return converted(values, shape, dtype);
+    auto* owned = new std::vector<float>(std::move(values));
+    nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+    return float_view(owned->data(), shape, owner);
   }
 
   std::unique_ptr<runtime::ScenarioRunner> runner_;

@@ -81,6 +81,14 @@ std::unique_ptr<exec::Executor> make_executor(const SessionOptions& o) {
               "': a session runs on cpu or cuda:N");
 }
 
+// The schedule of the registry's scheduler o.scheduler (not auto) under cost_spec(o).
+sched::Schedule named_schedule(const ir::UnitGraph& units,
+                               const std::shared_ptr<const ir::Weights>& weights,
+                               const SessionOptions& o) {
+  auto cost = tune::make_cost_model(cost_spec(o), units, weights);
+  return sched::make_scheduler(o.scheduler, o.schedule_options)->schedule(units, *cost);
+}
+
 // The schedule the options ask for, and a line saying where it came from.
 std::pair<sched::Schedule, std::string> schedule_for(const Session::Impl& s,
                                                      const SessionOptions& o) {
@@ -93,15 +101,8 @@ std::pair<sched::Schedule, std::string> schedule_for(const Session::Impl& s,
   tune::check_algorithm_name(o.scheduler);
   BRAID_CHECK(o.schedule_options.num_devices == 1, ErrorCode::kInvalidArgument,
               "a session runs on one device");
-  const std::string cost_name = !o.cost.empty() ? o.cost : (o.device == "cpu" ? "cpu" : o.device);
-  tune::CostSpec cost_spec{.name = cost_name};
-  cost_spec.cpu.threads_per_stream = o.threads_per_stream;
-  auto cost = tune::make_cost_model(cost_spec, units, s.weights);
-  if (o.scheduler != tune::kAuto) {
-    sched::Schedule found =
-        sched::make_scheduler(o.scheduler, o.schedule_options)->schedule(units, *cost);
-    return {std::move(found), o.scheduler};
-  }
+  if (o.scheduler != tune::kAuto) return {named_schedule(units, s.weights, o), o.scheduler};
+  auto cost = tune::make_cost_model(cost_spec(o), units, s.weights);
   tune::AutoOptions options{.schedule = o.schedule_options,
                             .measure = {.device = o.device,
                                         .graph_replay = o.device != "cpu",
@@ -135,6 +136,22 @@ std::shared_ptr<Session::Impl> build(models::LoadedModel model, const SessionOpt
 }
 
 }  // namespace
+
+tune::CostSpec cost_spec(const SessionOptions& o) {
+  tune::CostSpec spec{.name = !o.cost.empty() ? o.cost : (o.device == "cpu" ? "cpu" : o.device)};
+  spec.cpu.threads_per_stream = o.threads_per_stream;
+  return spec;
+}
+
+nlohmann::json search_schedule(std::string_view model, const SessionOptions& o) {
+  tune::check_algorithm_name(o.scheduler);
+  BRAID_CHECK(o.scheduler != tune::kAuto, ErrorCode::kInvalidArgument,
+              "auto measures on a device: open an InferenceSession with scheduler='auto' and read "
+              "its schedule");
+  models::LoadedModel m = models::load_model(model, o.load);
+  auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
+  return sched::to_json(named_schedule(m.units, weights, o), m.units);
+}
 
 Session::Session(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::Session(Session&&) noexcept = default;

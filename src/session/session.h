@@ -29,6 +29,7 @@
 #include "models/loader.h"
 #include "sched/registry.h"
 #include "sched/schedule.h"
+#include "tune/cost_models.h"
 
 namespace braid::session {
 
@@ -126,5 +127,14 @@ class Outputs {
   std::unique_ptr<Lease> lease_;
   friend class Session;
 };
+
+// The cost model a session schedules under: options.cost, or by default the measured CPU on the
+// CPU and the GPU itself on cuda:N, profiled with the session's threads per stream.
+tune::CostSpec cost_spec(const SessionOptions& options);
+
+// A schedule of `model` (a zoo name or .onnx file) by options.scheduler under cost_spec(options),
+// as braid.schedule/1 JSON: what a session with these options would run, without preparing one.
+// kInvalidArgument for auto (it measures its candidates on the device: open a Session).
+nlohmann::json search_schedule(std::string_view model, const SessionOptions& options);
 
 }  // namespace braid::session
