@@ -233,7 +233,8 @@ void BM_KernelsOnly(benchmark::State& state) {
   }
   std::vector<std::byte> scratchpad(std::max<Bytes>(scratch, 64));
   exec::cpu::LaneState lane{dnnl::stream(engine), scratchpad.data()};
-  const exec::KernelContext context{reinterpret_cast<std::byte*>(arena), &lane};
+  const exec::KernelContext context{.arena = reinterpret_cast<std::byte*>(arena),
+                                    .lane_state = &lane};
   arena[0] = 0.5f;
   double seconds = 0;
   const CpuWatch watch;

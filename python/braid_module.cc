@@ -85,6 +85,16 @@ nb::object converted(std::span<const float> v, const std::vector<size_t>& shape,
   return nb::ndarray<nb::numpy, bool>(data, shape.size(), shape.data(), owner).cast();
 }
 
+// A read-only, C-contiguous NumPy array of any dtype (an input).
+using Array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+
+ir::DType dtype_of(const Array& a) {
+  if (a.dtype() == nb::dtype<float>()) return ir::DType::kFloat32;
+  if (a.dtype() == nb::dtype<int64_t>()) return ir::DType::kInt64;
+  if (a.dtype() == nb::dtype<bool>()) return ir::DType::kBool;
+  BRAID_THROW(ErrorCode::kInvalidArgument, "an input array of a dtype braid does not take");
+}
+
 // One run's outputs, kept alive by the arrays that view them.
 using SharedOutputs = std::shared_ptr<session::Outputs>;
 
@@ -116,14 +126,12 @@ class PySession {
   auto outputs() const { return describe(session_->outputs()); }
   std::string schedule_json() const { return session_->schedule_json().dump(); }
 
-  nb::list profile(
-      const std::vector<nb::ndarray<const float, nb::c_contig, nb::device::cpu>>& inputs,
-      int runs) {
-    const std::vector<std::span<const float>> spans = spans_of(inputs);
+  nb::list profile(const std::vector<Array>& inputs, int runs) {
+    const std::vector<session::InputBuffer> buffers = buffers_of(inputs);
     std::vector<session::UnitTiming> timings;
     {
       nb::gil_scoped_release release;
-      timings = session_->profile(spans, runs);
+      timings = session_->profile(buffers, runs);
     }
     nb::list out;
     for (const session::UnitTiming& t : timings) {
@@ -137,29 +145,32 @@ class PySession {
     }
     return out;
   }
-  void trace(const std::vector<nb::ndarray<const float, nb::c_contig, nb::device::cpu>>& inputs,
-             const std::string& path, int runs) {
-    const std::vector<std::span<const float>> spans = spans_of(inputs);
+  void trace(const std::vector<Array>& inputs, const std::string& path, int runs) {
+    const std::vector<session::InputBuffer> buffers = buffers_of(inputs);
     nb::gil_scoped_release release;
-    session_->trace(spans, path, runs);
+    session_->trace(buffers, path, runs);
   }
-  static std::vector<std::span<const float>> spans_of(
-      const std::vector<nb::ndarray<const float, nb::c_contig, nb::device::cpu>>& inputs) {
-    std::vector<std::span<const float>> spans;
-    for (const auto& a : inputs) spans.emplace_back(a.data(), a.size());
-    return spans;
+  // The arrays' own bytes: the session reads them in place (the CPU) or copies them.
+  static std::vector<session::InputBuffer> buffers_of(const std::vector<Array>& inputs) {
+    std::vector<session::InputBuffer> buffers;
+    for (const Array& a : inputs) {
+      const auto* data = static_cast<const std::byte*>(a.data());
+      buffers.push_back({dtype_of(a), {data, a.nbytes()}});
+    }
+    return buffers;
   }
   std::string summary() const { return session_->schedule_summary(); }
 
-  // `inputs`: one C-contiguous float32 array per model input, in order (the Python half checks
-  // names, dtypes and shapes and converts int64/bool). Returns the outputs: float32 ones view
-  // the session's buffers (no copy), int64/bool ones are converted.
-  nb::list run(const std::vector<nb::ndarray<const float, nb::c_contig, nb::device::cpu>>& inputs) {
-    const std::vector<std::span<const float>> spans = spans_of(inputs);
+  // `inputs`: one C-contiguous array per model input, in order, of its dtype (the Python half
+  // checks names, dtypes and shapes). They are read in place on the CPU: the list holds them
+  // until run() returns. Returns the outputs: float32 ones view the session's buffers (no
+  // copy), int64/bool ones are converted.
+  nb::list run(const std::vector<Array>& inputs) {
+    const std::vector<session::InputBuffer> buffers = buffers_of(inputs);
     SharedOutputs outputs;
     {
       nb::gil_scoped_release release;  // other Python threads run meanwhile
-      outputs = std::make_shared<session::Outputs>(session_->run(spans));
+      outputs = std::make_shared<session::Outputs>(session_->run(buffers));
     }
     nb::list result;
     const auto& infos = session_->outputs();
@@ -282,13 +293,15 @@ class PyServer {
 
   // "accepted", "queue full" or "closed". `done(status, outputs, error, queue_us, run_us)` is
   // called once, from the runtime's thread, for an accepted task.
-  std::string submit(
-      size_t model,
-      const std::vector<nb::ndarray<const float, nb::c_contig, nb::device::cpu>>& inputs,
-      double timeout_us, nb::object done) {
+  std::string submit(size_t model, const std::vector<Array>& inputs, double timeout_us,
+                     nb::object done) {
     BRAID_CHECK(model < runner_->models().size(), ErrorCode::kInvalidArgument, "model ", model);
     runtime::Submission task{.model = uint32_t(model), .timeout_us = timeout_us};
-    for (const auto& a : inputs) task.inputs.emplace_back(a.data(), a.data() + a.size());
+    // A queued task outlives the call: its inputs are copied (as the runtime's floats).
+    for (const Array& a : inputs) {
+      std::vector<float>& values = task.inputs.emplace_back(a.size());
+      ir::load_floats(dtype_of(a), static_cast<const std::byte*>(a.data()), values);
+    }
     const ir::Graph& g = *runner_->models().model(model).loaded.graph;
     std::vector<std::vector<size_t>> shapes;
     std::vector<ir::DType> dtypes;

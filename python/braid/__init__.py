@@ -192,7 +192,8 @@ class InferenceSession:
 def _feed_arrays(args: Sequence[NodeArg], dtypes: Sequence[str],
                  input_feed: Mapping[str, Any]) -> list[np.ndarray]:
     """`input_feed` checked against the model's inputs (names, dtypes, shapes) and in their
-    order, as C-contiguous float32 arrays (the arrays themselves where they already are)."""
+    order, as C-contiguous arrays of their dtype: the arrays themselves where they already are
+    (the session then reads them in place), else a C-contiguous copy."""
     arrays = []
     names = {a.name for a in args}
     for key in input_feed:
@@ -208,12 +209,7 @@ def _feed_arrays(args: Sequence[NodeArg], dtypes: Sequence[str],
                             f"({np.dtype(_NUMPY_TYPES[dtype]).name})")
         if list(x.shape) != arg.shape:
             raise ValueError(f"input '{arg.name}': shape {list(x.shape)}, expected {arg.shape}")
-        if dtype == "int64" and x.size and int(np.abs(x).max()) > 2 ** 24:
-            raise ValueError(f"input '{arg.name}': values beyond ±2^24 are not exact in "
-                             f"braid's float tensors")
-        # float32 C-contiguous arrays go in as they are; the executor copies them once into
-        # the request's arena (its memory plan places the inputs).
-        arrays.append(np.ascontiguousarray(x, dtype=np.float32))
+        arrays.append(np.ascontiguousarray(x))
     return arrays
 
 

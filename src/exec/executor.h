@@ -66,6 +66,15 @@ class PreparedModel {
   virtual std::unique_ptr<Request> new_request() const = 0;
   // Copies graph input `i` (in ir::Graph::inputs() order) into the request.
   virtual void set_input(Request& request, size_t i, std::span<const float> data) const = 0;
+  // Makes graph input `i` of `request` the caller's `bytes` (the input's dtype, plain row-major,
+  // exactly its size), read in place, without a copy, by the runs of `request` until the next
+  // set_input or bind_input of `i`. The caller keeps them alive and unchanged until those runs
+  // have returned. Returns false, binding nothing, when this model cannot read that input in
+  // place (the caller then copies it with set_input); throws kInvalidArgument on a size mismatch.
+  virtual bool bind_input(Request& /*request*/, size_t /*i*/,
+                          std::span<const std::byte> /*bytes*/) const {
+    return false;
+  }
   // Graph output `i` (in ir::Graph::outputs() order) after a run.
   virtual std::span<const float> output(const Request& request, size_t i) const = 0;
 

@@ -210,12 +210,30 @@ class Recorder final : public exec::RunObserver {
   std::vector<UnitTiming> timings_;
 };
 
+// Puts checked `inputs` into `request`: read in place where the executor can, else copied.
+void put_inputs(const Session::Impl& s, exec::Request& request,
+                std::span<const InputBuffer> inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const InputBuffer& in = inputs[i];
+    if (s.prepared->bind_input(request, i, in.bytes)) continue;
+    const size_t count = in.bytes.size() / ir::size_of(in.dtype);
+    if (in.dtype == ir::DType::kFloat32 &&
+        reinterpret_cast<uintptr_t>(in.bytes.data()) % alignof(float) == 0) {
+      s.prepared->set_input(request, i, {reinterpret_cast<const float*>(in.bytes.data()), count});
+      continue;
+    }
+    std::vector<float> values(count);
+    ir::load_floats(in.dtype, in.bytes.data(), values);
+    s.prepared->set_input(request, i, values);
+  }
+}
+
 // Observers see one run at a time: their runs take the run lock whatever the executor allows.
-void observed_runs(Session::Impl& s, std::span<const std::span<const float>> inputs, int runs,
+void observed_runs(Session::Impl& s, std::span<const InputBuffer> inputs, int runs,
                    exec::RunObserver& observer, const std::function<void()>& between = {}) {
   BRAID_CHECK(runs >= 1, ErrorCode::kInvalidArgument, "runs must be at least 1, got ", runs);
   std::unique_ptr<exec::Request> request = s.take_request();
-  for (size_t i = 0; i < inputs.size(); ++i) s.prepared->set_input(*request, i, inputs[i]);
+  put_inputs(s, *request, inputs);
   {
     std::lock_guard lock(s.run_mutex);
     s.prepared->run(*request);  // warm-up
@@ -229,28 +247,31 @@ void observed_runs(Session::Impl& s, std::span<const std::span<const float>> inp
 
 }  // namespace
 
-void Session::check_inputs(std::span<const std::span<const float>> inputs) const {
+void Session::check_inputs(std::span<const InputBuffer> inputs) const {
   const Impl& s = *impl_;
   BRAID_CHECK(inputs.size() == s.inputs.size(), ErrorCode::kInvalidArgument, "model '", s.name,
               "' takes ", s.inputs.size(), " inputs, got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const int64_t want = ir::num_elements(s.inputs[i].shape);
-    BRAID_CHECK(int64_t(inputs[i].size()) == want, ErrorCode::kInvalidArgument, "input '",
-                s.inputs[i].name, "': ", inputs[i].size(), " elements, its shape ",
-                ir::to_string(s.inputs[i].shape), " holds ", want);
+    const TensorInfo& want = s.inputs[i];
+    BRAID_CHECK(inputs[i].dtype == want.dtype, ErrorCode::kInvalidArgument, "input '", want.name,
+                "': ", ir::to_string(inputs[i].dtype), " given, the model takes ",
+                ir::to_string(want.dtype));
+    const int64_t elements = ir::num_elements(want.shape);
+    const int64_t given = int64_t(inputs[i].bytes.size()) / ir::size_of(want.dtype);
+    BRAID_CHECK(int64_t(inputs[i].bytes.size()) == elements * ir::size_of(want.dtype),
+                ErrorCode::kInvalidArgument, "input '", want.name, "': ", given,
+                " elements, its shape ", ir::to_string(want.shape), " holds ", elements);
   }
 }
 
-std::vector<UnitTiming> Session::profile(std::span<const std::span<const float>> inputs,
-                                         int runs) const {
+std::vector<UnitTiming> Session::profile(std::span<const InputBuffer> inputs, int runs) const {
   check_inputs(inputs);
   Recorder recorder(impl_->model.units);
   observed_runs(*impl_, inputs, runs, recorder, [&] { recorder.take(); });
   return recorder.take();
 }
 
-void Session::trace(std::span<const std::span<const float>> inputs, const std::string& path,
-                    int runs) const {
+void Session::trace(std::span<const InputBuffer> inputs, const std::string& path, int runs) const {
   check_inputs(inputs);
   const Impl& s = *impl_;
   exec::ChromeTrace trace(s.model.units, fmt::format("{} {}", s.name, s.schedule.algorithm),
@@ -264,12 +285,36 @@ void Session::trace(std::span<const std::span<const float>> inputs, const std::s
 }
 
 Outputs Session::run(std::span<const std::span<const float>> inputs) const {
+  const Impl& s = *impl_;
+  BRAID_CHECK(inputs.size() == s.inputs.size(), ErrorCode::kInvalidArgument, "model '", s.name,
+              "' takes ", s.inputs.size(), " inputs, got ", inputs.size());
+  std::vector<InputBuffer> buffers;
+  std::vector<std::vector<std::byte>> converted;  // int64 and bool inputs
+  converted.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorInfo& want = s.inputs[i];
+    const int64_t elements = ir::num_elements(want.shape);
+    BRAID_CHECK(int64_t(inputs[i].size()) == elements, ErrorCode::kInvalidArgument, "input '",
+                want.name, "': ", inputs[i].size(), " elements, its shape ",
+                ir::to_string(want.shape), " holds ", elements);
+    if (want.dtype == ir::DType::kFloat32) {
+      buffers.push_back({want.dtype, std::as_bytes(inputs[i])});
+      continue;
+    }
+    std::vector<std::byte>& bytes = converted.emplace_back(elements * ir::size_of(want.dtype));
+    ir::store_floats(want.dtype, inputs[i], bytes.data());
+    buffers.push_back({want.dtype, bytes});
+  }
+  return run(buffers);
+}
+
+Outputs Session::run(std::span<const InputBuffer> inputs) const {
   Impl& s = *impl_;
   check_inputs(inputs);
   auto lease = std::make_unique<Outputs::Lease>();
   lease->session = impl_;
   lease->request = s.take_request();
-  for (size_t i = 0; i < inputs.size(); ++i) s.prepared->set_input(*lease->request, i, inputs[i]);
+  put_inputs(s, *lease->request, inputs);
   if (s.prepared->concurrent_requests()) {
     s.prepared->run(*lease->request);
   } else {

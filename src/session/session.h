@@ -6,7 +6,8 @@
 //
 //   session::Session s = session::Session::open("inception_v3", {.scheduler = "greedy"});
 //   s.inputs()[0].shape;                        // [1, 3, 299, 299]
-//   session::Outputs out = s.run({x});           // x: one span of floats per input
+//   session::Outputs out = s.run({x});           // x: one span of floats per input, read in
+//                                               // place during the run (no copy on the CPU)
 //   out.values(0);                              // a span into the request's arena, valid while
 //                                               // `out` lives; the request is reused after
 //
@@ -58,6 +59,15 @@ struct TensorInfo {
 
 class Outputs;
 
+// An input the caller owns, in the input's own dtype (float32; int64; bool as one byte),
+// row-major, of exactly its size. A run reads it in place where its device can (the CPU
+// executor: exec::PreparedModel::bind_input), so it must stay unchanged until run() returns;
+// elsewhere it is copied.
+struct InputBuffer {
+  ir::DType dtype = ir::DType::kFloat32;
+  std::span<const std::byte> bytes;
+};
+
 // When a unit of one observed inference ran (session.profile()).
 struct UnitTiming {
   std::string unit;                 // its name (the fused unit's)
@@ -88,25 +98,25 @@ class Session {
   const std::string& schedule_summary() const;
   const ir::UnitGraph& units() const;
 
-  // One inference: `inputs` one span per graph input in inputs() order, each of exactly the
-  // input's element count (int64 and bool inputs as their values in float, exact to 2^24).
-  // Throws kInvalidArgument naming the input on a count mismatch.
+  // One inference: `inputs` one buffer per graph input in inputs() order. Throws
+  // kInvalidArgument naming the input on a dtype or size mismatch.
+  Outputs run(std::span<const InputBuffer> inputs) const;
+  // The same with every input given as floats, of exactly the input's element count (int64 and
+  // bool inputs as their values in float, exact to 2^24; those are converted, a copy).
   Outputs run(std::span<const std::span<const float>> inputs) const;
   // `runs` inferences observed unit by unit (after one unobserved warm-up), the last one's
   // timings returned, in the order the units ended. Same input checks as run().
-  std::vector<UnitTiming> profile(std::span<const std::span<const float>> inputs,
-                                  int runs = 1) const;
+  std::vector<UnitTiming> profile(std::span<const InputBuffer> inputs, int runs = 1) const;
   // `runs` inferences written as a Chrome trace (chrome://tracing, Perfetto) to `path`: a lane
   // per stream, a slice per unit, runs one after the other. kInvalidArgument if it cannot write.
-  void trace(std::span<const std::span<const float>> inputs, const std::string& path,
-             int runs = 1) const;
+  void trace(std::span<const InputBuffer> inputs, const std::string& path, int runs = 1) const;
 
   struct Impl;  // session.cc's
 
  private:
   explicit Session(std::shared_ptr<Impl> impl);
-  // kInvalidArgument unless `inputs` has one span per input of its element count.
-  void check_inputs(std::span<const std::span<const float>> inputs) const;
+  // kInvalidArgument unless `inputs` has one buffer per input of its dtype and size.
+  void check_inputs(std::span<const InputBuffer> inputs) const;
   std::shared_ptr<Impl> impl_;  // shared with the Outputs still lent out
   friend class Outputs;
 };

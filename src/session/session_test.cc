@@ -74,6 +74,19 @@ TEST(Session, RunsGiveAPlainRunsOutputsFromManyThreads) {
   EXPECT_EQ(wrong, 0);
 }
 
+// Buffers in the input's dtype give what floats give; a buffer a run read in place may change
+// after it without changing its outputs (they are the request's own).
+TEST(Session, InputBuffersGiveWhatFloatsGive) {
+  const Session s = Session::open("squeezenet", small("greedy"));
+  std::vector<float> x = random_input(s.inputs()[0], 4);
+  const std::vector<float> want = run_once(s, x);
+  const InputBuffer in[] = {{ir::DType::kFloat32, std::as_bytes(std::span(x))}};
+  Outputs out = s.run(in);
+  EXPECT_EQ(std::vector<float>(out.values(0).begin(), out.values(0).end()), want);
+  std::fill(x.begin(), x.end(), 0.0f);
+  EXPECT_EQ(std::vector<float>(out.values(0).begin(), out.values(0).end()), want);
+}
+
 TEST(Session, OutputsStayValidWhileHeldAndTheirRequestIsReusedAfter) {
   const Session s = Session::open("squeezenet", small());
   const std::vector<float> a = random_input(s.inputs()[0], 1), b = random_input(s.inputs()[0], 2);
@@ -123,7 +136,16 @@ TEST(Session, BadInputsAndOptionsAreNamed) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("10 elements"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(s.run({}), Error);
+  EXPECT_THROW(s.run(std::span<const InputBuffer>{}), Error);
+  const std::vector<int64_t> ids(size_t(ir::num_elements(s.inputs()[0].shape)));
+  const InputBuffer wrong_dtype[] = {{ir::DType::kInt64, std::as_bytes(std::span(ids))}};
+  try {
+    s.run(wrong_dtype);
+    ADD_FAILURE() << "an int64 input to a float32 model was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("int64 given"), std::string::npos) << e.what();
+  }
   auto code_of = [](const std::string& model, SessionOptions o) {
     try {
       Session::open(model, std::move(o));

@@ -178,6 +178,24 @@ def test_outputs_are_views_that_keep_their_buffers():
     assert not np.array_equal(ya, yb)
 
 
+def test_inputs_in_any_layout_give_the_same_outputs():
+    """A C-contiguous float32 input is read in place; a Fortran-ordered, a strided and a
+    misaligned one take the copying paths. All give the same outputs, bit for bit."""
+    s = braid.InferenceSession("squeezenet", options={"image_size": IMAGE}, **FAST)
+    name = s.get_inputs()[0].name
+    x = feed(s, 5)[name]
+    want = s.run(None, {name: x})[0].copy()
+    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), np.float32)
+    wide[..., ::2] = x
+    raw = np.zeros(x.nbytes + 1, np.uint8)
+    misaligned = np.frombuffer(raw.data[1:], dtype=np.float32).reshape(x.shape)
+    assert not misaligned.flags.aligned
+    misaligned[...] = x
+    for what, given in [("fortran", np.asfortranarray(x)), ("strided", wide[..., ::2]),
+                        ("misaligned", misaligned)]:
+        assert np.array_equal(s.run(None, {name: given})[0], want), what
+
+
 def test_schedules_round_trip_as_data(tmp_path):
     s = braid.InferenceSession("squeezenet", options={"image_size": IMAGE}, **FAST)
     data = s.schedule

@@ -36,8 +36,8 @@ struct UnitTiming {
 
 class CpuRequest final : public Request {
  public:
-  CpuRequest(Bytes arena_bytes, size_t num_events, size_t num_units,
-             const std::vector<size_t>& launches_per_lane)
+  CpuRequest(Bytes arena_bytes, const std::vector<int64_t>& input_offsets, size_t num_events,
+             size_t num_units, const std::vector<size_t>& launches_per_lane)
       : arena_(
             static_cast<std::byte*>(std::aligned_alloc(kTensorAlignment, round_up(arena_bytes)))),
         events_(num_events),
@@ -48,12 +48,19 @@ class CpuRequest final : public Request {
     BRAID_CHECK(arena_ != nullptr, ErrorCode::kInternal, "cannot allocate a ", arena_bytes,
                 "-byte arena");
     std::memset(arena_, 0, round_up(arena_bytes));
+    input_slots_.reserve(input_offsets.size());
+    for (int64_t offset : input_offsets) input_slots_.push_back(arena_ + offset);
+    inputs_ = input_slots_;
     for (auto& e : events_) e.store(0);
     for (auto& d : unit_done_) d.store(0);
   }
   ~CpuRequest() override { std::free(arena_); }
 
   std::byte* arena() const { return arena_; }
+  // Per graph input: where a run reads it, its arena slot or a buffer bound in place.
+  std::byte* const* inputs() const { return inputs_.data(); }
+  void bind(size_t i, const std::byte* data) { inputs_[i] = const_cast<std::byte*>(data); }
+  void unbind(size_t i) { inputs_[i] = input_slots_[i]; }
   std::vector<std::atomic<uint64_t>>& events() { return events_; }
   std::vector<std::vector<UnitTiming>>& timings() { return timings_; }
   // The epoch in which each unit last ran: done in this inference when it equals `epoch`.
@@ -69,6 +76,8 @@ class CpuRequest final : public Request {
                            (n + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment);
   }
   std::byte* arena_;
+  std::vector<std::byte*> input_slots_;  // per graph input: its arena slot
+  std::vector<std::byte*> inputs_;       // kernels never write a graph input's storage
   std::vector<std::atomic<uint64_t>> events_;
   std::vector<std::atomic<uint64_t>> unit_done_;
   std::vector<std::vector<UnitTiming>> timings_;
@@ -85,10 +94,11 @@ class CpuPreparedModel final : public PreparedModel {
       launches.push_back(std::count_if(
           lane.steps.begin(), lane.steps.end(),
           [](const CompiledStep& s) { return s.kind == CompiledStep::Kind::kLaunch; }));
-    return std::make_unique<CpuRequest>(memory_.arena_bytes, num_events_, unit_kernels_.size(),
-                                        launches);
+    return std::make_unique<CpuRequest>(memory_.arena_bytes, input_offsets_, num_events_,
+                                        unit_kernels_.size(), launches);
   }
   void set_input(Request& request, size_t i, std::span<const float> data) const override;
+  bool bind_input(Request& request, size_t i, std::span<const std::byte> bytes) const override;
   std::span<const float> output(const Request& request, size_t i) const override;
   size_t num_blocks() const override { return num_blocks_; }
   RunStats run_blocks(Request& request, size_t first, size_t last, RunObserver* observer) override;
@@ -126,6 +136,10 @@ class CpuPreparedModel final : public PreparedModel {
   std::shared_ptr<const ir::Weights> weights_;
   std::shared_ptr<LanePool> pool_;  // shared by every model of the executor
   MemoryPlan memory_;
+  std::vector<int64_t> input_offsets_;  // per graph input: its arena offset
+  // Per graph input: whether a run may read it from the caller's buffer (plain, and no graph
+  // output lies in its storage: outputs are read from the request after the run).
+  std::vector<bool> bindable_;
   bool unit_runs_ = false;  // the memory plan allows any order that keeps dependences
   std::vector<std::vector<std::unique_ptr<Kernel>>> unit_kernels_;  // per UnitId
   // A kernel rebinds its memory handles on every execute (cpu_kernels.h), so two requests'
@@ -175,14 +189,31 @@ CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOption
   unit_runs_ = memory_options.order == ReuseOrder::kDependences;
   num_events_ = plan.num_events;
   num_blocks_ = plan.num_blocks;
+  // Graph inputs by ValueId: the tensors in their storage are found through the request's
+  // input table, so a run can read an input from the caller's buffer.
+  std::vector<int32_t> input_index(g.num_values(), -1);
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const ValueId v = g.inputs()[i];
+    input_index[index(v)] = static_cast<int32_t>(i);
+    input_offsets_.push_back(memory_.offset[index(v)]);
+    bindable_.push_back(layouts[index(v)] == TensorLayout::kPlain);
+  }
+  for (ValueId out : g.outputs())
+    if (const int32_t i = input_index[index(memory_.storage_of[index(out)])]; i >= 0)
+      bindable_[i] = false;
   TensorLocator locate = [&](ValueId v) {
     TensorRef ref;
     ref.type = g.value(v).type;
     ref.layout = layouts[index(v)];
-    if (g.value(v).kind == ir::ValueKind::kParameter)
+    if (g.value(v).kind == ir::ValueKind::kParameter) {
       ref.fixed = weights_->data(v).data();
-    else
-      ref.arena_offset = memory_.offset[index(v)];
+      return ref;
+    }
+    ref.arena_offset = memory_.offset[index(v)];
+    if (const int32_t i = input_index[index(memory_.storage_of[index(v)])]; i >= 0) {
+      ref.input = i;
+      ref.within_input = ref.arena_offset - input_offsets_[i];
+    }
     return ref;
   };
   // Primitives fix their thread count at creation (ecosystem.md §2.4): create them under the
@@ -235,7 +266,7 @@ CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOption
 }
 
 void CpuPreparedModel::launch(UnitId unit, CpuRequest& request, cpu::LaneState& state) {
-  const KernelContext context{request.arena(), &state};
+  const KernelContext context{request.arena(), request.inputs(), &state};
   std::lock_guard lock(unit_locks_[index(unit)]);
   for (const auto& kernel : unit_kernels_[index(unit)]) kernel->execute(context);
   request.mark_done(index(unit));
@@ -290,6 +321,24 @@ void CpuPreparedModel::set_input(Request& r, size_t i, std::span<const float> da
               g.value(v).type.elements(), " values, got ", data.size());
   // int64 and bool inputs convert from the float values given (ir::store_floats).
   ir::store_floats(g.value(v).type.dtype, data, request.arena() + memory_.offset[index(v)]);
+  request.unbind(i);
+}
+
+bool CpuPreparedModel::bind_input(Request& r, size_t i, std::span<const std::byte> bytes) const {
+  auto& request = static_cast<CpuRequest&>(r);
+  const ir::Graph& g = *graph_;
+  BRAID_CHECK(i < g.inputs().size(), ErrorCode::kInvalidArgument, "input #", i, " does not exist");
+  const ir::Value& value = g.value(g.inputs()[i]);
+  BRAID_CHECK(static_cast<int64_t>(bytes.size()) == value.type.bytes(), ErrorCode::kInvalidArgument,
+              "input '", value.name, "' needs ", value.type.bytes(), " bytes (",
+              value.type.elements(), " ", ir::to_string(value.type.dtype), " values), got ",
+              bytes.size());
+  // Kernels load elements of their dtype from it: a misaligned buffer is copied instead.
+  const auto at = reinterpret_cast<uintptr_t>(bytes.data());
+  if (!bindable_[i] || at % static_cast<uintptr_t>(ir::size_of(value.type.dtype)) != 0)
+    return false;
+  request.bind(i, bytes.data());
+  return true;
 }
 
 std::span<const float> CpuPreparedModel::output(const Request& r, size_t i) const {

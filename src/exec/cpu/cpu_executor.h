@@ -31,7 +31,7 @@ namespace braid::exec {
 
 struct CpuExecutorOptions {
   int threads_per_stream = 1;  // OpenMP threads inside each oneDNN primitive
-  bool pin_threads = true;  // pin worker i to CPUs [i*T, i*T + T) of the allowed set (wrapping)
+  bool pin_threads = true;     // pin worker i to CPUs [i*T, i*T + T) of the allowed set (wrapping)
   // How long a lane spins on an event (or for the next job) before it sleeps on a futex. Waking
   // a sleeping thread on another CPU costs tens of microseconds on a VM, more than most units
   // of a small model; spinning on its own CPU costs nothing when lanes do not share CPUs, so

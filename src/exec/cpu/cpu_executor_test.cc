@@ -444,5 +444,87 @@ TEST(CpuExecutor, UnitRunsAreCheckedAndMixWithBlockRuns) {
   EXPECT_THROW(executor->run_side_by_side(other), Error);
 }
 
+// An input bound in place is read from the caller's buffer by every run of the request until
+// set_input copies one instead: a run after the buffer changes sees the change, a run after
+// set_input does not. GoogLeNet under greedy: several lanes read the input.
+TEST(CpuExecutor, InputsBoundInPlaceAreReadFromTheCallersBuffer) {
+  Model m = make_model("googlenet", {.batch = 1, .image_size = 48});
+  const sched::ExecutionPlan plan =
+      sched::lower(m.units, sched::make_scheduler("greedy")->schedule(m.units));
+  auto model =
+      make_cpu_executor({.pin_threads = false})->prepare({m.graph, m.weights, &m.units, &plan});
+  auto output_of = [&](Request& r) {
+    model->run(r);
+    auto o = model->output(r, 0);
+    return std::vector<float>(o.begin(), o.end());
+  };
+  const std::vector<float> a = m.inputs[0];
+  std::vector<float> b(a.size());
+  for (size_t k = 0; k < b.size(); ++k) b[k] = std::sin(float(k));
+  auto copied = model->new_request();
+  model->set_input(*copied, 0, a);
+  const std::vector<float> want_a = output_of(*copied);
+  model->set_input(*copied, 0, b);
+  const std::vector<float> want_b = output_of(*copied);
+  ASSERT_NE(want_a, want_b);
+
+  std::vector<float> buffer = a;
+  auto bound = model->new_request();
+  ASSERT_TRUE(model->bind_input(*bound, 0, std::as_bytes(std::span(buffer))));
+  EXPECT_EQ(output_of(*bound), want_a);
+  buffer = b;  // same storage: no rebinding
+  EXPECT_EQ(output_of(*bound), want_b);
+  model->set_input(*bound, 0, a);  // a copy: the binding is dropped
+  std::fill(buffer.begin(), buffer.end(), 0.0f);
+  EXPECT_EQ(output_of(*bound), want_a);
+
+  // A misaligned buffer is not bound (the caller copies); a wrong size is an error.
+  std::vector<std::byte> shifted(buffer.size() * sizeof(float) + 1);
+  EXPECT_FALSE(model->bind_input(*bound, 0, std::span(shifted).subspan(1)));
+  try {
+    model->bind_input(*bound, 0, std::span(shifted).first(12));
+    ADD_FAILURE() << "a 12-byte input was bound";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("got 12"), std::string::npos) << e.what();
+  }
+}
+
+// Views of an input lie in its storage, so they follow a binding; an input a view of which is a
+// graph output is not bound (outputs are read from the request after the run).
+TEST(CpuExecutor, ViewsOfABoundInputFollowItAndOutputViewsRefuseIt) {
+  auto build = [](bool view_is_output) {
+    ir::GraphBuilder b("views");
+    const ValueId x = b.add_input("x", {ir::DType::kFloat32, {2, 3}});
+    const ValueId v = b.add_op(ir::OpKind::Reshape, ir::ReshapeAttrs{{3, 2}}, {x}, "view");
+    b.mark_output(b.add_op(ir::OpKind::Relu, {}, {v}, "relu"));
+    if (view_is_output) b.mark_output(v);
+    return std::make_shared<const ir::Graph>(std::move(b).build());
+  };
+  for (bool view_is_output : {false, true}) {
+    Model m;
+    m.graph = build(view_is_output);
+    m.weights = std::make_shared<const ir::Weights>(ir::Weights::generate(*m.graph, 1));
+    m.units = ir::fuse(m.graph);
+    const sched::ExecutionPlan plan =
+        sched::lower(m.units, sched::make_scheduler("sequential")->schedule(m.units));
+    auto model =
+        make_cpu_executor({.pin_threads = false})->prepare({m.graph, m.weights, &m.units, &plan});
+    auto request = model->new_request();
+    const std::vector<float> x = {-1, 2, -3, 4, -5, 6};
+    const bool bound = model->bind_input(*request, 0, std::as_bytes(std::span(x)));
+    EXPECT_EQ(bound, !view_is_output);
+    if (!bound) model->set_input(*request, 0, x);
+    model->run(*request);
+    auto y = model->output(*request, 0);
+    EXPECT_EQ(std::vector<float>(y.begin(), y.end()), (std::vector<float>{0, 2, 0, 4, 0, 6}))
+        << (view_is_output ? "copied" : "bound");
+    if (view_is_output) {
+      auto v = model->output(*request, 1);
+      EXPECT_EQ(std::vector<float>(v.begin(), v.end()), x);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace braid::exec

@@ -82,7 +82,7 @@ constexpr Bytes kScratchAlignment = 64;
 memory DnnlKernel::bind(const memory::desc& md, const TensorRef& ref) {
   if (!ref.in_arena()) return memory(md, engine_, const_cast<float*>(ref.fixed));
   memory m(md, engine_, DNNL_MEMORY_NONE);
-  arena_.emplace_back(m, ref.arena_offset);
+  arena_.emplace_back(m, ref);
   return m;
 }
 
@@ -150,14 +150,14 @@ void DnnlKernel::add_reorder(const memory& from, const memory& to) {
 
 void DnnlKernel::execute(const KernelContext& context) const {
   auto& lane = *static_cast<LaneState*>(context.lane_state);
-  for (const auto& [m, offset] : arena_) m.set_data_handle(context.arena + offset, lane.stream);
+  for (const auto& [m, ref] : arena_) m.set_data_handle(ref.bytes(context), lane.stream);
   for (const auto& [m, offset] : temporaries_)
     m.set_data_handle(lane.scratchpad + offset, lane.stream);
   for (const memory& m : scratchpads_)
     m.set_data_handle(lane.scratchpad + temporary_bytes_, lane.stream);
   for (const Call& call : calls_) call.primitive.execute(lane.stream, call.args);
   lane.stream.wait();  // a no-op for the OpenMP CPU runtime, where execute() is synchronous
-  if (epilogue_) epilogue_(context.arena);
+  if (epilogue_) epilogue_(context);
 }
 
 namespace {
@@ -253,8 +253,8 @@ class CopyKernel final : public Kernel {
  public:
   CopyKernel(TensorRef src, TensorRef dst) : src_(std::move(src)), dst_(std::move(dst)) {}
   void execute(const KernelContext& context) const override {
-    const float* src = src_.data(context.arena);
-    float* dst = dst_.data(context.arena);
+    const float* src = src_.data(context);
+    float* dst = dst_.data(context);
     if (src != dst) std::memmove(dst, src, static_cast<size_t>(dst_.type.bytes()));
   }
 
@@ -284,7 +284,7 @@ class BroadcastKernel final : public Kernel {
     const int64_t row = dims_.back();
     const int64_t rows =
         std::accumulate(dims_.begin(), dims_.end() - 1, int64_t{1}, std::multiplies<>());
-    float* dst = dst_.data(context.arena);
+    float* dst = dst_.data(context);
     for (int64_t r = 0; r < rows; ++r) {
       float* out = dst + r * row;
       for (size_t k = 0; k < src_.size(); ++k) {
@@ -294,7 +294,7 @@ class BroadcastKernel final : public Kernel {
           offset += (rest % dims_[d]) * strides_[k][d];
           rest /= dims_[d];
         }
-        const float* in = src_[k].data(context.arena) + offset;
+        const float* in = src_[k].data(context) + offset;
         const int64_t step = strides_[k].back();
         if (k == 0) {
           for (int64_t j = 0; j < row; ++j) out[j] = in[j * step];
@@ -338,8 +338,8 @@ class PadKernel final : public Kernel {
   void execute(const KernelContext& context) const override {
     const ir::Shape& xs = src_.type.shape;
     const ir::Shape& ys = dst_.type.shape;
-    float* y = dst_.data(context.arena);
-    const float* x = src_.data(context.arena);
+    float* y = dst_.data(context);
+    const float* x = src_.data(context);
     std::fill_n(y, dst_.type.elements(), value_);
     if (xs.empty()) {
       y[0] = x[0];
@@ -377,7 +377,7 @@ class WindowPadKernel final : public Kernel {
     copy_.add_reorder(copy_.bind(arena_md(src), src), copy_.bind(window, dst));
   }
   void execute(const KernelContext& context) const override {
-    std::fill_n(dst_.data(context.arena), dst_.type.elements(), value_);
+    std::fill_n(dst_.data(context), dst_.type.elements(), value_);
     copy_.execute(context);
   }
   Bytes scratchpad_bytes() const { return copy_.scratchpad_bytes(); }

@@ -63,7 +63,7 @@ class DnnlKernel final : public Kernel {
   // when it is laid out that way, else a temporary it is reordered into first (a call added
   // now). Layouts never pad (exec/kernel.h), so the flat view covers exactly its elements.
   memory flat_input(TensorLayout layout, const TensorRef& ref);
-  void set_epilogue(std::function<void(std::byte* arena)> epilogue) {
+  void set_epilogue(std::function<void(const KernelContext&)> epilogue) {
     epilogue_ = std::move(epilogue);
   }
   Bytes scratchpad_bytes() const { return temporary_bytes_ + call_scratchpad_bytes_; }
@@ -82,12 +82,12 @@ class DnnlKernel final : public Kernel {
   std::vector<Call> calls_;
   std::vector<std::string> implementations_;                // per call
   std::vector<std::pair<memory, memory>> pending_outputs_;  // (temporary, tensor) for add()
-  std::vector<std::pair<memory, int64_t>> arena_;           // (memory, arena offset) per run
+  std::vector<std::pair<memory, TensorRef>> arena_;         // (memory, its tensor) per run
   std::vector<std::pair<memory, int64_t>> temporaries_;     // (memory, scratchpad offset)
   std::vector<memory> scratchpads_;  // calls' scratchpads, at temporary_bytes_ (sequential)
   Bytes temporary_bytes_ = 0;
   Bytes call_scratchpad_bytes_ = 0;
-  std::function<void(std::byte*)> epilogue_;
+  std::function<void(const KernelContext&)> epilogue_;
 };
 
 // Everything a builder needs: the graph, where tensors are, and a stream to run build-time

@@ -192,8 +192,8 @@ std::unique_ptr<Kernel> build_pool(const BuildContext& c, const Chain& chain) {
                  "': a ceil_mode average pool must write a plain output");
     const TensorRef dst = dst_ref;
     const int64_t planes = ys[0] * ys[1], oh = ys[2], ow = ys[3];
-    k->set_epilogue([dst, factor, planes, oh, ow](std::byte* arena) {
-      float* y = dst.data(arena);
+    k->set_epilogue([dst, factor, planes, oh, ow](const KernelContext& context) {
+      float* y = dst.data(context);
       for (int64_t p = 0; p < planes; ++p)
         for (int64_t h = 0; h < oh; ++h)
           for (int64_t w = 0; w < ow; ++w) {

@@ -13,10 +13,6 @@
 namespace braid::exec::cpu::detail {
 namespace {
 
-std::byte* bytes(const TensorRef& ref, std::byte* arena) {
-  return reinterpret_cast<std::byte*>(ref.data(arena));
-}
-
 // The output of an op walked row by row (its innermost dim), with each input's element offset
 // of the row's first element: input k reads element base[k] + sum(index[d] * strides[k][d]).
 class RowWalk {
@@ -105,8 +101,8 @@ class CopyWalkKernel final : public Kernel {
   CopyWalkKernel(TensorRef src, TensorRef dst, RowWalk walk)
       : src_(std::move(src)), dst_(std::move(dst)), walk_(std::move(walk)) {}
   void execute(const KernelContext& context) const override {
-    by_width<StridedCopy>(ir::size_of(dst_.type.dtype), walk_, bytes(src_, context.arena),
-                          bytes(dst_, context.arena));
+    by_width<StridedCopy>(ir::size_of(dst_.type.dtype), walk_, src_.bytes(context),
+                          dst_.bytes(context));
   }
 
  private:
@@ -134,10 +130,9 @@ class WhereKernel final : public Kernel {
   WhereKernel(std::vector<TensorRef> src, TensorRef dst, RowWalk walk)
       : src_(std::move(src)), dst_(std::move(dst)), walk_(std::move(walk)) {}
   void execute(const KernelContext& context) const override {
-    const auto* condition = reinterpret_cast<const uint8_t*>(bytes(src_[0], context.arena));
-    by_width<WhereRows>(ir::size_of(dst_.type.dtype), walk_, condition,
-                        bytes(src_[1], context.arena), bytes(src_[2], context.arena),
-                        bytes(dst_, context.arena));
+    const auto* condition = reinterpret_cast<const uint8_t*>(src_[0].bytes(context));
+    by_width<WhereRows>(ir::size_of(dst_.type.dtype), walk_, condition, src_[1].bytes(context),
+                        src_[2].bytes(context), dst_.bytes(context));
   }
 
  private:
@@ -165,9 +160,9 @@ class EqualKernel final : public Kernel {
   EqualKernel(std::vector<TensorRef> src, TensorRef dst, RowWalk walk)
       : src_(std::move(src)), dst_(std::move(dst)), walk_(std::move(walk)) {}
   void execute(const KernelContext& context) const override {
-    const std::byte* a = bytes(src_[0], context.arena);
-    const std::byte* b = bytes(src_[1], context.arena);
-    auto* out = reinterpret_cast<uint8_t*>(bytes(dst_, context.arena));
+    const std::byte* a = src_[0].bytes(context);
+    const std::byte* b = src_[1].bytes(context);
+    auto* out = reinterpret_cast<uint8_t*>(dst_.bytes(context));
     switch (src_[0].type.dtype) {
       case ir::DType::kFloat32:  // compared as floats: -0 == +0, NaN != NaN
         return EqualRows<float>::run(walk_, a, b, out);
@@ -189,8 +184,8 @@ class NotKernel final : public Kernel {
  public:
   NotKernel(TensorRef src, TensorRef dst) : src_(std::move(src)), dst_(std::move(dst)) {}
   void execute(const KernelContext& context) const override {
-    const auto* x = reinterpret_cast<const uint8_t*>(bytes(src_, context.arena));
-    auto* y = reinterpret_cast<uint8_t*>(bytes(dst_, context.arena));
+    const auto* x = reinterpret_cast<const uint8_t*>(src_.bytes(context));
+    auto* y = reinterpret_cast<uint8_t*>(dst_.bytes(context));
     const int64_t n = dst_.type.elements();
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] != 0 ? 0 : 1;
   }
@@ -219,10 +214,10 @@ class GatherKernel final : public Kernel {
   void execute(const KernelContext& context) const override {
     std::span<const int64_t> indices = constant_;
     if (indices_)
-      indices = {reinterpret_cast<const int64_t*>(bytes(*indices_, context.arena)),
+      indices = {reinterpret_cast<const int64_t*>(indices_->bytes(context)),
                  static_cast<size_t>(indices_->type.elements())};
-    const std::byte* x = bytes(data_, context.arena);
-    std::byte* y = bytes(dst_, context.arena);
+    const std::byte* x = data_.bytes(context);
+    std::byte* y = dst_.bytes(context);
     const auto block = static_cast<size_t>(inner_bytes_);
     for (int64_t o = 0; o < outer_; ++o)
       for (int64_t index : indices) {
@@ -272,8 +267,8 @@ class CastKernel final : public Kernel {
  public:
   CastKernel(TensorRef src, TensorRef dst) : src_(std::move(src)), dst_(std::move(dst)) {}
   void execute(const KernelContext& context) const override {
-    const std::byte* x = bytes(src_, context.arena);
-    std::byte* y = bytes(dst_, context.arena);
+    const std::byte* x = src_.bytes(context);
+    std::byte* y = dst_.bytes(context);
     const int64_t n = dst_.type.elements();
     switch (src_.type.dtype) {
       case ir::DType::kFloat32:
@@ -293,8 +288,8 @@ class ErfKernel final : public Kernel {
  public:
   ErfKernel(TensorRef src, TensorRef dst) : src_(std::move(src)), dst_(std::move(dst)) {}
   void execute(const KernelContext& context) const override {
-    const float* x = src_.data(context.arena);
-    float* y = dst_.data(context.arena);
+    const float* x = src_.data(context);
+    float* y = dst_.data(context);
     const int64_t n = dst_.type.elements();
     for (int64_t i = 0; i < n; ++i) y[i] = std::erf(x[i]);
   }

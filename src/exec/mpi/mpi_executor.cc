@@ -49,8 +49,7 @@ class SendKernel final : public Kernel {
   void execute(const KernelContext& context) const override {
     for (size_t i = 0; i < messages_.size(); ++i) {
       const Message& m = messages_[i];
-      std::memcpy(staging_[i].data(), m.ref.data(context.arena),
-                  staging_[i].size() * sizeof(float));
+      std::memcpy(staging_[i].data(), m.ref.data(context), staging_[i].size() * sizeof(float));
       MPI_Request request;
       MPI_Isend(staging_[i].data(), int(staging_[i].size()), MPI_FLOAT, m.peer, int(index(m.value)),
                 MPI_COMM_WORLD, &request);
@@ -73,7 +72,7 @@ class ReceiveKernel final : public Kernel {
   void execute(const KernelContext& context) const override {
     for (const Message& m : messages_) {
       MPI_Request request;
-      MPI_Irecv(m.ref.data(context.arena), int(m.ref.type.elements()), MPI_FLOAT, m.peer,
+      MPI_Irecv(m.ref.data(context), int(m.ref.type.elements()), MPI_FLOAT, m.peer,
                 int(index(m.value)), MPI_COMM_WORLD, &request);
       const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
       for (int done = 0;;) {
