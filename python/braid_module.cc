@@ -160,6 +160,21 @@ class PySession {
     return buffers;
   }
   std::string summary() const { return session_->schedule_summary(); }
+  std::string device() const { return session_->device(); }
+  // The model's own description, with ONNX Runtime's ModelMetadata field names.
+  nb::dict metadata() const {
+    const models::ModelMetadata& m = session_->metadata();
+    nb::dict d, custom;
+    d["producer_name"] = m.producer_name;
+    d["graph_name"] = m.graph_name;
+    d["domain"] = m.domain;
+    d["description"] = m.description;
+    d["graph_description"] = m.graph_description;
+    d["version"] = m.version;
+    for (const auto& [key, value] : m.custom) custom[key.c_str()] = value;
+    d["custom_metadata_map"] = custom;
+    return d;
+  }
 
   // `inputs`: one C-contiguous array per model input, in order, of its dtype (the Python half
   // checks names, dtypes and shapes). They are read in place on the CPU: the list holds them
@@ -402,6 +417,8 @@ NB_MODULE(_braid, m) {
       .def_prop_ro("inputs", &PySession::inputs)
       .def_prop_ro("outputs", &PySession::outputs)
       .def_prop_ro("schedule_summary", &PySession::summary)
+      .def_prop_ro("device", &PySession::device)
+      .def("metadata", &PySession::metadata)
       .def("schedule_json", &PySession::schedule_json)
       .def("run", &PySession::run, "inputs"_a)
       .def("profile", &PySession::profile, "inputs"_a, "runs"_a)

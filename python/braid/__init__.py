@@ -13,6 +13,7 @@ What matches ONNX Runtime and what differs: docs/python.md.
 from __future__ import annotations
 
 import concurrent.futures
+import ctypes
 import json
 import os
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import numpy as np
 
 from . import _braid
 
-__all__ = ["InferenceSession", "NodeArg", "Server", "schedule", "validate", "bench", "BraidError",
+__all__ = ["InferenceSession", "NodeArg", "ModelMetadata", "IOBinding", "Server", "schedule", "validate", "bench", "BraidError",
            "InvalidArgument", "InvalidModel", "Unsupported", "InvalidSchedule", "NotFound"]
 
 
@@ -69,6 +70,43 @@ class NodeArg:
     name: str
     shape: list
     type: str  # ONNX Runtime's spelling: "tensor(float)", "tensor(int64)", "tensor(bool)"
+
+
+@dataclass(frozen=True)
+class ModelMetadata:
+    """What the model says about itself, as onnxruntime.ModelMetadata gives it (a zoo model's
+    producer is "braid" and its graph name the zoo name)."""
+    producer_name: str
+    graph_name: str
+    domain: str
+    description: str
+    graph_description: str
+    version: int
+    custom_metadata_map: dict
+
+
+# ONNX Runtime's execution providers braid stands in for, and the device each means.
+_PROVIDERS = ("CPUExecutionProvider", "CUDAExecutionProvider")
+
+
+def _device_of(providers, provider_options) -> str:
+    """The device an ONNX Runtime providers list asks for: its first entry (braid runs a whole
+    model on one device; ORT's later entries are fallbacks for ops the first cannot run)."""
+    if isinstance(providers, str):
+        providers = [providers]
+    providers = list(providers)
+    if not providers:
+        raise ValueError("providers is empty")
+    first = providers[0]
+    name, options = first if isinstance(first, (tuple, list)) else (first, None)
+    if options is None and provider_options:
+        options = provider_options[0]
+    if name not in _PROVIDERS:
+        raise ValueError(f"unknown provider '{name}' (braid stands in for "
+                         f"{', '.join(_PROVIDERS)})")
+    if name == "CPUExecutionProvider":
+        return "cpu"
+    return f"cuda:{int((options or {}).get('device_id', 0))}"
 
 
 def _options(scheduler="auto", device="cpu", threads=None, cost=None, schedule=None,
@@ -126,11 +164,22 @@ class InferenceSession:
     each lane to its CPUs, as `braid run` does; off by default)}. run() releases the GIL: several
     threads may run one session at once."""
 
-    def __init__(self, model, *, scheduler: str = "auto", device: str = "cpu",
-                 threads: int | None = None, cost: str | None = "cpu", schedule=None,
+    def __init__(self, model, sess_options=None, providers=None, provider_options=None, *,
+                 scheduler: str = "auto", device: str | None = None, threads: int | None = None,
+                 cost: str | None = "cpu", schedule=None,
                  options: Mapping[str, Any] | None = None):
+        if providers is not None:
+            wanted = _device_of(providers, provider_options)
+            if device is not None and device != wanted:
+                raise ValueError(f"device '{device}' and providers {list(providers)} disagree")
+            device = wanted
+        if sess_options is not None and threads is None:
+            # ONNX Runtime's SessionOptions (or any object with its attribute): its intra-op
+            # threads are each stream's OpenMP threads; 0 is ORT's "default".
+            threads = getattr(sess_options, "intra_op_num_threads", 0) or None
         self._session = _braid.Session(
-            _model_arg(model), _options(scheduler, device, threads, cost, schedule, options))
+            _model_arg(model),
+            _options(scheduler, device or "cpu", threads, cost, schedule, options))
         self._inputs = [NodeArg(n, list(s), _ONNX_TYPES[t]) for n, s, t in self._session.inputs]
         self._outputs = [NodeArg(n, list(s), _ONNX_TYPES[t]) for n, s, t in self._session.outputs]
         self._input_dtypes = [t for _, _, t in self._session.inputs]
@@ -140,6 +189,32 @@ class InferenceSession:
 
     def get_outputs(self) -> list[NodeArg]:
         return list(self._outputs)
+
+    def get_providers(self) -> list[str]:
+        """The ONNX Runtime provider that matches this session's device."""
+        return ["CPUExecutionProvider" if self._session.device == "cpu"
+                else "CUDAExecutionProvider"]
+
+    def get_provider_options(self) -> dict:
+        device = self._session.device
+        if device == "cpu":
+            return {"CPUExecutionProvider": {}}
+        return {"CUDAExecutionProvider": {"device_id": device.split(":")[1]}}
+
+    def get_modelmeta(self) -> ModelMetadata:
+        return ModelMetadata(**self._session.metadata())
+
+    def io_binding(self) -> "IOBinding":
+        return IOBinding(self)
+
+    def run_with_iobinding(self, iobinding: "IOBinding", run_options=None) -> None:
+        """Runs with the inputs bound to `iobinding` (read in place) and keeps its bound
+        outputs there (IOBinding.get_outputs / copy_outputs_to_cpu)."""
+        if run_options is not None:
+            raise NotImplementedError("run_options are not supported")
+        if iobinding._session is not self:
+            raise ValueError("the IOBinding belongs to another session")
+        iobinding._run()
 
     @property
     def schedule(self) -> dict:
@@ -187,6 +262,90 @@ class InferenceSession:
         return {a.name: (rng.integers(0, 2, a.shape).astype(_NUMPY_TYPES[t]) if t != "float32"
                          else rng.uniform(-1, 1, a.shape).astype(np.float32))
                 for a, t in zip(self._inputs, self._input_dtypes)}
+
+
+class IOBinding:
+    """ONNX Runtime's IOBinding on the CPU: inputs bound once and read in place by every
+    run_with_iobinding; outputs bound by name, optionally into a caller's buffer (a copy into it
+    after each run). Made by InferenceSession.io_binding()."""
+
+    def __init__(self, session: InferenceSession):
+        self._session = session
+        self._inputs: dict[str, np.ndarray] = {}
+        self._outputs: dict[str, np.ndarray | None] = {}  # name -> the caller's buffer, if any
+        self._results: list[np.ndarray] = []
+
+    def _check(self, name, args, what):
+        if name not in {a.name for a in args}:
+            raise ValueError(f"unknown {what} '{name}' (the model has "
+                             f"{', '.join(a.name for a in args)})")
+
+    @staticmethod
+    def _cpu_only(device_type, device_id):
+        if str(device_type).lower() != "cpu" or int(device_id) != 0:
+            raise NotImplementedError(f"braid binds CPU buffers only, not {device_type}:"
+                                      f"{device_id}")
+
+    @staticmethod
+    def _wrap(buffer_ptr, element_type, shape) -> np.ndarray:
+        """The caller's buffer at `buffer_ptr` as an array (no copy)."""
+        dtype = np.dtype(element_type)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        raw = (ctypes.c_char * nbytes).from_address(int(buffer_ptr))
+        return np.frombuffer(raw, dtype=dtype).reshape(shape)
+
+    def bind_cpu_input(self, name: str, arr_on_cpu) -> None:
+        self._check(name, self._session.get_inputs(), "input")
+        self._inputs[name] = np.asarray(arr_on_cpu)
+
+    def bind_input(self, name: str, device_type, device_id, element_type, shape,
+                   buffer_ptr) -> None:
+        self._cpu_only(device_type, device_id)
+        self._check(name, self._session.get_inputs(), "input")
+        self._inputs[name] = self._wrap(buffer_ptr, element_type, shape)
+
+    def bind_output(self, name: str, device_type="cpu", device_id=0, element_type=None,
+                    shape=None, buffer_ptr=None) -> None:
+        self._cpu_only(device_type, device_id)
+        self._check(name, self._session.get_outputs(), "output")
+        buffer = None
+        if buffer_ptr is not None:
+            arg = next(a for a in self._session.get_outputs() if a.name == name)
+            if element_type is None or shape is None or list(shape) != arg.shape:
+                raise ValueError(f"output '{name}': a buffer needs element_type and the "
+                                 f"output's shape {arg.shape}")
+            buffer = self._wrap(buffer_ptr, element_type, shape)
+        self._outputs[name] = buffer
+
+    def clear_binding_inputs(self) -> None:
+        self._inputs.clear()
+
+    def clear_binding_outputs(self) -> None:
+        self._outputs.clear()
+        self._results = []
+
+    def synchronize_inputs(self) -> None:
+        """Nothing to wait for on the CPU."""
+
+    def synchronize_outputs(self) -> None:
+        """Nothing to wait for on the CPU."""
+
+    def get_outputs(self) -> list[np.ndarray]:
+        """The bound outputs of the last run, in the order they were bound (arrays, where ONNX
+        Runtime gives OrtValues)."""
+        return list(self._results)
+
+    def copy_outputs_to_cpu(self) -> list[np.ndarray]:
+        return [r.copy() for r in self._results]
+
+    def _run(self) -> None:
+        names = list(self._outputs)
+        results = self._session.run(names, self._inputs)
+        for name, result in zip(names, results):
+            if self._outputs[name] is not None:
+                self._outputs[name][...] = result
+        self._results = [self._outputs[n] if self._outputs[n] is not None else r
+                         for n, r in zip(names, results)]
 
 
 def _feed_arrays(args: Sequence[NodeArg], dtypes: Sequence[str],

@@ -56,6 +56,7 @@ LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
         import_onnx_file(std::string(spec), {.batch = options.zoo.batch, .limits = options.limits});
     m.graph = std::move(imported.graph);
     m.weights = std::move(imported.weights);
+    m.metadata = std::move(imported.metadata);
     check_batch_applied(*m.graph, options.zoo.batch, options.batch_given, spec);
   } else {
     BRAID_CHECK(spec.find('/') == std::string_view::npos, ErrorCode::kNotFound, "'", spec,
@@ -64,6 +65,8 @@ LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
     m.graph = std::make_shared<const ir::Graph>(build_zoo_model(spec, options.zoo));
     ir::check_limits(*m.graph, options.limits);  // the ONNX importer checks its own graph
     if (options.with_weights) m.weights = ir::Weights::generate(*m.graph, options.seed);
+    m.metadata.producer_name = "braid";
+    m.metadata.graph_name = std::string(spec);
   }
   m.units = ir::fuse(m.graph);
   if (!options.name.empty())
@@ -82,6 +85,7 @@ LoadedModel load_onnx_bytes(std::string_view bytes, std::string_view name,
       import_onnx_bytes(bytes, name, {.batch = options.zoo.batch, .limits = options.limits});
   m.graph = std::move(imported.graph);
   m.weights = std::move(imported.weights);
+  m.metadata = std::move(imported.metadata);
   check_batch_applied(*m.graph, options.zoo.batch, options.batch_given, name);
   m.units = ir::fuse(m.graph);
   m.units.set_name(options.name.empty() ? std::string(name) : options.name);

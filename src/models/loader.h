@@ -15,6 +15,7 @@
 #include "ir/limits.h"
 #include "ir/unit_graph.h"
 #include "ir/weights.h"
+#include "models/onnx_import.h"
 #include "models/zoo.h"
 
 namespace braid::models {
@@ -41,6 +42,9 @@ struct LoadedModel {
   std::shared_ptr<const ir::Graph> graph;  // null for a weighted DAG
   ir::Weights weights;
   ir::UnitGraph units;
+  // An ONNX file's own description of itself; a zoo model's names its producer "braid" and its
+  // graph by the zoo name; empty for a weighted DAG.
+  ModelMetadata metadata;
 };
 
 // Throws braid::Error: kNotFound for an unknown zoo name or missing file, kInvalidModel /

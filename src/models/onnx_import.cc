@@ -802,7 +802,16 @@ ImportedModel import_model(onnx::ModelProto& model, std::string_view source,
   std::string name = model.graph().name();
   if (name.empty()) name = std::filesystem::path(std::string(source)).stem().string();
   if (name.empty()) name = "onnx";
-  return Importer(model, name, options).run();
+  ImportedModel imported = Importer(model, name, options).run();
+  ModelMetadata& meta = imported.metadata;
+  meta.producer_name = model.producer_name();
+  meta.domain = model.domain();
+  meta.description = model.doc_string();
+  meta.graph_name = model.graph().name();
+  meta.graph_description = model.graph().doc_string();
+  meta.version = model.model_version();
+  for (const auto& p : model.metadata_props()) meta.custom.emplace_back(p.key(), p.value());
+  return imported;
 }
 
 // Prefixes every import error with the file (or buffer) name, keeping its code.

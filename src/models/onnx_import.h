@@ -36,6 +36,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -67,9 +68,19 @@ struct SupportedOnnxOp {
 // Sorted by op type.
 std::vector<SupportedOnnxOp> supported_onnx_ops();
 
+// What a ModelProto says about itself, as ONNX Runtime's ModelMetadata reports it.
+struct ModelMetadata {
+  std::string producer_name, domain;
+  std::string description;  // the model's doc_string
+  std::string graph_name, graph_description;
+  int64_t version = 0;                                      // model_version
+  std::vector<std::pair<std::string, std::string>> custom;  // metadata_props, in file order
+};
+
 struct ImportedModel {
   std::shared_ptr<const ir::Graph> graph;
   ir::Weights weights;  // data for every parameter of `graph`
+  ModelMetadata metadata;
 };
 
 // Throws braid::Error: kNotFound (no such file), kInvalidModel (not ONNX, undefined value,

@@ -24,6 +24,7 @@ struct Session::Impl {
   std::vector<TensorInfo> inputs, outputs;
   sched::Schedule schedule;
   std::string summary;
+  std::string device;
   std::unique_ptr<exec::Executor> executor;
   std::unique_ptr<exec::PreparedModel> prepared;
 
@@ -129,6 +130,7 @@ std::shared_ptr<Session::Impl> build(models::LoadedModel model, const SessionOpt
   s->inputs = infos(*s->model.graph, s->model.graph->inputs());
   s->outputs = infos(*s->model.graph, s->model.graph->outputs());
   std::tie(s->schedule, s->summary) = schedule_for(*s, o);
+  s->device = o.device;
   s->executor = make_executor(o);
   const sched::ExecutionPlan plan = sched::lower(s->model.units, s->schedule);
   s->prepared = s->executor->prepare({s->model.graph, s->weights, &s->model.units, &plan});
@@ -187,6 +189,12 @@ const std::string& Session::schedule_summary() const {
 }
 const ir::UnitGraph& Session::units() const {
   return impl_->model.units;
+}
+const models::ModelMetadata& Session::metadata() const {
+  return impl_->model.metadata;
+}
+const std::string& Session::device() const {
+  return impl_->device;
 }
 
 namespace {

@@ -97,6 +97,8 @@ class Session {
   // auto: "WINNER (measured X.XXx over sequential; ...)"; otherwise the scheduler's name.
   const std::string& schedule_summary() const;
   const ir::UnitGraph& units() const;
+  const models::ModelMetadata& metadata() const;  // get_modelmeta()'s fields
+  const std::string& device() const;              // "cpu" or "cuda:N"
 
   // One inference: `inputs` one buffer per graph input in inputs() order. Throws
   // kInvalidArgument naming the input on a dtype or size mismatch.

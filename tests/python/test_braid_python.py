@@ -111,6 +111,68 @@ def test_a_model_from_bytes_and_by_output_name(exported):
     assert close(got, ref.run([out_name], inputs)[0])
 
 
+def test_modelmeta_providers_and_options_as_onnxruntime_gives_them(exported):
+    import onnx
+    model = onnx.load(str(exported["squeezenet"]))
+    model.producer_name, model.domain, model.doc_string = "tests", "ai.braid.test", "a model"
+    model.model_version = 7
+    model.graph.doc_string = "its graph"
+    onnx.helper.set_model_props(model, {"author": "braid", "braid.unit_hints": "[]"})
+    data = model.SerializeToString()
+    s = braid.InferenceSession(data, None, ["CPUExecutionProvider"], **FAST)
+    ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    got, want = s.get_modelmeta(), ref.get_modelmeta()
+    for field in ("producer_name", "graph_name", "domain", "description", "graph_description",
+                  "version", "custom_metadata_map"):
+        assert getattr(got, field) == getattr(want, field), field
+    assert s.get_providers() == ["CPUExecutionProvider"]
+    assert s.get_provider_options() == {"CPUExecutionProvider": {}}
+    zoo = braid.InferenceSession("squeezenet", options={"image_size": IMAGE}, **FAST)
+    assert (zoo.get_modelmeta().producer_name, zoo.get_modelmeta().graph_name) == \
+        ("braid", "squeezenet")
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    assert braid.InferenceSession(data, options, **FAST).get_providers() == \
+        ["CPUExecutionProvider"]
+    with pytest.raises(ValueError, match="unknown provider 'TensorrtExecutionProvider'"):
+        braid.InferenceSession(data, providers=["TensorrtExecutionProvider"], **FAST)
+    with pytest.raises(ValueError, match="disagree"):
+        braid.InferenceSession(data, providers=["CUDAExecutionProvider"], device="cpu", **FAST)
+
+
+def test_io_binding_reads_inputs_in_place_and_fills_output_buffers():
+    s = braid.InferenceSession("googlenet", options={"image_size": IMAGE}, **FAST)
+    name, out = s.get_inputs()[0].name, s.get_outputs()[0]
+    x = feed(s, 6)[name]
+    want = s.run(None, {name: x})[0].copy()
+    binding = s.io_binding()
+    binding.bind_cpu_input(name, x)
+    binding.bind_output(out.name)
+    s.run_with_iobinding(binding)
+    assert np.array_equal(binding.get_outputs()[0], want)
+    assert np.array_equal(binding.copy_outputs_to_cpu()[0], want)
+
+    # A raw input pointer and a caller's output buffer; the bound input changes in place.
+    y = np.zeros(out.shape, np.float32)
+    binding.clear_binding_inputs()
+    binding.clear_binding_outputs()
+    binding.bind_input(name, "cpu", 0, np.float32, x.shape, x.ctypes.data)
+    binding.bind_output(out.name, "cpu", 0, np.float32, out.shape, y.ctypes.data)
+    s.run_with_iobinding(binding)
+    assert np.array_equal(y, want)
+    x2 = feed(s, 7)[name]
+    x[...] = x2
+    s.run_with_iobinding(binding)
+    assert np.array_equal(y, s.run(None, {name: x2})[0])
+    assert binding.get_outputs()[0] is not None and not np.array_equal(y, want)
+
+    with pytest.raises(ValueError, match="unknown input 'nope'"):
+        binding.bind_cpu_input("nope", x)
+    with pytest.raises(NotImplementedError, match="CPU buffers only"):
+        binding.bind_output(out.name, "cuda", 0)
+
+
 def test_zoo_names_open_directly():
     s = braid.InferenceSession("squeezenet", options={"image_size": IMAGE}, **FAST)
     assert s.get_inputs()[0].shape == [1, 3, IMAGE, IMAGE]
