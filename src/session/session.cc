@@ -1,5 +1,6 @@
 #include "session/session.h"
 
+#include <cstring>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -229,6 +230,15 @@ void put_inputs(const Session::Impl& s, exec::Request& request,
         reinterpret_cast<uintptr_t>(in.bytes.data()) % alignof(float) == 0) {
       s.prepared->set_input(request, i, {reinterpret_cast<const float*>(in.bytes.data()), count});
       continue;
+    }
+    // set_input takes values as floats: int64 ones are exact to 2^24 only.
+    constexpr int64_t kExact = int64_t{1} << 24;
+    for (size_t k = 0; in.dtype == ir::DType::kInt64 && k < count; ++k) {
+      int64_t v;
+      std::memcpy(&v, in.bytes.data() + k * sizeof v, sizeof v);
+      BRAID_CHECK(v >= -kExact && v <= kExact, ErrorCode::kInvalidArgument, "input '",
+                  s.inputs[i].name, "': value ", v, " at element ", k,
+                  " is beyond ±2^24, which this device takes exactly only in place");
     }
     std::vector<float> values(count);
     ir::load_floats(in.dtype, in.bytes.data(), values);
