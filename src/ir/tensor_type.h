@@ -33,6 +33,10 @@ struct TensorType {
 
 std::string to_string(const TensorType&);
 
+// The largest integer magnitude a float holds exactly: int64 values carried as floats (the
+// executors' set_input, the runtime's tasks, the server's protocol) are refused beyond it.
+inline constexpr int64_t kMaxExactFloatInteger = int64_t{1} << 24;
+
 // Executors take and return graph inputs and outputs as float values; int64 and bool tensors
 // convert at that boundary (int64 exactly up to 2^24, bool as 0/1). `dst` / `src` hold
 // values.size() elements of `dtype`.

@@ -47,7 +47,7 @@ const DataTypeInfo& info(DataType t) {
 }
 
 // Integers beyond 2^24 do not survive the float values braid's executors carry.
-constexpr double kMaxExactFloatInteger = 16777216.0;
+constexpr auto kMaxExactFloatInteger = static_cast<double>(ir::kMaxExactFloatInteger);
 
 // IEEE binary16 <-> float (C++20 has no std::float16_t). Round to nearest even.
 float float_from_half(uint16_t h) {

@@ -232,11 +232,10 @@ void put_inputs(const Session::Impl& s, exec::Request& request,
       continue;
     }
     // set_input takes values as floats: int64 ones are exact to 2^24 only.
-    constexpr int64_t kExact = int64_t{1} << 24;
     for (size_t k = 0; in.dtype == ir::DType::kInt64 && k < count; ++k) {
       int64_t v;
       std::memcpy(&v, in.bytes.data() + k * sizeof v, sizeof v);
-      BRAID_CHECK(v >= -kExact && v <= kExact, ErrorCode::kInvalidArgument, "input '",
+      BRAID_CHECK(std::abs(v) <= ir::kMaxExactFloatInteger, ErrorCode::kInvalidArgument, "input '",
                   s.inputs[i].name, "': value ", v, " at element ", k,
                   " is beyond ±2^24, which this device takes exactly only in place");
     }

@@ -71,8 +71,8 @@ std::vector<std::vector<float>> read_inputs(const ir::Graph& graph,
       const std::vector<float> ids =
           a.dtype == npy::DType::kInt64 ? as_floats<int64_t>(a) : as_floats<int32_t>(a);
       for (float id : ids)  // floats hold integers below 2^24 exactly
-        BRAID_CHECK(std::abs(id) < 16777216.0f, ErrorCode::kInvalidArgument, "--input ", name,
-                    ": a value of ", path,
+        BRAID_CHECK(std::abs(id) < float(ir::kMaxExactFloatInteger), ErrorCode::kInvalidArgument,
+                    "--input ", name, ": a value of ", path,
                     " is 2^24 or beyond, which braid's executors cannot hold exactly");
       inputs[index] = ids;
     }

@@ -249,13 +249,48 @@ def test_inputs_in_any_layout_give_the_same_outputs():
     want = s.run(None, {name: x})[0].copy()
     wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), np.float32)
     wide[..., ::2] = x
-    raw = np.zeros(x.nbytes + 1, np.uint8)
-    misaligned = np.frombuffer(raw.data[1:], dtype=np.float32).reshape(x.shape)
-    assert not misaligned.flags.aligned
-    misaligned[...] = x
     for what, given in [("fortran", np.asfortranarray(x)), ("strided", wide[..., ::2]),
-                        ("misaligned", misaligned)]:
+                        ("misaligned", misaligned_copy(x))]:
         assert np.array_equal(s.run(None, {name: given})[0], want), what
+
+
+def misaligned_copy(x):
+    raw = np.zeros(x.nbytes + 1, np.uint8)
+    y = np.frombuffer(raw.data[1:], dtype=x.dtype).reshape(x.shape)
+    y[...] = x
+    assert not y.flags.aligned
+    return y
+
+
+def test_int64_inputs_in_place_are_exact_and_copies_are_checked():
+    """int64 inputs read in place are the arrays' own values, as ONNX Runtime reads them: Equal
+    tells 2^25 + 1 from 2^25. A misaligned array is copied through the executors' float
+    interface, which holds integers exactly to 2^24 only: within it the outputs are the same,
+    beyond it the input is refused by name."""
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("Equal", ["a", "b"], ["eq"]),
+         helper.make_node("Cast", ["eq"], ["same"], to=TensorProto.FLOAT)], "ids",
+        [helper.make_tensor_value_info(n, TensorProto.INT64, [1, 8]) for n in ("a", "b")],
+        [helper.make_tensor_value_info("same", TensorProto.FLOAT, [1, 8])])
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]) \
+        .SerializeToString()
+    s = braid.InferenceSession(data, **FAST)
+    ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    a = np.arange(8, dtype=np.int64).reshape(1, 8)
+    b = a.copy()
+    b[0, 1] = 5
+    a[0, 0], b[0, 0] = 2 ** 25 + 1, 2 ** 25
+    got = s.run(None, {"a": a, "b": b})[0]
+    assert np.array_equal(got, ref.run(None, {"a": a, "b": b})[0])
+    assert list(got[0, :2]) == [0, 0]
+    small = {"a": a % 100, "b": b % 100}
+    want = ref.run(None, small)[0]
+    assert np.array_equal(s.run(None, {"a": misaligned_copy(small["a"]), "b": small["b"]})[0],
+                          want)
+    with pytest.raises(braid.InvalidArgument, match="input 'a': value 33554433 at element 0"):
+        s.run(None, {"a": misaligned_copy(a), "b": b})
 
 
 def test_schedules_round_trip_as_data(tmp_path):
