@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "sim/engine.h"
+#include "sim/kernels.h"
 
 namespace braid::sim {
 namespace {
@@ -83,7 +84,7 @@ Calibration parse_calibration(const nlohmann::json& j) {
 CalibrationFit calibrate(const DeviceSpec& spec, const Calibration& measured) {
   CalibrationFit fit{.host = spec.host};
   // An empty kernel's own duration in the model: the chain series time it besides the launch.
-  const double block = spec.kernel_model.block_latency_us;
+  const double block = idle_kernel_us(empty_kernel(), spec);
   struct Target {
     const char* kind;
     const char* constant;
@@ -113,7 +114,7 @@ CalibrationFit calibrate(const DeviceSpec& spec, const Calibration& measured) {
     }
     s.problem = t.less_block ? fmt::format(
                                    "slope {:.3g} us per kernel is not above the model's {:.3g} us "
-                                   "empty-block latency, so {} would be {:.3g} us",
+                                   "empty-kernel duration, so {} would be {:.3g} us",
                                    l.slope, block, t.constant, s.value)
                              : fmt::format("slope {:.3g} us per count would make {} {:.3g} us",
                                            l.slope, t.constant, s.value);

@@ -16,8 +16,8 @@
 //                               timed from its end to the last end  slope = kernel_latency_us + B
 //   event_records              n event records, host time            slope = event_record_us
 //   event_waits                n stream waits on a recorded event    slope = event_wait_us
-// where B = the device's kernel_model.block_latency_us, an empty kernel's own duration in the
-// model.
+// where B = an empty kernel's own duration in the model (idle_kernel_us): 0, since a block
+// without work has no block latency, so the chains measure the launch latencies themselves.
 #pragma once
 
 #include <map>

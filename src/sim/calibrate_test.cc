@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "base/error.h"
 #include "sim/kernels.h"
 
@@ -32,10 +34,9 @@ TEST(Calibrate, RecoversTheConstantsTheMeasurementsCameFrom) {
 // `calibrate --measure` printed on an H100). Each degenerate series is refused by name.
 TEST(Calibrate, RefusesAFitThatGivesAZeroOrNegativeConstant) {
   const DeviceSpec stock = load_device("v100");
-  const double block = stock.kernel_model.block_latency_us;
   Calibration measured = simulate_calibration(stock, {4, 8, 16, 32, 64});
-  // graph_chain: each kernel adds less than the model's empty-block latency.
-  const double slope = block - 1.4;
+  // graph_chain: each kernel takes time away (an empty kernel lasts 0 in the model).
+  const double slope = -1.4;
   for (size_t i = 0; i < measured["graph_chain"].counts.size(); ++i)
     measured["graph_chain"].total_us[i] = 5 + slope * measured["graph_chain"].counts[i];
   // event_waits: flat, a zero slope.
@@ -59,6 +60,23 @@ TEST(Calibrate, RefusesAFitThatGivesAZeroOrNegativeConstant) {
     EXPECT_NE(what.find("event_waits: slope"), std::string::npos) << what;
     EXPECT_EQ(what.find("queued_chain"), std::string::npos) << what;
   }
+}
+
+// The H100's own series (braid calibrate --measure cuda:0, 2026-11-24) fit with every constant
+// positive, and devices/h100.json's host block is that fit. They were refused while an empty
+// kernel paid a working block's 2.2 us latency: a replayed chain cost 0.956 us per kernel.
+TEST(Calibrate, TheH100sMeasuredSeriesFitTheDeviceFile) {
+  const DeviceSpec h100 = load_device("h100");
+  std::ifstream f(devices_dir() / "measured" / "h100_2026-11-24" / "calibration.json");
+  ASSERT_TRUE(f.good());
+  const CalibrationFit fit = calibrate(h100, parse_calibration(nlohmann::json::parse(f)));
+  EXPECT_EQ(fit.refusal(), "");
+  EXPECT_EQ(fit.series.size(), 5u);
+  EXPECT_NEAR(fit.host.graph_launch_us, h100.host.graph_launch_us, 0.001);
+  EXPECT_NEAR(fit.host.kernel_latency_us, h100.host.kernel_latency_us, 0.001);
+  EXPECT_NEAR(fit.host.launch_us, h100.host.launch_us, 0.001);
+  EXPECT_NEAR(fit.host.event_record_us, h100.host.event_record_us, 0.001);
+  EXPECT_NEAR(fit.host.event_wait_us, h100.host.event_wait_us, 0.001);
 }
 
 TEST(Calibrate, AGoodFitIsUsable) {

@@ -55,7 +55,8 @@ struct KernelModel {
   std::vector<GemmTileSpec> gemm_tiles;  // empty: the built-in CUTLASS-like table
   std::vector<int> split_k;              // empty: 1, 2, 4
   int elements_per_thread = 4;           // element-wise kernels (256-thread blocks)
-  // A block's fixed latency besides its work (start-up, address set-up, epilogue, drain).
+  // A block's fixed latency besides its work (start-up, address set-up, epilogue, drain); a
+  // block without work has none.
   double block_latency_us = 3;
   // Host time of one cuDNN/cuBLAS call, eager, in place of launch_us (0: launch_us). The
   // library's descriptor checks and heuristics run on every call.

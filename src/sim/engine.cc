@@ -560,8 +560,11 @@ class Engine {
           const double bytes = k.dram_bytes + miss * (k.uncached_bytes - k.dram_bytes);
           if (bytes > 0) c.rate = std::min(c.rate, bandwidth_[b] * global / bytes);
           // The block's fixed latency (prologue, epilogue, drain) overlaps other blocks' work.
+          // A block without work has none (it ends as it starts; its kernel's cost is the
+          // launch latency): the H100's replayed chain of empty kernels took 0.956 us per
+          // kernel, launch included, under the 2.2 us latency of a working block.
           const double latency = spec.kernel_model.block_latency_us;
-          c.rate = c.rate < kInfinity ? 1 / (latency + 1 / c.rate) : 1 / latency;
+          if (c.rate < kInfinity) c.rate = 1 / (latency + 1 / c.rate);
           ++b;
         }
       bandwidth_.clear();
@@ -569,10 +572,11 @@ class Engine {
   }
 
   void advance(double dt) {
-    if (dt <= 0) return;
+    dt = std::max(dt, 0.0);
     for (DeviceState& d : devices_)
       for (Group& g : d.groups)
-        for (Cohort& c : g.cohorts) c.done = std::min(1.0, c.done + c.rate * dt);
+        for (Cohort& c : g.cohorts)  // cohorts without work (an infinite rate) end at once
+          c.done = c.rate == kInfinity ? 1.0 : std::min(1.0, c.done + c.rate * dt);
   }
 
   void sample_occupancy() {

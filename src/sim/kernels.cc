@@ -337,6 +337,7 @@ double idle_kernel_us(const Kernel& k, const DeviceSpec& spec) {
                spec.dram_bytes_per_s() / active_sms);
   const double block_s =
       std::max(k.flops * per_sm / sm_flops, k.dram_bytes * per_sm / sm_bandwidth);
+  if (block_s == 0) return 0;  // no work: no block latency either (the engine's rule)
   const int64_t waves = ceil_div(k.blocks, per_sm * spec.sms);
   return waves * (block_s * 1e6 + spec.kernel_model.block_latency_us);
 }

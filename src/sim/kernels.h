@@ -80,8 +80,9 @@ struct SmModel {
   // One SM may draw this many times its even share (DRAM bandwidth / SMs) when others idle.
   static constexpr double kSmBandwidthShare = 3;
   // A block's fixed latency besides its work (start-up, address set-up, epilogue, drain):
-  // it holds the block's resources but not the SM's issue slots or bandwidth. The default of
-  // KernelModel::block_latency_us; a device file may fit its own.
+  // it holds the block's resources but not the SM's issue slots or bandwidth. A block with no
+  // work at all (an empty kernel) has none. The default of KernelModel::block_latency_us; a
+  // device file may fit its own.
   static constexpr double kBlockLatencyUs = 3;
   // Blocks of two or more different GEMM kernels on one SM contend for its L1, shared-memory
   // bandwidth and register-file ports (Opara's compute-compute interference, opara.txt §3.3):
