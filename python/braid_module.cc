@@ -29,16 +29,13 @@ using namespace nb::literals;
 namespace braid::python {
 namespace {
 
-std::string dtype_name(ir::DType t) {
-  switch (t) {
-    case ir::DType::kFloat32:
-      return "float32";
-    case ir::DType::kInt64:
-      return "int64";
-    case ir::DType::kBool:
-      return "bool";
-  }
-  return "?";
+// Model inputs or outputs as (name, shape, dtype) tuples, the dtype as NumPy names it.
+using Described = std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>>;
+Described describe(const std::vector<session::TensorInfo>& infos) {
+  Described out;
+  for (const session::TensorInfo& t : infos)
+    out.emplace_back(t.name, t.shape, std::string(ir::to_string(t.dtype)));
+  return out;
 }
 
 struct Options {
@@ -115,13 +112,6 @@ class PySession {
   }
 
   std::string name() const { return session_->name(); }
-  static std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>> describe(
-      const std::vector<session::TensorInfo>& infos) {
-    std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>> out;
-    for (const session::TensorInfo& t : infos)
-      out.emplace_back(t.name, t.shape, dtype_name(t.dtype));
-    return out;
-  }
   auto inputs() const { return describe(session_->inputs()); }
   auto outputs() const { return describe(session_->outputs()); }
   std::string schedule_json() const { return session_->schedule_json().dump(); }
@@ -298,12 +288,9 @@ class PyServer {
       names.push_back(runner_->models().model(m).name);
     return names;
   }
-  std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>> inputs(size_t m) const {
+  Described inputs(size_t m) const {
     const ir::Graph& g = *runner_->models().model(m).loaded.graph;
-    std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>> out;
-    for (ValueId v : g.inputs())
-      out.emplace_back(g.value(v).name, g.value(v).type.shape, dtype_name(g.value(v).type.dtype));
-    return out;
+    return describe(session::tensor_infos(g, g.inputs()));
   }
 
   // "accepted", "queue full" or "closed". `done(status, outputs, error, queue_us, run_us)` is
@@ -312,12 +299,19 @@ class PyServer {
                      nb::object done) {
     BRAID_CHECK(model < runner_->models().size(), ErrorCode::kInvalidArgument, "model ", model);
     runtime::Submission task{.model = uint32_t(model), .timeout_us = timeout_us};
-    // A queued task outlives the call: its inputs are copied (as the runtime's floats).
-    for (const Array& a : inputs) {
-      std::vector<float>& values = task.inputs.emplace_back(a.size());
-      ir::load_floats(dtype_of(a), static_cast<const std::byte*>(a.data()), values);
-    }
     const ir::Graph& g = *runner_->models().model(model).loaded.graph;
+    // A queued task outlives the call: its inputs are copied (as the runtime's floats).
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const auto* data = static_cast<const std::byte*>(inputs[i].data());
+      const ir::DType dtype = dtype_of(inputs[i]);
+      if (dtype == ir::DType::kInt64)
+        if (const auto inexact = ir::first_inexact_int64(data, inputs[i].size()))
+          BRAID_THROW(ErrorCode::kInvalidArgument, "input '", g.value(g.inputs()[i]).name,
+                      "': value ", inexact->second, " at element ", inexact->first,
+                      " is beyond ±2^24, which the runtime's float tasks do not hold exactly");
+      std::vector<float>& values = task.inputs.emplace_back(inputs[i].size());
+      ir::load_floats(dtype, data, values);
+    }
     std::vector<std::vector<size_t>> shapes;
     std::vector<ir::DType> dtypes;
     for (ValueId v : g.outputs()) {

@@ -453,10 +453,6 @@ class Server:
         closed."""
         args, dtypes = self._model(model)
         arrays = _feed_arrays(args, dtypes, input_feed)
-        for arg, x in zip(args, arrays):  # a queued task's inputs are copied as floats
-            if x.dtype == np.int64 and x.size and int(np.abs(x).max()) > 2 ** 24:
-                raise ValueError(f"input '{arg.name}': values beyond ±2^24 are not exact in "
-                                 f"the runtime's float tasks")
         future: concurrent.futures.Future = concurrent.futures.Future()
         future.set_running_or_notify_cancel()
 

@@ -8,18 +8,24 @@ namespace braid::ir {
 
 std::string_view to_string(DType t) {
   switch (t) {
-    case DType::kFloat32: return "float32";
-    case DType::kInt64: return "int64";
-    case DType::kBool: return "bool";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kBool:
+      return "bool";
   }
   return "?";
 }
 
 int64_t size_of(DType t) {
   switch (t) {
-    case DType::kFloat32: return 4;
-    case DType::kInt64: return 8;
-    case DType::kBool: return 1;
+    case DType::kFloat32:
+      return 4;
+    case DType::kInt64:
+      return 8;
+    case DType::kBool:
+      return 1;
   }
   return 0;
 }
@@ -57,6 +63,15 @@ void load_floats(DType dtype, const std::byte* src, std::span<float> values) {
       for (size_t i = 0; i < values.size(); ++i) values[i] = src[i] != std::byte{0} ? 1.0f : 0.0f;
       return;
   }
+}
+
+std::optional<std::pair<size_t, int64_t>> first_inexact_int64(const std::byte* src, size_t count) {
+  for (size_t k = 0; k < count; ++k) {
+    int64_t v;
+    std::memcpy(&v, src + k * sizeof v, sizeof v);
+    if (v < -kMaxExactFloatInteger || v > kMaxExactFloatInteger) return std::pair{k, v};
+  }
+  return std::nullopt;
 }
 
 int64_t num_elements(const Shape& s) {

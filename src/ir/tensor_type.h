@@ -4,8 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace braid::ir {
@@ -36,6 +38,9 @@ std::string to_string(const TensorType&);
 // The largest integer magnitude a float holds exactly: int64 values carried as floats (the
 // executors' set_input, the runtime's tasks, the server's protocol) are refused beyond it.
 inline constexpr int64_t kMaxExactFloatInteger = int64_t{1} << 24;
+// The first of `count` int64 values at `src` beyond ±kMaxExactFloatInteger (its index and
+// value), if any: what load_floats would round.
+std::optional<std::pair<size_t, int64_t>> first_inexact_int64(const std::byte* src, size_t count);
 
 // Executors take and return graph inputs and outputs as float values; int64 and bool tensors
 // convert at that boundary (int64 exactly up to 2^24, bool as 0/1). `dst` / `src` hold

@@ -1,6 +1,5 @@
 #include "session/session.h"
 
-#include <cstring>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -62,15 +61,6 @@ struct Outputs::Lease {
 
 namespace {
 
-std::vector<TensorInfo> infos(const ir::Graph& g, std::span<const ValueId> values) {
-  std::vector<TensorInfo> out;
-  for (ValueId v : values) {
-    const ir::Value& value = g.value(v);
-    out.push_back({value.name, value.type.shape, value.type.dtype});
-  }
-  return out;
-}
-
 std::unique_ptr<exec::Executor> make_executor(const SessionOptions& o) {
   if (o.device == "cpu")
     return exec::make_cpu_executor(
@@ -128,8 +118,8 @@ std::shared_ptr<Session::Impl> build(models::LoadedModel model, const SessionOpt
   s->model = std::move(model);
   s->name = s->model.units.name();
   s->weights = std::make_shared<const ir::Weights>(std::move(s->model.weights));
-  s->inputs = infos(*s->model.graph, s->model.graph->inputs());
-  s->outputs = infos(*s->model.graph, s->model.graph->outputs());
+  s->inputs = tensor_infos(*s->model.graph, s->model.graph->inputs());
+  s->outputs = tensor_infos(*s->model.graph, s->model.graph->outputs());
   std::tie(s->schedule, s->summary) = schedule_for(*s, o);
   s->device = o.device;
   s->executor = make_executor(o);
@@ -139,6 +129,15 @@ std::shared_ptr<Session::Impl> build(models::LoadedModel model, const SessionOpt
 }
 
 }  // namespace
+
+std::vector<TensorInfo> tensor_infos(const ir::Graph& g, std::span<const ValueId> values) {
+  std::vector<TensorInfo> out;
+  for (ValueId v : values) {
+    const ir::Value& value = g.value(v);
+    out.push_back({value.name, value.type.shape, value.type.dtype});
+  }
+  return out;
+}
 
 tune::CostSpec cost_spec(const SessionOptions& o) {
   tune::CostSpec spec{.name = !o.cost.empty() ? o.cost : (o.device == "cpu" ? "cpu" : o.device)};
@@ -232,13 +231,11 @@ void put_inputs(const Session::Impl& s, exec::Request& request,
       continue;
     }
     // set_input takes values as floats: int64 ones are exact to 2^24 only.
-    for (size_t k = 0; in.dtype == ir::DType::kInt64 && k < count; ++k) {
-      int64_t v;
-      std::memcpy(&v, in.bytes.data() + k * sizeof v, sizeof v);
-      BRAID_CHECK(std::abs(v) <= ir::kMaxExactFloatInteger, ErrorCode::kInvalidArgument, "input '",
-                  s.inputs[i].name, "': value ", v, " at element ", k,
-                  " is beyond ±2^24, which this device takes exactly only in place");
-    }
+    if (in.dtype == ir::DType::kInt64)
+      if (const auto inexact = ir::first_inexact_int64(in.bytes.data(), count))
+        BRAID_THROW(ErrorCode::kInvalidArgument, "input '", s.inputs[i].name, "': value ",
+                    inexact->second, " at element ", inexact->first,
+                    " is beyond ±2^24, which this device takes exactly only in place");
     std::vector<float> values(count);
     ir::load_floats(in.dtype, in.bytes.data(), values);
     s.prepared->set_input(request, i, values);
@@ -305,22 +302,19 @@ Outputs Session::run(std::span<const std::span<const float>> inputs) const {
   const Impl& s = *impl_;
   BRAID_CHECK(inputs.size() == s.inputs.size(), ErrorCode::kInvalidArgument, "model '", s.name,
               "' takes ", s.inputs.size(), " inputs, got ", inputs.size());
+  // Sizes are checked once, by the buffer run (check_inputs).
   std::vector<InputBuffer> buffers;
   std::vector<std::vector<std::byte>> converted;  // int64 and bool inputs
   converted.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorInfo& want = s.inputs[i];
-    const int64_t elements = ir::num_elements(want.shape);
-    BRAID_CHECK(int64_t(inputs[i].size()) == elements, ErrorCode::kInvalidArgument, "input '",
-                want.name, "': ", inputs[i].size(), " elements, its shape ",
-                ir::to_string(want.shape), " holds ", elements);
-    if (want.dtype == ir::DType::kFloat32) {
-      buffers.push_back({want.dtype, std::as_bytes(inputs[i])});
+    const ir::DType dtype = s.inputs[i].dtype;
+    if (dtype == ir::DType::kFloat32) {
+      buffers.push_back({dtype, std::as_bytes(inputs[i])});
       continue;
     }
-    std::vector<std::byte>& bytes = converted.emplace_back(elements * ir::size_of(want.dtype));
-    ir::store_floats(want.dtype, inputs[i], bytes.data());
-    buffers.push_back({want.dtype, bytes});
+    std::vector<std::byte>& bytes = converted.emplace_back(inputs[i].size() * ir::size_of(dtype));
+    ir::store_floats(dtype, inputs[i], bytes.data());
+    buffers.push_back({dtype, bytes});
   }
   return run(buffers);
 }

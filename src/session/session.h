@@ -140,6 +140,9 @@ class Outputs {
   friend class Session;
 };
 
+// The name, shape and dtype of each of `values` (graph inputs or outputs), as inputs() gives them.
+std::vector<TensorInfo> tensor_infos(const ir::Graph& graph, std::span<const ValueId> values);
+
 // The cost model a session schedules under: options.cost, or by default the measured CPU on the
 // CPU and the GPU itself on cuda:N, profiled with the session's threads per stream.
 tune::CostSpec cost_spec(const SessionOptions& options);

@@ -262,7 +262,7 @@ def misaligned_copy(x):
     return y
 
 
-def test_int64_inputs_in_place_are_exact_and_copies_are_checked():
+def test_int64_inputs_in_place_are_exact_and_copies_are_checked(tmp_path):
     """int64 inputs read in place are the arrays' own values, as ONNX Runtime reads them: Equal
     tells 2^25 + 1 from 2^25. A misaligned array is copied through the executors' float
     interface, which holds integers exactly to 2^24 only: within it the outputs are the same,
@@ -291,6 +291,13 @@ def test_int64_inputs_in_place_are_exact_and_copies_are_checked():
                           want)
     with pytest.raises(braid.InvalidArgument, match="input 'a': value 33554433 at element 0"):
         s.run(None, {"a": misaligned_copy(a), "b": b})
+    # braid.Server's queued tasks hold floats: the same value is refused at submit.
+    path = tmp_path / "ids.onnx"
+    path.write_bytes(data)
+    with braid.Server([str(path)]) as server:
+        with pytest.raises(braid.InvalidArgument, match="input 'a': value 33554433 at element 0"):
+            server.submit("ids", {"a": a, "b": b})
+        assert np.array_equal(server.submit("ids", small).result(timeout=60)[0], want)
 
 
 def test_schedules_round_trip_as_data(tmp_path):
