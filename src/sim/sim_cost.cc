@@ -19,11 +19,11 @@ std::string stage_key(std::span<const std::vector<UnitId>> groups, char kind) {
 
 }  // namespace
 
-SimCostModel::SimCostModel(const ir::UnitGraph& units, DeviceSpec spec, bool graph_replay)
+SimCostModel::SimCostModel(const ir::UnitGraph& units, DeviceSpec spec, SimCostOptions options)
     : CostModel(units),
       spec_(std::move(spec)),
-      name_("sim:" + spec_.name),
-      graph_replay_(graph_replay),
+      name_("sim:" + spec_.name + (options.graph_replay ? "" : " eager")),
+      graph_replay_(options.graph_replay),
       kernels_(units, spec_) {
   unit_latency_.reserve(units.num_units());
   for (size_t u = 0; u < units.num_units(); ++u) {
@@ -32,9 +32,13 @@ SimCostModel::SimCostModel(const ir::UnitGraph& units, DeviceSpec spec, bool gra
   }
 }
 
+Micros SimCostModel::run_time(const Program& p) const {
+  const double t = simulate(p, std::span(&spec_, 1), {.graph_replay = graph_replay_}).makespan_us;
+  return Micros(graph_replay_ ? std::max(0.0, t - spec_.host.launch_us) : t);
+}
+
 Micros SimCostModel::simulate_stage(std::span<const std::vector<UnitId>> groups) const {
-  const Program p = stage_program(kernels_, groups);
-  return Micros(simulate(p, std::span(&spec_, 1), {.graph_replay = graph_replay_}).makespan_us);
+  return run_time(stage_program(kernels_, groups));
 }
 
 Micros SimCostModel::unit_latency(UnitId unit) const {
@@ -64,12 +68,13 @@ Micros SimCostModel::stage_lower_bound(std::span<const std::vector<UnitId>> grou
     for (UnitId u : group) sum += unit_latency_[index(u)];
     slowest = std::max(slowest, sum);
   }
-  // Launch costs are serialized on the host: the stage cannot end before its last launch.
+  // Launches are serialized, on the host or (replayed) on the device's front end: the stage
+  // cannot end before its last launch.
   size_t launches = 0;
   for (const auto& group : groups)
     for (UnitId u : group) launches += kernels_.of(u).size();
-  const double host = graph_replay_ ? spec_.host.launch_us : launches * spec_.host.launch_us;
-  return std::max(slowest, Micros(host));
+  const double each = graph_replay_ ? spec_.host.graph_launch_us : spec_.host.launch_us;
+  return std::max(slowest, Micros(launches * each));
 }
 
 Micros SimCostModel::merge_latency(std::span<const UnitId> units) const {
@@ -80,8 +85,7 @@ Micros SimCostModel::merge_latency(std::span<const UnitId> units) const {
     std::lock_guard lock(mutex_);
     if (auto it = stages_.find(key); it != stages_.end()) return it->second;
   }
-  const Program p = merge_program(kernels_, units);
-  const Micros t(simulate(p, std::span(&spec_, 1), {.graph_replay = graph_replay_}).makespan_us);
+  const Micros t = run_time(merge_program(kernels_, units));
   count_measurement();
   std::lock_guard lock(mutex_);
   stages_.emplace(key, t);

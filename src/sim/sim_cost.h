@@ -3,11 +3,14 @@
 // of CPU time per stage instead of a profiling run.
 //
 //   sim::SimCostModel v100(units, sim::load_device("v100"));
-//   Micros t = v100.stage_latency(groups);   // groups launched on streams 0..n-1, eager
+//   Micros t = v100.stage_latency(groups);   // groups on streams 0..n-1, inside a CUDA Graph
 //
-// A stage's latency runs from the first launch on an idle device to the last kernel's end:
-// host launch costs, occupancy, SM and bandwidth sharing and L2 contention included. Answers
-// are cached per stage (in memory). Transfers between devices take the device's first link.
+// A stage's latency runs from its first launch on an idle device to its last kernel's end:
+// launch costs, occupancy, SM and bandwidth sharing and L2 contention included. A stage is
+// priced the way the plan will run (SimCostOptions): inside the plan's CUDA Graph by default,
+// as braid runs GPU plans, where the host's one graph launch belongs to the whole plan and
+// not to any stage; or eagerly, every kernel a host launch (`--eager`). Answers are cached
+// per stage (in memory). Transfers between devices take the device's first link.
 #pragma once
 
 #include <mutex>
@@ -19,9 +22,16 @@
 
 namespace braid::sim {
 
+struct SimCostOptions {
+  // The plan is captured once and replayed (braid's default on GPUs); false: the host launches
+  // every kernel (`--eager`), and a stage pays each launch's host cost.
+  bool graph_replay = true;
+};
+
 class SimCostModel final : public cost::CostModel {
  public:
-  SimCostModel(const ir::UnitGraph& units, DeviceSpec spec, bool graph_replay = false);
+  // Named "sim:NAME", or "sim:NAME eager" when pricing eager launches.
+  SimCostModel(const ir::UnitGraph& units, DeviceSpec spec, SimCostOptions options = {});
 
   std::string_view name() const override { return name_; }
   Micros unit_latency(UnitId unit) const override;
@@ -34,6 +44,8 @@ class SimCostModel final : public cost::CostModel {
 
  private:
   Micros simulate_stage(std::span<const std::vector<UnitId>> groups) const;
+  // The program's makespan, less the graph launch the whole plan pays once.
+  Micros run_time(const Program& p) const;
 
   DeviceSpec spec_;
   std::string name_;

@@ -171,7 +171,8 @@ int default_auto_rounds(const std::string& device) {
 }
 
 int default_auto_max_measured(const std::string& device) {
-  return cuda_device(device) ? static_cast<int>(std::size(kCandidates)) : 4;
+  const bool gpu = cuda_device(device) || sim_device(device);
+  return gpu ? static_cast<int>(std::size(kCandidates)) : 4;
 }
 
 int default_auto_warmup(const std::string& device) {

@@ -60,7 +60,8 @@ int default_auto_warmup(const std::string& device);
 // Candidates auto runs on `device`, sequential included (AutoOptions::max_measured): every
 // distinct one on a GPU, where a round of replays costs milliseconds and the measured costs put
 // five schedulers ahead of ios on tv_inception_v3, where ios ran fastest on an H100
-// (docs/gpu.md); the best predicted four elsewhere.
+// (docs/gpu.md), and on a simulated one, where a run is a millisecond of simulation; the best
+// predicted four on the CPU.
 int default_auto_max_measured(const std::string& device);
 
 struct AutoCandidate {

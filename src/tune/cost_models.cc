@@ -48,7 +48,8 @@ std::unique_ptr<cost::CostModel> make_base(const CostSpec& spec, const ir::UnitG
                                                   profile::GpuProfilerOptions{.device = device});
   }
   if (name.starts_with("sim:"))
-    return std::make_unique<sim::SimCostModel>(units, sim::load_device(name.substr(4)));
+    return std::make_unique<sim::SimCostModel>(units, sim::load_device(name.substr(4)),
+                                               sim::SimCostOptions{.graph_replay = !spec.eager});
   BRAID_THROW(ErrorCode::kInvalidArgument, "unknown cost model '", name,
               "' (known: ", known_names(), ")");
 }

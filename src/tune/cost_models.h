@@ -26,6 +26,9 @@ struct CostSpec {
   std::string name;                 // empty: dag for a weighted DAG, cpu otherwise
   std::string transfers;            // braid.transfers/1 file: its link prices every transfer
   profile::CpuProfilerOptions cpu;  // for cpu
+  // sim:NAME prices every kernel as a host launch, for plans run with --eager; by default it
+  // prices them inside the plan's CUDA Graph, as braid runs on GPUs (cuda:N always does).
+  bool eager = false;
 };
 
 // The names, in the order of the list above (cuda:N and sim:NAME as patterns).

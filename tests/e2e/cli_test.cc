@@ -166,6 +166,13 @@ TEST(Cli, SimulatedGpuRunScheduleAndBench) {
   nlohmann::json s = nlohmann::json::parse(sched.out);
   EXPECT_EQ(s["cost"], "sim:v100");
   EXPECT_GT(s["predicted_ms"].get<double>(), 0);
+  // --eager prices every kernel as a host launch: the plan is predicted slower than replayed.
+  auto eager_sched =
+      run_command(cli() + " schedule squeezenet --algo ios --cost sim:v100 --eager --json");
+  ASSERT_EQ(eager_sched.exit_code, 0) << eager_sched.err;
+  nlohmann::json es = nlohmann::json::parse(eager_sched.out);
+  EXPECT_EQ(es["cost"], "sim:v100 eager");
+  EXPECT_GT(es["predicted_ms"].get<double>(), s["predicted_ms"].get<double>());
 
   const auto trace = (testing::scratch_dir() / "sim_trace.json").string();
   auto run =

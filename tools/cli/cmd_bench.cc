@@ -103,6 +103,7 @@ void add_bench_command(CLI::App& app) {
     }
     // A CUDA Graph replay is the default wherever there is a GPU, real or simulated.
     if ((simulated || cuda_device(measure.device)) && !eager) measure.graph_replay = true;
+    cost_flags.eager = eager;  // sim:NAME prices the plans as they will run
     apply_device_set(cost_flags.name, options);
     apply_device_set(measure.device, options);
     if (simulated) measure.iters = 1, measure.warmup = 0;  // deterministic

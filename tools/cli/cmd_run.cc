@@ -132,6 +132,7 @@ void add_run_command(CLI::App& app) {
       Progress progress(fmt::format("scheduling {} with {}", m.units.name(), algo));
       cost_flags.cpu.threads_per_stream = exec_options.threads_per_stream;
       cost_flags.cpu.layout = exec_options.layout;  // profile units as they will run
+      cost_flags.eager = eager;                     // sim:NAME prices them so too
       auto cost = make_cost_model(cost_flags, m.units, weights);
       if (algo == tune::kAuto) {
         BRAID_CHECK(!launched_by_mpi(), ErrorCode::kInvalidArgument,

@@ -77,6 +77,9 @@ void add_schedule_command(CLI::App& app) {
       ->check(positive_int())
       ->capture_default_str();
   cmd->add_option("--seed", options.seed, "Seed of randomized schedulers")->capture_default_str();
+  cmd->add_flag("--eager", cost_flags.eager,
+                "sim:NAME: price every kernel as a host launch, for a plan run with --eager "
+                "(default: inside the plan's CUDA Graph, as braid runs on GPUs)");
   cmd->add_option("-o,--output", output, "Write the schedule to this file");
   cmd->add_flag("--json", json, "Print a JSON summary with the schedule");
   cmd->callback([] {
