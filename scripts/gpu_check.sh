@@ -1,0 +1,78 @@
+#!/bin/bash
+# Issue 14's checks on a GPU, prepared for a short device lease. Build the bundle here first
+# (`bash ../shared/tools/gpu-bundle.sh`), carry `.gpu`, and on the GPU machine, from the project
+# root, one part per call (each well under 10 minutes on an H100):
+#   bash scripts/gpu_check.sh OUT tests      # CUDA tests, `braid run` defaults, IOS under cuda:0
+#   bash scripts/gpu_check.sh OUT bench      # every scheduler, measured cost and sim:h100's
+#   bash scripts/gpu_check.sh OUT eager      # the eager path and the calibration series
+# (no part: all three). Every step runs under its own time limit and the script goes on when one
+# fails; OUT/summary.txt lists each step's exit status and time, the other files what it printed.
+# Nothing here is judged: docs/gpu.md says what the numbers should be set beside.
+set -uo pipefail
+out=${1:-${OUT:-gpu_check}}
+parts=${2:-tests bench eager}
+mkdir -p "$out"
+root=$(pwd)
+if [[ -z ${BRAID_BIN_DIR:-} ]]; then
+  b=$(mktemp -d)
+  tar -C "$b" -xJf "$root/.gpu/bundle.tar.xz" || { echo "no .gpu/bundle.tar.xz (run gpu-bundle.sh)"; exit 2; }
+  BRAID_BIN_DIR=$b/bin
+  export BRAID_DEVICES_DIR=$b/devices
+  # Where cuDNN 9 and CUDA 13 were on the H100 machines seen so far (gpu-bundle.sh's header).
+  cuda=/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda-13.0/targets/x86_64-linux/lib
+  export LD_LIBRARY_PATH=$b/lib:/usr/lib/x86_64-linux-gnu:$cuda:${LD_LIBRARY_PATH:-}
+fi
+export BRAID_CACHE_DIR=${BRAID_CACHE_DIR:-$(mktemp -d)}  # a fresh cache: every search measured
+braid=$BRAID_BIN_DIR/braid
+models="tv_inception_v3 googlenet resnet50 tv_squeezenet1_0 inception_v3 squeezenet"
+algos=sequential,greedy,lios,nimble,opara,ios
+
+step() {  # step NAME LIMIT_S COMMAND...: runs it, its output in OUT/NAME.txt
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$out/$name.txt" 2>&1
+  local rc=$?
+  printf '%-28s rc=%-3s %4ss  %s\n' "$name" "$rc" "$((SECONDS - t0))" "$*" | tee -a "$out/summary.txt"
+}
+
+tests() {
+  step device 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  step exec_cuda_test 180 "$BRAID_BIN_DIR/exec_cuda_test"
+  step gpu_profiler_test 120 "$BRAID_BIN_DIR/gpu_profiler_test"
+  step cuda_issue_program_test 60 "$BRAID_BIN_DIR/cuda_issue_program_test"
+  # `braid run MODEL --device cuda:0`, no other flag: auto, graph replay (within 3% of the best).
+  for m in $models; do
+    step "run_default.$m" 60 "$braid" run "$m" --device cuda:0 --iters 200 --warmup 20 --json
+  done
+  # IOS under measured stage costs on tv_inception_v3: its search time (<= 10 s) and its plan.
+  step ios_cuda_cost 120 "$braid" schedule tv_inception_v3 --algo ios --cost cuda:0 \
+    -o "$out/tv_inception_v3.ios.cuda.json" --json
+  step nimble_cuda_cost 60 "$braid" schedule tv_inception_v3 --algo nimble --cost cuda:0 \
+    -o "$out/tv_inception_v3.nimble.cuda.json"
+}
+
+bench() {
+  # Every scheduler under the measured cost, and under the simulator's graph-priced cost (plans
+  # searched since 2026-11-26's pricing, never run on a GPU before), predicted beside measured.
+  step bench_cuda_cost 330 "$braid" bench $models --device cuda:0 --algos "auto,$algos" \
+    --iters 200 --warmup 20 --json-file "$out/bench_cuda_cost.json"
+  step bench_sim_cost 240 "$braid" bench $models --device cuda:0 --cost sim:h100 \
+    --algos "auto,$algos" --iters 200 --warmup 20 --json-file "$out/bench_sim_cost.json"
+}
+
+eager() {
+  # The eager path, p10/p90 kept (the simulator's eager rows are not reproduced: docs/simulator.md).
+  step bench_eager 360 "$braid" bench $models --device cuda:0 --cost sim:h100 --eager \
+    --algos "$algos" --iters 100 --warmup 10 --json-file "$out/bench_eager.json"
+  step calibrate 120 "$braid" calibrate h100 "$out/calibration.json" --measure cuda:0 \
+    -o "$out/h100_calibrated.json"
+}
+
+for part in $parts; do
+  case $part in
+    tests | bench | eager) "$part" ;;
+    *) echo "unknown part '$part' (known: tests, bench, eager)"; exit 2 ;;
+  esac
+done
+echo "results in $out (summary.txt)"
