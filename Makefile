@@ -67,7 +67,8 @@ bench: build bench-deps
 	.venv/bin/python bench/peers.py $(BENCH_MODELS) --braid $(BUILD)/braid --rounds 3 --iters 10 \
 	  --json $(BUILD)/peers.json --markdown $(BUILD)/peers.md
 
-# libFuzzer on the ONNX importer, .dag.json and schedule JSON, 60 s each (clang; not in `make test`).
+# libFuzzer on the ONNX importer, .dag.json, schedule JSON, request bodies and the CLI's number
+# parsers, 60 s each (clang; not in `make test`).
 fuzz: deps
 	bash scripts/fuzz.sh
 

@@ -2,9 +2,10 @@
 # Builds the parser fuzzers (libFuzzer + AddressSanitizer, clang) in build-fuzz/ and runs each on
 # a seed corpus: onnx_import_fuzz (small valid and broken models), dag_json_fuzz (.dag.json; the
 # golden DAGs), schedule_json_fuzz (schedule JSON on the golden diamond; its schedules) and
-# protocol_fuzz (inference request bodies, JSON and binary; a few valid requests).
+# protocol_fuzz (inference request bodies, JSON and binary; a few valid requests) and
+# cli_flags_fuzz (numbers, cuda:N and --model NAME:FPS in user text; a few flags).
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET...]   # SECONDS per target, default 60; default all four;
+#   scripts/fuzz.sh [SECONDS] [TARGET...]   # SECONDS per target, default 60; default all five;
 #                                           # exits non-zero when a fuzzer finds a crash
 #
 # Environment: BRAID_FUZZ_BUILD_DIR (default build-fuzz), CXX_FUZZ (default clang++),
@@ -18,7 +19,8 @@ build=${BRAID_FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(onnx_import_fuzz dag_json_fuzz schedule_json_fuzz protocol_fuzz)
+[[ ${#targets[@]} -gt 0 ]] ||
+  targets=(onnx_import_fuzz dag_json_fuzz schedule_json_fuzz protocol_fuzz cli_flags_fuzz)
 cxx=${CXX_FUZZ:-clang++}
 python=${BRAID_PYTHON:-$root/.venv/bin/python}
 
@@ -32,7 +34,7 @@ ninja -C "$build" -j2 "${targets[@]}"
 # Seeds, regenerated each run; each target's corpus (fuzz/TARGET/corpus) grows as it finds coverage.
 seeds=$build/fuzz/seeds
 mkdir -p "$seeds/onnx_import_fuzz" "$seeds/dag_json_fuzz" "$seeds/schedule_json_fuzz" \
-  "$seeds/protocol_fuzz"
+  "$seeds/protocol_fuzz" "$seeds/cli_flags_fuzz"
 cp "$root"/tests/golden/*.dag.json "$seeds/dag_json_fuzz/"
 cp "$root"/tests/golden/diamond.*.schedule.json "$seeds/schedule_json_fuzz/"
 
@@ -48,6 +50,15 @@ protocol_seed() {  # FILE JSON [BINARY_PAYLOAD as printf %b escapes]
       "$payload" >"$file"
   fi
 }
+# cli_flags_fuzz: a selector byte (parser and limits, cli_flags_fuzz.cc), then the text.
+printf '\x00%s' 64 >"$seeds/cli_flags_fuzz/batch"
+printf '\x00%s' 99999999999999999999 >"$seeds/cli_flags_fuzz/huge"
+printf '\x01%s' 1.5e3 >"$seeds/cli_flags_fuzz/rate"
+printf '\x05%s' 0.25 >"$seeds/cli_flags_fuzz/duration"
+printf '\x02%s' cuda:3 >"$seeds/cli_flags_fuzz/device"
+printf '\x02%s' cuda:99999999999 >"$seeds/cli_flags_fuzz/device_huge"
+printf '\x03%s' squeezenet:240:stages >"$seeds/cli_flags_fuzz/model"
+printf '\x03%s' squeezenet:1e9 >"$seeds/cli_flags_fuzz/model_huge"
 x_json='{"name":"x","datatype":"FP32","shape":[1,3],"data":[1.5,-2,3e-8]}'
 ids_json='{"name":"ids","datatype":"INT64","shape":[2],"data":[7,-9]}'
 protocol_seed "$seeds/protocol_fuzz/json" "{\"id\":\"a\",\"inputs\":[$ids_json,$x_json]}"
@@ -119,7 +130,7 @@ fi
 
 status=0
 for target in "${targets[@]}"; do
-  binary=$(find "$build/src" -name "$target" -type f -perm -u+x | head -n 1)
+  binary=$(find "$build/src" "$build/tools" -name "$target" -type f -perm -u+x | head -n 1)
   corpus=$build/fuzz/$target/corpus
   mkdir -p "$corpus"
   # A dictionary beside the target's source (src/*/TARGET.dict), where there is one.

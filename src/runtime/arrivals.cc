@@ -4,7 +4,10 @@
 #include <cmath>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "base/error.h"
+#include "base/parse.h"
 
 namespace braid::runtime {
 
@@ -18,16 +21,25 @@ std::string_view to_string(ArrivalKind kind) {
   return "?";
 }
 
+void check_arrival_limits(std::span<const double> fps, double duration_s, std::string_view where) {
+  check_in_range(duration_s, 0, kMaxDurationS, "the duration in seconds", where);
+  double tasks = 0;
+  for (size_t m = 0; m < fps.size(); ++m) {
+    check_in_range(fps[m], 0, kMaxFps, fmt::format("the rate (FPS) of model {}", m), where);
+    tasks += fps[m] * duration_s;
+  }
+  BRAID_CHECK(tasks <= kMaxTasks, ErrorCode::kInvalidArgument, where, where.empty() ? "" : ": ",
+              "the rates times the duration come to ", format_number(tasks),
+              " tasks, more than the limit of ", format_number(kMaxTasks),
+              " per run (lower the rates or the duration)");
+}
+
 std::vector<Arrival> make_arrivals(const ArrivalPattern& pattern) {
-  BRAID_CHECK(pattern.duration_s >= 0 && std::isfinite(pattern.duration_s),
-              ErrorCode::kInvalidArgument, "arrival duration must be >= 0 s, got ",
-              pattern.duration_s);
+  check_arrival_limits(pattern.fps, pattern.duration_s, "arrivals");
   const double end_us = pattern.duration_s * 1e6;
   std::vector<Arrival> out;
   for (size_t m = 0; m < pattern.fps.size(); ++m) {
     const double fps = pattern.fps[m];
-    BRAID_CHECK(fps >= 0 && std::isfinite(fps), ErrorCode::kInvalidArgument,
-                "arrival rate of model ", m, " must be >= 0 FPS, got ", fps);
     if (fps == 0) continue;
     const auto model = static_cast<uint32_t>(m);
     if (pattern.burst) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -28,7 +29,22 @@ struct ArrivalPattern {
   bool burst = false;
 };
 
-// Throws kInvalidArgument for a negative rate or duration.
+// Limits on every pattern, from flags (braid top, braid load), a scenario file or a MODEL:RATE
+// list. A run holds its arrivals (and a task record for each) in memory, so what bounds its
+// memory is their count: the expected count, the sum over models of FPS x duration, is refused
+// above kMaxTasks before anything is generated (1e7 tasks are about 1 GB of task records; the
+// papers' scenarios are some 1e4). A rate above kMaxFps or a duration above kMaxDurationS is a
+// typo, not an experiment.
+inline constexpr double kMaxFps = 1e5;
+inline constexpr double kMaxDurationS = 86400;  // one day
+inline constexpr double kMaxTasks = 1e7;
+
+// Throws kInvalidArgument (one sentence starting with `where`) when a rate is not within
+// [0, kMaxFps], the duration not within [0, kMaxDurationS], or the expected task count exceeds
+// kMaxTasks.
+void check_arrival_limits(std::span<const double> fps, double duration_s, std::string_view where);
+
+// Throws kInvalidArgument for a rate, duration or task count beyond check_arrival_limits'.
 std::vector<Arrival> make_arrivals(const ArrivalPattern& pattern);
 
 }  // namespace braid::runtime

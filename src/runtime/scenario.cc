@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "base/error.h"
+#include "base/parse.h"
 #include "exec/cuda/cuda_executor.h"
 #include "runtime/exec_backend.h"
 #include "runtime/sim_backend.h"
@@ -90,11 +94,46 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& where) {
                         .fps = field(m, "fps", 0.0, at),
                         .blocks = parse_grouping(field<std::string>(m, "blocks", "ir", at), at)});
   }
-  BRAID_CHECK(s.duration_s > 0, ErrorCode::kInvalidArgument, where, ": duration_s must be > 0");
-  BRAID_CHECK(s.max_sub_blocks >= 1, ErrorCode::kInvalidArgument, where, ": H must be >= 1");
-  BRAID_CHECK(s.sample_period_s > 0, ErrorCode::kInvalidArgument, where,
-              ": sample_period_s must be > 0");
+  validate(s, where);
   return s;
+}
+
+void validate(const Scenario& s, const std::string& where) {
+  BRAID_CHECK(s.duration_s > 0, ErrorCode::kInvalidArgument, where,
+              ": duration_s (--duration) must be > 0");
+  BRAID_CHECK(s.models.size() <= size_t(kMaxScenarioModels), ErrorCode::kInvalidArgument, where,
+              ": ", s.models.size(), " models are more than the limit of ", kMaxScenarioModels);
+  check_in_range(s.duration_s, 0, kMaxDurationS, "duration_s (--duration)", where);
+  double tasks = 0;
+  for (size_t i = 0; i < s.models.size(); ++i) {
+    const ScenarioModel& m = s.models[i];
+    const std::string at = fmt::format("{}: models[{}] ('{}')", where, i, m.model);
+    check_in_range(m.fps, 0, kMaxFps, "fps (--model NAME:FPS)", at);
+    check_int_in_range(m.batch, 0, kMaxScenarioBatch, "batch (0: the scenario's)", at);
+    tasks += m.fps * s.duration_s;
+  }
+  // A run holds every task it generates: their count is refused before any is generated.
+  BRAID_CHECK(tasks <= kMaxTasks, ErrorCode::kInvalidArgument, where,
+              ": the models' FPS times the duration come to ", format_number(tasks),
+              " tasks, more than the limit of ", format_number(kMaxTasks),
+              " per run: lower fps (--model NAME:FPS) or duration_s (--duration)");
+  check_int_in_range(s.max_sub_blocks, 1, kMaxSubBlocksLimit, "H (-H, --max-sub-blocks)", where);
+  check_int_in_range(s.batch, 1, kMaxScenarioBatch, "batch (--batch)", where);
+  check_int_in_range(s.image_size, 1, kMaxScenarioImageSize, "image_size (--image-size)", where);
+  check_in_range(s.variance_threshold, 0, 1e12, "variance_threshold (-T)", where);
+  BRAID_CHECK(s.queue_capacity <= kMaxQueueCapacity, ErrorCode::kInvalidArgument, where, ": ",
+              s.queue_capacity, " is out of range: queue_capacity (--queue-capacity) must be from ",
+              "0 (unbounded) to ", kMaxQueueCapacity);
+  BRAID_CHECK(s.max_in_flight >= 1 && s.max_in_flight <= kMaxInFlight, ErrorCode::kInvalidArgument,
+              where, ": ", s.max_in_flight,
+              " is out of range: max_in_flight (--max-in-flight) must be from 1 to ", kMaxInFlight);
+  BRAID_CHECK(s.sample_period_s > 0 && std::isfinite(s.sample_period_s),
+              ErrorCode::kInvalidArgument, where, ": sample_period_s must be > 0");
+  // The report keeps a sample per period of the run.
+  BRAID_CHECK(s.duration_s / s.sample_period_s <= kMaxSamples, ErrorCode::kInvalidArgument, where,
+              ": duration_s / sample_period_s come to ",
+              format_number(s.duration_s / s.sample_period_s), " samples, more than the limit of ",
+              format_number(kMaxSamples), " (raise sample_period_s)");
 }
 
 nlohmann::json to_json(const Scenario& s) {
@@ -131,6 +170,7 @@ struct ScenarioRunner::Impl {
 ScenarioRunner::ScenarioRunner(Scenario scenario)
     : scenario_(std::move(scenario)), impl_(std::make_unique<Impl>()) {
   const Scenario& s = scenario_;
+  validate(s, "scenario");  // before anything is loaded or allocated
   const std::optional<std::string> sim_name = tune::sim_device(s.device);
   const std::optional<int> gpu = tune::cuda_device(s.device);
   BRAID_CHECK(sim_name || gpu || s.device == "cpu", ErrorCode::kInvalidArgument, "device '",
@@ -143,6 +183,7 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
     models::LoadOptions load{
         .zoo = {.batch = sm.batch > 0 ? sm.batch : s.batch, .image_size = s.image_size}};
     load.name = sm.name;
+    load.inputs = sm.inputs;
     RuntimeModel& m = impl_->models.add(sm.model, {.load = load, .blocks = sm.blocks});
     auto weights = std::make_shared<const ir::Weights>(m.loaded.weights);
     auto model_cost = tune::make_cost_model({.name = cost}, m.units(), weights);

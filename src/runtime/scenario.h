@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/input_shapes.h"
 #include "runtime/arrivals.h"
 #include "runtime/combined.h"
 #include "runtime/model_set.h"
@@ -32,6 +33,8 @@ struct ScenarioModel {
   BlockGrouping blocks = BlockGrouping::kIr;
   std::string name;   // its name in reports and requests; empty: the loader's (zoo name, file stem)
   int64_t batch = 0;  // its own batch; 0: the scenario's (a served model's config can set 1)
+  // An ONNX model's dynamic input dims (--shape/--dim, a served model's config.pbtxt dims).
+  models::InputShapes inputs;
 };
 
 struct Scenario {
@@ -54,6 +57,21 @@ struct Scenario {
   size_t queue_capacity = 0;
   size_t max_in_flight = 64;
 };
+
+// Limits of a scenario's numbers besides the arrivals' (runtime/arrivals.h: FPS, duration and
+// their task count): beyond them a scenario is a typo, or holds memory without bound.
+inline constexpr int kMaxScenarioModels = 256;
+inline constexpr int kMaxSubBlocksLimit = 64;            // H
+inline constexpr int64_t kMaxScenarioBatch = 65536;      // as braid's --batch
+inline constexpr int64_t kMaxScenarioImageSize = 16384;  // as braid's --image-size
+inline constexpr size_t kMaxQueueCapacity = 1'000'000;   // per model; 0: unbounded
+inline constexpr size_t kMaxInFlight = 100'000;          // instances of a model at once
+inline constexpr double kMaxSamples = 1e6;               // duration_s / sample_period_s
+
+// Throws kInvalidArgument, one sentence starting with `where` and naming the field and its flag,
+// for a number beyond its limit. parse_scenario calls it, and so does ScenarioRunner before it
+// loads anything, so a scenario from flags is held to the same limits as one from a file.
+void validate(const Scenario& s, const std::string& where);
 
 // Throws kInvalidArgument naming the field (and `where`) for a malformed scenario.
 Scenario parse_scenario(const nlohmann::json& j, const std::string& where);

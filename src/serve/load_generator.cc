@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/parse.h"
 #include "base/stats.h"
 
 namespace braid::serve {
@@ -23,22 +24,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
+constexpr int64_t kMaxInputElements = int64_t{1} << 28;  // 1 GiB of FP32
+
 std::pair<std::string, int> host_port(std::string url) {
   if (url.starts_with("http://")) url = url.substr(7);
   while (!url.empty() && url.back() == '/') url.pop_back();
   const size_t colon = url.rfind(':');
   BRAID_CHECK(colon != std::string::npos && colon > 0, ErrorCode::kInvalidArgument, "URL '", url,
               "': expected HOST:PORT");
-  int port = 0;
-  try {
-    size_t used = 0;
-    port = std::stoi(url.substr(colon + 1), &used);
-    BRAID_CHECK(used == url.size() - colon - 1, ErrorCode::kInvalidArgument, "");
-  } catch (const std::exception&) {
-    port = -1;
-  }
-  BRAID_CHECK(port > 0 && port <= 65535, ErrorCode::kInvalidArgument, "URL '", url,
-              "': the port is not a number in 1..65535");
+  const auto port = static_cast<int>(parse_int(std::string_view(url).substr(colon + 1), 1, 65535,
+                                               "the port", "URL '" + url + "'"));
   return {url.substr(0, colon), port};
 }
 
@@ -72,6 +67,10 @@ Prepared prepare_request(httplib::Client& client, const std::string& model, bool
     for (const json& d : in["shape"]) {
       const int64_t n = d.is_number_integer() && d.get<int64_t>() > 0 ? d.get<int64_t>() : 1;
       shape.push_back(n);
+      // The server's metadata is input too: a shape it claims is not allocated beyond 1 GiB.
+      BRAID_CHECK(n <= kMaxInputElements / elements, ErrorCode::kUnsupported, "model '", model,
+                  "' input '", name, "': its shape has more than ", kMaxInputElements,
+                  " elements; braid load sends at most that many");
       elements *= n;
     }
     std::vector<float> x(static_cast<size_t>(elements));
@@ -131,9 +130,10 @@ std::vector<double> read_pending(httplib::Client& client, const std::vector<std:
     if (!line.starts_with(prefix)) continue;
     for (size_t m = 0; m < models.size(); ++m)
       if (line.find("model=\"" + models[m] + "\"") != std::string::npos) {
-        try {
-          pending[m] = std::stod(line.substr(line.rfind(' ') + 1));
-        } catch (const std::exception&) {
+        try {  // the server's text: a malformed count is left out (-1), not an error
+          pending[m] = parse_double(std::string_view(line).substr(line.rfind(' ') + 1), 0, 1e15,
+                                    "a pending request count");
+        } catch (const Error&) {
         }
       }
   }
@@ -149,15 +149,11 @@ std::vector<std::pair<std::string, double>> parse_pattern(const std::string& tex
     const size_t colon = item.rfind(':');
     BRAID_CHECK(colon != std::string::npos && colon > 0, ErrorCode::kInvalidArgument, "pattern '",
                 item, "': expected MODEL:RATE");
-    double rate = -1;
-    try {
-      size_t used = 0;
-      rate = std::stod(item.substr(colon + 1), &used);
-      if (used != item.size() - colon - 1) rate = -1;
-    } catch (const std::exception&) {
-    }
-    BRAID_CHECK(rate > 0, ErrorCode::kInvalidArgument, "pattern '", item,
-                "': the rate must be a number > 0 (requests per second)");
+    const std::string where = "pattern '" + item + "'";
+    const double rate = parse_double(std::string_view(item).substr(colon + 1), 0, runtime::kMaxFps,
+                                     "the rate (requests per second)", where);
+    BRAID_CHECK(rate > 0, ErrorCode::kInvalidArgument, where,
+                ": the rate must be > 0 requests per second");
     out.emplace_back(item.substr(0, colon), rate);
   }
   BRAID_CHECK(!out.empty(), ErrorCode::kInvalidArgument, "the pattern names no model");
@@ -167,7 +163,13 @@ std::vector<std::pair<std::string, double>> parse_pattern(const std::string& tex
 LoadReport run_load(const LoadOptions& o) {
   BRAID_CHECK(!o.pattern.empty(), ErrorCode::kInvalidArgument, "the pattern names no model");
   BRAID_CHECK(o.duration_s > 0, ErrorCode::kInvalidArgument, "duration must be > 0");
-  BRAID_CHECK(o.concurrency >= 1, ErrorCode::kInvalidArgument, "concurrency must be >= 1");
+  check_int_in_range(o.concurrency, 1, kMaxConcurrency, "the concurrency (a sender thread each)",
+                     "--concurrency");
+  // The arrivals' limits (rates, duration, their task count) before the server is asked anything;
+  // the run keeps a result per request.
+  std::vector<double> rates;
+  for (const auto& [name, rate] : o.pattern) rates.push_back(rate);
+  runtime::check_arrival_limits(rates, o.duration_s, "--pattern/--duration");
   const auto [host, port] = host_port(o.url);
   httplib::Client control(host, port);
   control.set_read_timeout(std::chrono::seconds(10));

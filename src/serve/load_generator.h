@@ -23,6 +23,9 @@
 
 namespace braid::serve {
 
+// Sender threads at most (LoadOptions::concurrency); rates and duration: runtime/arrivals.h.
+inline constexpr int kMaxConcurrency = 1024;
+
 struct LoadOptions {
   std::string url = "127.0.0.1:8000";                   // host:port, http:// optional
   std::vector<std::pair<std::string, double>> pattern;  // model, requests per second

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/parse.h"
 
 namespace braid::sim {
 namespace {
@@ -96,9 +97,10 @@ std::pair<std::string, int> parse_device_set(const std::string& spec) {
       spec.find_first_not_of("0123456789", x + 1) != std::string::npos ||
       std::filesystem::path(spec).extension() == ".json")
     return {spec, 1};
-  const int count = std::stoi(spec.substr(x + 1));
-  BRAID_CHECK(count >= 1, ErrorCode::kInvalidArgument, "device set '", spec,
-              "': the count must be >= 1");
+  // A device each: the count is bounded like braid's --devices.
+  const auto count =
+      static_cast<int>(parse_int(std::string_view(spec).substr(x + 1), 1, kMaxDeviceSetCount,
+                                 "the number of devices", "device set '" + spec + "'"));
   return {spec.substr(0, x), count};
 }
 

@@ -119,7 +119,9 @@ DeviceSpec load_device(const std::string& name_or_path);
 std::filesystem::path device_path(const std::string& name_or_path);
 
 // A device set "NAMExM" (HIOS's "2 x A40": "a40x2"): the device and the count; a device's own
-// name (rtx3080) or a .json path is a set of one. load_device("a40x2") loads a40.
+// name (rtx3080) or a .json path is a set of one. load_device("a40x2") loads a40. Throws
+// kInvalidArgument for a count M beyond 1..kMaxDeviceSetCount.
+inline constexpr int kMaxDeviceSetCount = 64;
 std::pair<std::string, int> parse_device_set(const std::string& spec);
 
 }  // namespace braid::sim

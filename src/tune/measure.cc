@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/parse.h"
 #include "cost/machine.h"
 #include "exec/cuda/cuda_executor.h"
 #include "exec/sim/sim_executor.h"
@@ -138,11 +139,7 @@ int process_rank() {
 }
 
 std::optional<int> cuda_device(const std::string& device) {
-  if (!device.starts_with("cuda:")) return std::nullopt;
-  const std::string n = device.substr(5);
-  BRAID_CHECK(!n.empty() && n.find_first_not_of("0123456789") == std::string::npos,
-              ErrorCode::kInvalidArgument, "device '", device, "': expected cuda:N, N a number");
-  return std::stoi(n);
+  return parse_cuda_device(device);
 }
 
 std::optional<std::string> sim_device(const std::string& device) {

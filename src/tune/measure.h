@@ -59,7 +59,8 @@ std::optional<std::string> sim_device(const std::string& device);
 bool launched_by_mpi();
 // This process's MPI rank (0 without MPI).
 int process_rank();
-// The CUDA device a --device names ("cuda:0" -> 0); nullopt for other devices.
+// The CUDA device a --device names ("cuda:0" -> 0); nullopt for other devices. Throws
+// kInvalidArgument naming the device for an N beyond 0..kMaxCudaDevice (base/parse.h).
 std::optional<int> cuda_device(const std::string& device);
 
 // Throws braid::Error(kNotFound) when `device` names a GPU that is not here: "no CUDA device

@@ -49,13 +49,13 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   add_cost_flags(*cmd, cost_flags);
   cmd->add_option("--streams", options.max_streams, "Streams per device (0: unbounded)")
-      ->check(non_negative_int())
+      ->check(whole_number_in("the number of streams", 0, kMaxStreams, " (0: unbounded)"))
       ->capture_default_str();
   add_ios_search_flags(*cmd, options);
   add_multi_device_flags(*cmd, options);
   cmd->add_option("--threads-per-stream", measure.executor.threads_per_stream,
                   "OpenMP threads per stream (executor and cpu cost model)")
-      ->check(positive_int())
+      ->check(whole_number_in("the threads per stream", 1, kMaxThreads))
       ->capture_default_str();
   cmd->add_option("--batch", load.zoo.batch, "Batch size")
       ->check(whole_number_in("the batch size", 1, kMaxBatch))
@@ -64,10 +64,10 @@ void add_bench_command(CLI::App& app) {
       ->check(whole_number_in("the image size", 0, kMaxImageSize, " (0: each model's default)"));
   add_limit_flags(*cmd, load);
   cmd->add_option("--iters", measure.iters, "Timed runs per schedule")
-      ->check(positive_int())
+      ->check(whole_number_in("the number of timed runs", 1, kMaxIters))
       ->capture_default_str();
   cmd->add_option("--warmup", measure.warmup, "Untimed runs first")
-      ->check(non_negative_int())
+      ->check(whole_number_in("the number of untimed runs", 0, kMaxIters))
       ->capture_default_str();
   cmd->add_flag("--no-measure", no_measure, "Predict only: do not run the schedules");
   cmd->add_option("--device", device,

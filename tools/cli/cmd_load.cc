@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "commands.h"
+#include "runtime/arrivals.h"
 #include "serve/load_generator.h"
 
 namespace braid::cli {
@@ -21,11 +22,14 @@ void add_load_command(CLI::App& app) {
   static bool json_tensors = false;
   cmd->add_option("url", url, "HOST:PORT of the server")->capture_default_str();
   cmd->add_option("--pattern", pattern, "MODEL:RATE,... requests per second per model")->required();
-  cmd->add_option("--duration", duration, "Seconds of arrivals")->capture_default_str();
+  cmd->add_option("--duration", duration, "Seconds of arrivals")
+      ->check(number_in("the duration in seconds", kMinDurationS, runtime::kMaxDurationS))
+      ->capture_default_str();
   cmd->add_option("--arrivals", arrivals, "constant or poisson")
       ->check(CLI::IsMember({"constant", "poisson"}))
       ->capture_default_str();
-  cmd->add_option("--concurrency", concurrency, "Requests outstanding at most")
+  cmd->add_option("--concurrency", concurrency, "Requests outstanding at most (a thread each)")
+      ->check(whole_number_in("the concurrency", 1, serve::kMaxConcurrency))
       ->capture_default_str();
   cmd->add_option("--seed", seed, "Arrival phases or draws, and input values")
       ->capture_default_str();

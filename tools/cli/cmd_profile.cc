@@ -35,20 +35,20 @@ void add_profile_command(CLI::App& app) {
   static std::string cache_dir;
   add_model_flags(*cmd, flags);
   cmd->add_option("--threads-per-stream", options.threads_per_stream, "OpenMP threads per stream")
-      ->check(positive_int())
+      ->check(whole_number_in("the threads per stream", 1, kMaxThreads))
       ->capture_default_str();
   cmd->add_option_function<std::string>(
       "--layout", [](const std::string& name) { options.layout = exec::cpu::parse_layout(name); },
       "Activation layout the model will run with (braid run --layout): nhwc (default), "
       "nchw16c, nchw8c, plain");
   cmd->add_option("--warmup", options.warmup, "Untimed inferences first")
-      ->check(non_negative_int())
+      ->check(whole_number_in("the number of untimed inferences", 0, kMaxIters))
       ->capture_default_str();
   cmd->add_option("--runs", options.runs, "Timed runs; the median of their means is reported")
-      ->check(positive_int())
+      ->check(whole_number_in("the number of timed runs", 1, kMaxIters))
       ->capture_default_str();
   cmd->add_option("--number", options.number, "Inferences per timed run")
-      ->check(positive_int())
+      ->check(whole_number_in("the inferences per timed run", 1, kMaxIters))
       ->capture_default_str();
   cmd->add_option("--cache-dir", cache_dir,
                   "Profile cache directory (default: $BRAID_CACHE_DIR, "

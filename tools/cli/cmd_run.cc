@@ -60,20 +60,20 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--auto-rounds", auto_rounds,
                   "auto: interleaved timed rounds of its candidates (0: 200 on cuda:N, 20 on "
                   "cpu, 1 on sim)")
-      ->check(non_negative_int())
+      ->check(whole_number_in("the number of rounds", 0, kMaxIters))
       ->capture_default_str();
   cmd->add_flag("--retune", retune, "auto: measure again even when a decision is cached");
   cmd->add_option("--streams", sched_options.max_streams, "Streams the scheduler may use")
-      ->check(positive_int())
+      ->check(whole_number_in("the number of streams", 1, kMaxStreams))
       ->capture_default_str();
   add_multi_device_flags(*cmd, sched_options);
   cmd->add_option("--threads-per-stream", exec_options.threads_per_stream,
                   "OpenMP threads per stream")
-      ->check(positive_int())
+      ->check(whole_number_in("the threads per stream", 1, kMaxThreads))
       ->capture_default_str();
   cmd->add_option("--spin-us", exec_options.spin_us,
                   "Microseconds a stream spins on an event before it sleeps (0: never spins)")
-      ->check(non_negative_int())
+      ->check(whole_number_in("the spin time in microseconds", 0, kMaxSpinUs))
       ->capture_default_str();
   cmd->add_option_function<std::string>(
       "--layout",
@@ -81,9 +81,11 @@ void add_run_command(CLI::App& app) {
       "Activation layout between kernels: nhwc (default), nchw16c, nchw8c, plain");
   cmd->add_flag("!--concat-copy", exec_options.concat_in_place,
                 "Concats copy their inputs (default: producers write into the concat's output)");
-  cmd->add_option("--iters", iters, "Timed runs")->check(positive_int())->capture_default_str();
+  cmd->add_option("--iters", iters, "Timed runs")
+      ->check(whole_number_in("the number of timed runs", 1, kMaxIters))
+      ->capture_default_str();
   cmd->add_option("--warmup", warmup, "Untimed runs first")
-      ->check(non_negative_int())
+      ->check(whole_number_in("the number of untimed runs", 0, kMaxIters))
       ->capture_default_str();
   cmd->add_option("--input", input_specs,
                   "NAME=FILE.npy: the model input NAME from a NumPy file (repeatable; dtype and "

@@ -30,7 +30,7 @@ void add_ios_search_flags(CLI::App& cmd, sched::ScheduleOptions& options) {
   cmd.add_option("--ios-tolerance", options.ios_tolerance,
                  "ios best-first: accept a schedule up to this fraction above the optimum, for "
                  "far fewer measurements (0: exact)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(number_in("the tolerance", 0, 1e6))
       ->capture_default_str();
 }
 
@@ -38,11 +38,11 @@ void add_multi_device_flags(CLI::App& cmd, sched::ScheduleOptions& options) {
   cmd.add_option("--devices", options.num_devices,
                  "Devices to schedule over (hios-*: HIOS's multi-device mapping; the others use "
                  "device 0)")
-      ->check(positive_int())
+      ->check(whole_number_in("the number of devices", 1, kMaxDevices))
       ->capture_default_str();
   cmd.add_option("--window", options.window,
                  "hios-lp / hios-mr: units grouped into one stage by the sliding window")
-      ->check(positive_int())
+      ->check(whole_number_in("the window", 1, kMaxGroupLimit))
       ->capture_default_str();
 }
 
@@ -61,20 +61,20 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--algo", algo, "Algorithm: " + names)->required();
   cmd->add_option("--streams,--max-streams", options.max_streams,
                   "Streams per device (0: unbounded)")
-      ->check(non_negative_int())
+      ->check(whole_number_in("the number of streams", 0, kMaxStreams, " (0: unbounded)"))
       ->capture_default_str();
   cmd->add_option("--max-group-size,-r", options.max_group_size,
                   "ios: units per group of a stage (r; 0: unbounded)")
-      ->check(non_negative_int())
+      ->check(whole_number_in("r", 0, kMaxGroupLimit, " (0: unbounded)"))
       ->capture_default_str();
   cmd->add_option("--max-groups,-s", options.max_groups, "ios: groups per stage (s; 0: unbounded)")
-      ->check(non_negative_int())
+      ->check(whole_number_in("s", 0, kMaxGroupLimit, " (0: unbounded)"))
       ->capture_default_str();
   add_ios_search_flags(*cmd, options);
   add_multi_device_flags(*cmd, options);
   cmd->add_option("--threads-per-stream", cost_flags.cpu.threads_per_stream,
                   "--cost cpu: OpenMP threads per stream while measuring")
-      ->check(positive_int())
+      ->check(whole_number_in("the threads per stream", 1, kMaxThreads))
       ->capture_default_str();
   cmd->add_option("--seed", options.seed, "Seed of randomized schedulers")->capture_default_str();
   cmd->add_flag("--eager", cost_flags.eager,

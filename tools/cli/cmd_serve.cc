@@ -11,8 +11,10 @@
 
 #include "base/error.h"
 #include "commands.h"
+#include "runtime/scenario.h"
 #include "serve/deployment.h"
 #include "serve/server.h"
+#include "tune/measure.h"
 
 namespace braid::cli {
 void add_serve_command(CLI::App& app) {
@@ -22,6 +24,7 @@ void add_serve_command(CLI::App& app) {
                                               scheduler = "ios";
   static std::string host = "127.0.0.1", cost, control_mode = "none";
   static std::vector<std::string> load_models;
+  static models::InputShapes inputs;  // --shape/--dim of the --models models
   static int port = 8000, grpc_port = 8001, overload_status = 503, http_threads = 64,
              max_sub_blocks = 4;
   static size_t queue_capacity = 64, max_request_bytes = 64u << 20;
@@ -39,32 +42,45 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--scheduler", scheduler, "Each model's own schedule")->capture_default_str();
   cmd->add_option("--cost", cost, "Its cost model (default: roofline on cpu, cuda:N on a GPU)");
   cmd->add_option("-H", max_sub_blocks, "Most sub-blocks in a combined block")
+      ->check(whole_number_in("H", 1, runtime::kMaxSubBlocksLimit))
       ->capture_default_str();
   cmd->add_option("--host", host, "Address to listen on")->capture_default_str();
-  cmd->add_option("--port", port, "Port (0: an ephemeral one, printed)")->capture_default_str();
+  cmd->add_option("--port", port, "Port (0: an ephemeral one, printed)")
+      ->check(whole_number_in("the port", 0, kMaxPort, " (0: an ephemeral one)"))
+      ->capture_default_str();
   cmd->add_option("--grpc-port", grpc_port,
                   "Port of the same protocol over gRPC (0: an ephemeral one, printed; -1: no gRPC)")
+      ->check(whole_number_in("the gRPC port", -1, kMaxPort, " (0: an ephemeral one; -1: no gRPC)"))
       ->capture_default_str();
   cmd->add_option("--queue-capacity", queue_capacity, "Requests waiting per model before overload")
+      ->check(whole_number_in("the queue capacity", 1, int64_t(runtime::kMaxQueueCapacity)))
       ->capture_default_str();
   cmd->add_option("--overload-status", overload_status, "Status of an overload answer: 503 or 429")
       ->capture_default_str();
   cmd->add_option("--max-request-bytes", max_request_bytes, "Larger request bodies get 413")
+      ->check(whole_number_in("the request size limit in bytes", 1, kMaxRequestBytes))
       ->capture_default_str();
   cmd->add_option("--exit-timeout-secs", exit_timeout,
                   "On SIGTERM/SIGINT, how long accepted requests may take to finish")
+      ->check(number_in("the exit timeout in seconds", 0, kMaxTimeoutS))
       ->capture_default_str();
   cmd->add_option(
          "--http-threads", http_threads,
          "HTTP handler threads: one per open connection (keep >= the clients' connections)")
+      ->check(whole_number_in("the number of HTTP threads", 1, kMaxThreads))
       ->capture_default_str();
-  cmd->add_option("--image-size", image_size, "Input size of zoo CNNs")->capture_default_str();
-  cmd->add_option("--batch", batch, "Batch of zoo models")->capture_default_str();
+  cmd->add_option("--image-size", image_size, "Input size of zoo CNNs")
+      ->check(whole_number_in("the image size", 1, kMaxImageSize))
+      ->capture_default_str();
+  cmd->add_option("--batch", batch, "Batch of zoo models")
+      ->check(whole_number_in("the batch size", 1, kMaxBatch))
+      ->capture_default_str();
   cmd->add_option("--model-control-mode", control_mode,
                   "none: every model loaded at start; explicit: --load-model at start, then "
                   "load/unload requests (Triton's modes)")
       ->check(CLI::IsMember({"none", "explicit"}))
       ->capture_default_str();
+  add_shape_flags(*cmd, inputs);  // a repository model's come from its config.pbtxt dims
   cmd->add_option("--load-model", load_models,
                   "With --model-control-mode explicit: a model to load at start (repeatable; * "
                   "for all)");
@@ -77,9 +93,10 @@ void add_serve_command(CLI::App& app) {
                                                 .scheduler = scheduler,
                                                 .cost = cost},
                                    .policy = policy};
+    tune::cuda_device(device);  // a malformed cuda:N fails before any model loads
     for (const std::string& spec : nonempty(split(models_flag, ','))) {
       const std::vector<std::string> parts = split(spec, ':');
-      runtime::ScenarioModel m{.model = parts[0]};
+      runtime::ScenarioModel m{.model = parts[0], .inputs = inputs};
       if (parts.size() > 1) {
         BRAID_CHECK(parts.size() == 2 && (parts[1] == "ir" || parts[1] == "stages"),
                     ErrorCode::kInvalidArgument, "--models '", spec,

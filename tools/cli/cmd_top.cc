@@ -11,35 +11,10 @@
 #include "base/error.h"
 #include "commands.h"
 #include "runtime/scenario.h"
+#include "top_flags.h"
+#include "tune/measure.h"
 
 namespace braid::cli {
-namespace {
-
-// NAME[:FPS[:ir|stages]]
-runtime::ScenarioModel parse_model_flag(const std::string& flag) {
-  const std::vector<std::string> parts = split(flag, ':');
-  BRAID_CHECK(!parts.empty() && parts.size() <= 3 && !parts[0].empty(), ErrorCode::kInvalidArgument,
-              "--model '", flag, "': expected NAME[:FPS[:ir|stages]]");
-  runtime::ScenarioModel m{.model = parts[0]};
-  if (parts.size() > 1) {
-    try {
-      size_t used = 0;
-      m.fps = std::stod(parts[1], &used);
-      BRAID_CHECK(used == parts[1].size() && m.fps >= 0, ErrorCode::kInvalidArgument, "");
-    } catch (const std::exception&) {
-      BRAID_THROW(ErrorCode::kInvalidArgument, "--model '", flag, "': FPS '", parts[1],
-                  "' is not a rate >= 0");
-    }
-  }
-  if (parts.size() > 2) {
-    BRAID_CHECK(parts[2] == "ir" || parts[2] == "stages", ErrorCode::kInvalidArgument, "--model '",
-                flag, "': blocks must be ir or stages");
-    m.blocks = parts[2] == "stages" ? runtime::BlockGrouping::kStages : runtime::BlockGrouping::kIr;
-  }
-  return m;
-}
-
-}  // namespace
 
 void add_top_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
@@ -56,24 +31,34 @@ void add_top_command(CLI::App& app) {
                   "sim:NAME (virtual time), cpu or cuda:N (default sim:a100_40gb)");
   cmd->add_option("--policy", policies,
                   "Policies to run, comma-separated: static, static-serial, sync, top-heuristic");
-  cmd->add_option("--duration", flags.duration_s, "Seconds of arrivals (default 10)");
+  cmd->add_option("--duration", flags.duration_s, "Seconds of arrivals (default 10)")
+      ->check(number_in("the duration in seconds", kMinDurationS, runtime::kMaxDurationS));
   cmd->add_option("--seed", flags.seed, "Seed of the arrivals (periodic: their phases)");
   cmd->add_option("--seeds", seeds, "Run seeds seed..seed+N-1 of each policy")
-      ->check(CLI::Range(1, 1000));
+      ->check(whole_number_in("the number of seeds", 1, kMaxSeeds));
   cmd->add_flag("--poisson", poisson, "Poisson arrivals (default periodic)");
   cmd->add_flag("--drain", flags.drain, "After the duration, run until every task is done");
   cmd->add_option("-H,--max-sub-blocks", flags.max_sub_blocks,
-                  "H: most sub-blocks in an optimized combined block (default 4)");
-  cmd->add_option("--batch", flags.batch, "Tasks per instance (default 1)");
-  cmd->add_option("--image-size", flags.image_size, "Input height and width (default 224)");
+                  "H: most sub-blocks in an optimized combined block (default 4)")
+      ->check(whole_number_in("H", 1, runtime::kMaxSubBlocksLimit));
+  cmd->add_option("--batch", flags.batch, "Tasks per instance (default 1)")
+      ->check(whole_number_in("the batch size", 1, kMaxBatch));
+  cmd->add_option("--image-size", flags.image_size, "Input height and width (default 224)")
+      ->check(whole_number_in("the image size", 1, kMaxImageSize));
   cmd->add_option("--scheduler", flags.scheduler, "Each model's own scheduler (default ios)");
   cmd->add_option("--cost", flags.cost, "Its cost model (default: the device's)");
   cmd->add_option("-T,--variance-threshold", flags.variance_threshold,
-                  "Re-decide when the queue lengths' variance exceeds this (default 16)");
+                  "Re-decide when the queue lengths' variance exceeds this (default 16)")
+      ->check(number_in("the variance threshold", 0, 1e12));
   cmd->add_option("--max-in-flight", flags.max_in_flight,
-                  "static: most instances of a model in flight at once (default 64)");
+                  "static: most instances of a model in flight at once (default 64)")
+      ->check(whole_number_in("the in-flight limit", 1, int64_t(runtime::kMaxInFlight)));
   cmd->add_option("--queue-capacity", flags.queue_capacity,
-                  "Reject tasks beyond this many queued per model (default 0: unbounded)");
+                  "Reject tasks beyond this many queued per model (default 0: unbounded)")
+      ->check(whole_number_in("the queue capacity", 0, int64_t(runtime::kMaxQueueCapacity),
+                              " (0: unbounded)"));
+  static models::InputShapes inputs;
+  add_shape_flags(*cmd, inputs);
   cmd->add_option("--json", json_out, "Write every report (with samples over time) here");
   cmd->add_option("--log", log_out, "Write the event log of the last run here");
   cmd->callback([cmd] {
@@ -104,13 +89,23 @@ void add_top_command(CLI::App& app) {
     }
     if (!model_flags.empty()) {
       s.models.clear();
-      for (const std::string& f : model_flags) s.models.push_back(parse_model_flag(f));
+      for (const std::string& f : model_flags) {
+        const ModelRate m = parse_model_rate(f);
+        s.models.push_back(
+            {.model = m.model,
+             .fps = m.fps,
+             .blocks = m.stages ? runtime::BlockGrouping::kStages : runtime::BlockGrouping::kIr});
+      }
     }
     BRAID_CHECK(!s.models.empty(), ErrorCode::kInvalidArgument,
                 "give models with --model NAME:FPS or a --scenario file");
+    for (runtime::ScenarioModel& m : s.models) m.inputs = inputs;  // --shape/--dim: every model
     if (!device.empty()) s.device = device;
     if (!policies.empty()) s.policies = split(policies, ',');
     if (poisson) s.arrivals = runtime::ArrivalKind::kPoisson;
+    // The limits (FPS, duration, the task count they make, ...) before anything is loaded.
+    runtime::validate(s, scenario_file.empty() ? "top" : scenario_file);
+    tune::cuda_device(s.device);  // a malformed cuda:N fails before the models load
     for (const std::string& p : s.policies) runtime::make_policy(p);  // unknown names fail early
 
     runtime::ScenarioRunner runner(s);

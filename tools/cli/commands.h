@@ -33,10 +33,27 @@ inline constexpr int64_t kMaxImageSize = 16384;
 inline constexpr int64_t kMaxLayers = 128;
 inline constexpr int64_t kMaxSeqLen = 65536;
 inline constexpr int64_t kMaxRandwireNodes = 4096;
+// Limits on the other numbers a user gives (issue 27: no input that crashes or exhausts
+// memory). Each is checked before anything is allocated; none is near what a real run uses.
+inline constexpr int64_t kMaxIters = 1'000'000;   // --iters, --warmup, --runs, --number, rounds
+inline constexpr int64_t kMaxStreams = 256;       // --streams: a thread pool each
+inline constexpr int64_t kMaxThreads = 1024;      // --threads-per-stream, --http-threads
+inline constexpr int64_t kMaxSpinUs = 1'000'000;  // --spin-us: a second
+inline constexpr int64_t kMaxDevices = 64;        // --devices (HIOS)
+inline constexpr int64_t kMaxGroupLimit = 4096;   // --max-group-size, --max-groups, --window
+inline constexpr int64_t kMaxSeeds = 1000;        // top --seeds
+inline constexpr int64_t kMaxPort = 65535;
+inline constexpr int64_t kMaxRequestBytes = int64_t{4} << 30;  // serve --max-request-bytes
+inline constexpr double kMinDurationS = 0.001;                 // top/load --duration (upper: a day)
+inline constexpr double kMaxTimeoutS = 86400;                  // serve --exit-timeout-secs
+
 // A whole number from `min` to `max`: "--batch: 0 is out of range: the batch size must be from
-// 1 to 65536".
+// 1 to 65536" (base/parse.h's parse_int, which says the same for text in patterns and names).
 CLI::Validator whole_number_in(std::string what, int64_t min, int64_t max, std::string note = "");
-// Counts held in an int (--iters, --streams, --threads-per-stream, ...).
+// A decimal number (1.5, 1e3) from `min` to `max`: "--duration: 1e9 is out of range: the
+// duration in seconds must be from 0.001 to 86400" (base/parse.h's parse_double).
+CLI::Validator number_in(std::string what, double min, double max, std::string note = "");
+// Counts held in an int, up to INT_MAX; prefer whole_number_in with a stated limit.
 CLI::Validator positive_int();
 CLI::Validator non_negative_int();
 

@@ -1,28 +1,40 @@
 #include <fmt/core.h>
 
-#include <charconv>
 #include <limits>
 #include <sstream>
 
+#include "base/error.h"
+#include "base/parse.h"
 #include "commands.h"
 
 namespace braid::cli {
 
+// CLI11 prefixes the flag ("--batch: "); the sentence is base/parse.h's, so a flag and a
+// MODEL:RATE pattern say the same thing about the same number.
 CLI::Validator whole_number_in(std::string what, int64_t min, int64_t max, std::string note) {
   return CLI::Validator(
       [what, min, max, note](std::string& text) -> std::string {
-        int64_t v = 0;
-        const char* end = text.data() + text.size();
-        auto [ptr, ec] = std::from_chars(text.data(), end, v);
-        const bool number =
-            ptr == end && (ec == std::errc() || ec == std::errc::result_out_of_range);
-        if (!number) return fmt::format("'{}' is not a whole number", text);
-        if (ec == std::errc() && v >= min && v <= max) return {};
-        // Out of range, possibly beyond int64: the sentence names the limits, not the type's.
-        return fmt::format("{} is out of range: {} must be from {} to {}{}", text, what, min, max,
-                           note);
+        try {
+          parse_int(text, min, max, what);
+          return {};
+        } catch (const Error& e) {
+          return e.what() + note;
+        }
       },
       fmt::format("INT in [{} - {}]", min, max));
+}
+
+CLI::Validator number_in(std::string what, double min, double max, std::string note) {
+  return CLI::Validator(
+      [what, min, max, note](std::string& text) -> std::string {
+        try {
+          parse_double(text, min, max, what);
+          return {};
+        } catch (const Error& e) {
+          return e.what() + note;
+        }
+      },
+      fmt::format("NUMBER in [{} - {}]", format_number(min), format_number(max)));
 }
 
 CLI::Validator positive_int() {
