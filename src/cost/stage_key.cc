@@ -99,6 +99,22 @@ void write_attrs(std::ostream& out, const ir::OpAttrs& attrs) {
           out << " steps ";
           write_list(out, a.steps);
           out << '}';
+        } else if constexpr (std::is_same_v<T, ir::ConvTransposeAttrs>) {
+          out << "{k" << a.kernel[0] << 'x' << a.kernel[1] << " s" << a.stride[0] << 'x'
+              << a.stride[1] << " d" << a.dilation[0] << 'x' << a.dilation[1] << " p";
+          write_list(out, a.pads);
+          out << " op" << a.output_padding[0] << 'x' << a.output_padding[1] << " g" << a.groups
+              << '}';
+        } else if constexpr (std::is_same_v<T, ir::ResizeAttrs>) {
+          out << '{' << ir::to_string(a.mode) << ' ' << ir::to_string(a.coordinates) << ' '
+              << ir::to_string(a.nearest) << " a" << a.cubic_coeff_a << " x" << a.exclude_outside
+              << " aa" << a.antialias << " e" << a.extrapolation_value << " sizes ";
+          write_list(out, a.sizes);
+          out << " scales ";
+          write_list(out, a.scales);
+          out << " roi ";
+          write_list(out, a.roi);
+          out << '}';
         } else {
           static_assert(sizeof(T) == 0, "write_attrs: an attribute type has no key");
         }

@@ -179,11 +179,67 @@ struct SliceAttrs {
   bool operator==(const SliceAttrs&) const = default;
 };
 
+// ConvTranspose (2-D): inputs {src, weights [IC, OC/groups, KH, KW], optional bias [OC]}.
+// Output size per axis: stride * (in - 1) + output_padding + dilation * (kernel - 1) + 1 -
+// pad_begin - pad_end. The importer resolves output_shape and auto_pad into pads; an end pad may
+// be negative (output_shape past the natural size: the extra rows hold the bias).
+struct ConvTransposeAttrs {
+  std::array<int64_t, 2> kernel{1, 1};
+  std::array<int64_t, 2> stride{1, 1};
+  std::array<int64_t, 2> dilation{1, 1};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right
+  std::array<int64_t, 2> output_padding{0, 0};
+  int64_t groups = 1;
+  bool operator==(const ConvTransposeAttrs&) const = default;
+};
+
+enum class ResizeMode : uint8_t { kNearest, kLinear, kCubic };
+// ONNX's coordinate_transformation_mode: how an output index maps to an input coordinate.
+enum class ResizeCoordinates : uint8_t {
+  kHalfPixel,
+  kHalfPixelSymmetric,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfHalfPixelForNn,
+  kTfCropAndResize,
+};
+// kSimple: floor when upscaling, ceil when downscaling (ONNX Runtime's Resize-10 and Upsample).
+enum class NearestRounding : uint8_t {
+  kRoundPreferFloor,
+  kRoundPreferCeil,
+  kFloor,
+  kCeil,
+  kSimple
+};
+std::string_view to_string(ResizeMode);
+std::string_view to_string(ResizeCoordinates);
+std::string_view to_string(NearestRounding);
+
+// Resize (and Upsample) over any axes: inputs {src}. The importer resolves ONNX's scales or
+// sizes (axes, keep_aspect_ratio_policy) into one scale and one output size per dim; the scale,
+// not output/input, is what maps coordinates (ONNX: a 0.6 scale of 5 gives 3 outputs read at
+// x / 0.6). ir::resize_taps (ir/resize.h) turns these into the input indices and weights every
+// backend reads.
+struct ResizeAttrs {
+  ResizeMode mode = ResizeMode::kNearest;
+  ResizeCoordinates coordinates = ResizeCoordinates::kHalfPixel;
+  NearestRounding nearest = NearestRounding::kRoundPreferFloor;
+  float cubic_coeff_a = -0.75f;
+  bool exclude_outside = false;
+  bool antialias = false;         // linear/cubic only: widen the filter when downscaling
+  float extrapolation_value = 0;  // tf_crop_and_resize, outside the input
+  std::vector<int64_t> sizes;     // output shape, one per dim
+  std::vector<double> scales;     // one per dim
+  std::vector<double> roi;        // tf_crop_and_resize: starts then ends (2 * rank); else empty
+  bool operator==(const ResizeAttrs&) const = default;
+};
+
 using OpAttrs =
     std::variant<std::monostate, ConvAttrs, PoolAttrs, AxisAttrs, GemmAttrs, BatchNormAttrs,
                  LayerNormAttrs, ReshapeAttrs, TransposeAttrs, SplitAttrs, PadAttrs, GeluAttrs,
                  ClipAttrs, HardSigmoidAttrs, ReduceAttrs, LrnAttrs, ExpandAttrs, GatherAttrs,
-                 CastAttrs, SliceAttrs>;
+                 CastAttrs, SliceAttrs, ConvTransposeAttrs, ResizeAttrs>;
 
 // True for ops that only relabel their input's memory (no arithmetic).
 bool is_view(OpKind);

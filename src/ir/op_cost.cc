@@ -23,6 +23,24 @@ Wide wide_flops(const Graph& g, NodeId id) {
                    (std::get<ConvAttrs>(n.attrs).activation != Activation::kNone ? out : 0);
       return 2 * macs + extra;
     }
+    case OpKind::ConvTranspose: {
+      const Shape& w = in_type(1).shape;  // [IC, OC/g, KH, KW]: each input element feeds OC/g * K
+      const Wide macs = Wide{in_type(0).elements()} * w[1] * w[2] * w[3];
+      return 2 * macs + (n.inputs.size() > 2 ? out : 0);
+    }
+    case OpKind::Resize: {
+      // Every output element weighs its taps: 1 (nearest), 2 (linear) or 4 (cubic) per resized
+      // axis.
+      const auto& a = std::get<ResizeAttrs>(n.attrs);
+      const Shape& x = in_type(0).shape;
+      const Wide per_axis = a.mode == ResizeMode::kNearest  ? 1
+                            : a.mode == ResizeMode::kLinear ? 2
+                                                            : 4;
+      Wide taps = 1;
+      for (size_t i = 0; i < x.size(); ++i)
+        if (x[i] != a.sizes[i] || a.scales[i] != 1) taps *= per_axis;
+      return a.mode == ResizeMode::kNearest ? 0 : 2 * out * taps;
+    }
     case OpKind::MatMul:
       return 2 * out * in_type(0).shape.back();
     case OpKind::Gemm: {

@@ -1,6 +1,7 @@
 #include "ir/shape_inference.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "base/error.h"
@@ -21,7 +22,8 @@ const A& attrs_as(const OpAttrs& attrs, std::string_view node, OpKind kind) {
 void check_arity(std::span<const TensorType> in, size_t lo, size_t hi, std::string_view node,
                  OpKind kind) {
   BRAID_CHECK(in.size() >= lo && in.size() <= hi, kBad, "node '", node, "' (", to_string(kind),
-              "): expected ", lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi),
+              "): expected ",
+              lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi),
               " inputs, got ", in.size());
 }
 
@@ -73,8 +75,8 @@ std::vector<TensorType> infer_conv(const ConvAttrs& a, std::span<const TensorTyp
   const Shape& w = in[1].shape;
   BRAID_CHECK(a.groups >= 1 && x[1] % a.groups == 0 && w[0] % a.groups == 0, kBad, "node '", node,
               "' (Conv): groups=", a.groups, " does not divide channels ", x[1], " -> ", w[0]);
-  BRAID_CHECK(w[1] * a.groups == x[1], kBad, "node '", node, "' (Conv): weights ",
-              to_string(w), " expect ", w[1] * a.groups, " input channels, input has ", x[1]);
+  BRAID_CHECK(w[1] * a.groups == x[1], kBad, "node '", node, "' (Conv): weights ", to_string(w),
+              " expect ", w[1] * a.groups, " input channels, input has ", x[1]);
   BRAID_CHECK(w[2] == a.kernel[0] && w[3] == a.kernel[1], kBad, "node '", node,
               "' (Conv): kernel_shape ", a.kernel[0], "x", a.kernel[1], " differs from weights ",
               to_string(w));
@@ -91,6 +93,60 @@ std::vector<TensorType> infer_conv(const ConvAttrs& a, std::span<const TensorTyp
   return {{DType::kFloat32, out}};
 }
 
+std::vector<TensorType> infer_conv_transpose(const ConvTransposeAttrs& a,
+                                             std::span<const TensorType> in,
+                                             std::string_view node) {
+  const OpKind k = OpKind::ConvTranspose;
+  check_arity(in, 2, 3, node, k);
+  check_rank(in[0], 4, node, k, "input");
+  check_rank(in[1], 4, node, k, "weights");
+  const Shape& x = in[0].shape;
+  const Shape& w = in[1].shape;  // [IC, OC/groups, KH, KW]
+  for (int i = 0; i < 2; ++i) {
+    BRAID_CHECK(a.kernel[i] > 0 && a.stride[i] > 0 && a.dilation[i] > 0, kBad, "node '", node,
+                "' (ConvTranspose): kernel, stride and dilation must be positive");
+    BRAID_CHECK(a.pads[i] >= 0 && a.output_padding[i] >= 0, kBad, "node '", node,
+                "' (ConvTranspose): negative begin padding or output_padding");
+  }
+  BRAID_CHECK(a.groups >= 1 && x[1] % a.groups == 0, kBad, "node '", node,
+              "' (ConvTranspose): groups=", a.groups, " does not divide the ", x[1],
+              " input channels");
+  BRAID_CHECK(w[0] == x[1], kBad, "node '", node, "' (ConvTranspose): weights ", to_string(w),
+              " expect ", w[0], " input channels, input has ", x[1]);
+  BRAID_CHECK(w[2] == a.kernel[0] && w[3] == a.kernel[1], kBad, "node '", node,
+              "' (ConvTranspose): kernel_shape ", a.kernel[0], "x", a.kernel[1],
+              " differs from weights ", to_string(w));
+  const int64_t oc = w[1] * a.groups;
+  if (in.size() == 3)
+    BRAID_CHECK(in[2].shape == Shape{oc}, kBad, "node '", node, "' (ConvTranspose): bias ",
+                to_string(in[2].shape), " must be [", oc, "]");
+  Shape out{x[0], oc, 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    out[2 + i] = a.stride[i] * (x[2 + i] - 1) + a.output_padding[i] +
+                 a.dilation[i] * (a.kernel[i] - 1) + 1 - a.pads[i] - a.pads[2 + i];
+    BRAID_CHECK(out[2 + i] > 0, kBad, "node '", node, "' (ConvTranspose): the pads leave an ",
+                "empty output for input ", to_string(x));
+  }
+  return {{DType::kFloat32, out}};
+}
+
+std::vector<TensorType> infer_resize(const ResizeAttrs& a, const TensorType& x,
+                                     std::string_view node) {
+  const size_t r = x.shape.size();
+  BRAID_CHECK(a.sizes.size() == r && a.scales.size() == r, kBad, "node '", node,
+              "' (Resize): ", a.sizes.size(), " sizes and ", a.scales.size(), " scales for a rank-",
+              r, " input");
+  BRAID_CHECK(a.roi.empty() || a.roi.size() == 2 * r, kBad, "node '", node, "' (Resize): roi has ",
+              a.roi.size(), " values, expected ", 2 * r);
+  for (size_t i = 0; i < r; ++i) {
+    BRAID_CHECK(a.sizes[i] > 0, ErrorCode::kUnsupported, "node '", node, "' (Resize): output dim ",
+                i, " is ", a.sizes[i], "; braid does not support zero-size tensors");
+    BRAID_CHECK(std::isfinite(a.scales[i]) && a.scales[i] > 0, kBad, "node '", node,
+                "' (Resize): scale ", a.scales[i], " of dim ", i, " is not positive");
+  }
+  return {{x.dtype, a.sizes}};
+}
+
 std::vector<TensorType> infer_pool(OpKind k, const PoolAttrs& a, std::span<const TensorType> in,
                                    std::string_view node) {
   check_arity(in, 1, 1, node, k);
@@ -99,10 +155,10 @@ std::vector<TensorType> infer_pool(OpKind k, const PoolAttrs& a, std::span<const
   const Shape& x = in[0].shape;
   Shape out{x[0], x[1], 0, 0};
   for (int i = 0; i < 2; ++i) {
-    BRAID_CHECK(a.pads[i] < a.kernel[i] && a.pads[2 + i] < a.kernel[i], kBad, "node '", node,
-                "' (", to_string(k), "): padding must be smaller than the kernel");
-    out[2 + i] = window_output_size(x[2 + i], a.kernel[i], a.stride[i], a.pads[i], a.pads[2 + i],
-                                    1, a.ceil_mode);
+    BRAID_CHECK(a.pads[i] < a.kernel[i] && a.pads[2 + i] < a.kernel[i], kBad, "node '", node, "' (",
+                to_string(k), "): padding must be smaller than the kernel");
+    out[2 + i] = window_output_size(x[2 + i], a.kernel[i], a.stride[i], a.pads[i], a.pads[2 + i], 1,
+                                    a.ceil_mode);
     BRAID_CHECK(out[2 + i] > 0, kBad, "node '", node, "' (", to_string(k), "): input ",
                 to_string(x), " too small for the window");
   }
@@ -115,8 +171,8 @@ std::vector<TensorType> infer_matmul(std::span<const TensorType> in, std::string
   Shape a = in[0].shape, b = in[1].shape;
   BRAID_CHECK(a.size() >= 2 && b.size() >= 2, kBad, "node '", node,
               "' (MatMul): inputs must be at least 2-D, got ", to_string(a), " and ", to_string(b));
-  BRAID_CHECK(a.back() == b[b.size() - 2], kBad, "node '", node, "' (MatMul): inner dims differ: ",
-              to_string(a), " x ", to_string(b));
+  BRAID_CHECK(a.back() == b[b.size() - 2], kBad, "node '", node,
+              "' (MatMul): inner dims differ: ", to_string(a), " x ", to_string(b));
   Shape batch_a(a.begin(), a.end() - 2), batch_b(b.begin(), b.end() - 2);
   Shape out = broadcast(batch_a, batch_b, node, k);
   out.push_back(a[a.size() - 2]);
@@ -134,8 +190,9 @@ std::vector<TensorType> infer_gemm(const GemmAttrs& g, std::span<const TensorTyp
   int64_t ka = g.trans_a ? in[0].shape[0] : in[0].shape[1];
   int64_t kb = g.trans_b ? in[1].shape[1] : in[1].shape[0];
   int64_t n = g.trans_b ? in[1].shape[0] : in[1].shape[1];
-  BRAID_CHECK(ka == kb, kBad, "node '", node, "' (Gemm): inner dims differ: ", to_string(in[0].shape),
-              " x ", to_string(in[1].shape));
+  BRAID_CHECK(ka == kb, kBad, "node '", node,
+              "' (Gemm): inner dims differ: ", to_string(in[0].shape), " x ",
+              to_string(in[1].shape));
   Shape out{m, n};
   if (in.size() == 3) {
     Shape c = broadcast(in[2].shape, out, node, k);
@@ -187,8 +244,8 @@ std::vector<TensorType> infer_reshape(const ReshapeAttrs& a, const TensorType& x
                 "' (Reshape): cannot reshape ", to_string(x.shape), " to ", to_string(a.shape));
     out[infer_at] = x.elements() / known;
   }
-  BRAID_CHECK(num_elements(out) == x.elements(), kBad, "node '", node, "' (Reshape): cannot reshape ",
-              to_string(x.shape), " to ", to_string(a.shape));
+  BRAID_CHECK(num_elements(out) == x.elements(), kBad, "node '", node,
+              "' (Reshape): cannot reshape ", to_string(x.shape), " to ", to_string(a.shape));
   return {{x.dtype, out}};
 }
 
@@ -317,8 +374,8 @@ std::vector<TensorType> infer_output_types(OpKind kind, const OpAttrs& attrs,
               to_string(kind), "): expected 1 output, got ", num_outputs);
   for (const TensorType& t : in)
     for (int64_t d : t.shape)
-      BRAID_CHECK(d > 0, kBad, "node '", node, "' (", to_string(kind),
-                  "): input shape ", to_string(t.shape), " has a non-positive dim");
+      BRAID_CHECK(d > 0, kBad, "node '", node, "' (", to_string(kind), "): input shape ",
+                  to_string(t.shape), " has a non-positive dim");
   if (!takes_any_dtype(kind))
     for (size_t i = 0; i < in.size(); ++i)
       BRAID_CHECK(in[i].dtype == DType::kFloat32, ErrorCode::kUnsupported, "node '", node, "' (",
@@ -373,7 +430,8 @@ std::vector<TensorType> infer_output_types(OpKind kind, const OpAttrs& attrs,
       return infer_gemm(attrs_as<GemmAttrs>(attrs, node, kind), in, node);
     case OpKind::BatchNormalization: {
       check_arity(in, 5, 5, node, kind);
-      BRAID_CHECK(in[0].rank() >= 2, kBad, "node '", node, "' (BatchNormalization): input rank < 2");
+      BRAID_CHECK(in[0].rank() >= 2, kBad, "node '", node,
+                  "' (BatchNormalization): input rank < 2");
       for (size_t i = 1; i < 5; ++i)
         BRAID_CHECK(in[i].shape == Shape{in[0].shape[1]}, kBad, "node '", node,
                     "' (BatchNormalization): parameter ", i, " has shape ", to_string(in[i].shape),
@@ -391,8 +449,9 @@ std::vector<TensorType> infer_output_types(OpKind kind, const OpAttrs& attrs,
       int64_t axis = normalize_axis(a.axis, in[0].rank(), node, kind);
       Shape norm(in[0].shape.begin() + axis, in[0].shape.end());
       for (size_t i = 1; i < in.size(); ++i)
-        BRAID_CHECK(in[i].shape == norm, kBad, "node '", node, "' (LayerNormalization): ",
-                    i == 1 ? "scale " : "bias ", to_string(in[i].shape), " must be ", to_string(norm));
+        BRAID_CHECK(in[i].shape == norm, kBad, "node '", node,
+                    "' (LayerNormalization): ", i == 1 ? "scale " : "bias ", to_string(in[i].shape),
+                    " must be ", to_string(norm));
       return {in[0]};
     }
     case OpKind::Reshape:
@@ -430,8 +489,8 @@ std::vector<TensorType> infer_output_types(OpKind kind, const OpAttrs& attrs,
       check_arity(in, 1, 1, node, kind);
       const auto& a = attrs_as<SplitAttrs>(attrs, node, kind);
       int64_t axis = normalize_axis(a.axis, in[0].rank(), node, kind);
-      BRAID_CHECK(a.sizes.size() == num_outputs, kBad, "node '", node, "' (Split): ",
-                  a.sizes.size(), " sizes for ", num_outputs, " outputs");
+      BRAID_CHECK(a.sizes.size() == num_outputs, kBad, "node '", node,
+                  "' (Split): ", a.sizes.size(), " sizes for ", num_outputs, " outputs");
       int64_t total = 0;
       std::vector<TensorType> outs;
       for (int64_t s : a.sizes) {
@@ -493,6 +552,11 @@ std::vector<TensorType> infer_output_types(OpKind kind, const OpAttrs& attrs,
       BRAID_CHECK(in[0].dtype == DType::kBool, kBad, "node '", node, "' (Not): input is ",
                   to_string(in[0].dtype), ", must be bool");
       return {{DType::kBool, in[0].shape}};
+    case OpKind::ConvTranspose:
+      return infer_conv_transpose(attrs_as<ConvTransposeAttrs>(attrs, node, kind), in, node);
+    case OpKind::Resize:
+      check_arity(in, 1, 1, node, kind);
+      return infer_resize(attrs_as<ResizeAttrs>(attrs, node, kind), in[0], node);
     case OpKind::Slice: {
       check_arity(in, 1, 1, node, kind);
       Shape out;

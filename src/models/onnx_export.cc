@@ -26,6 +26,7 @@ constexpr int64_t kOpset = 17;
 constexpr int64_t kIrVersion = 8;
 constexpr int64_t kGeluOpset = 20;  // Gelu joined the default domain at opset 20
 constexpr int64_t kGeluIrVersion = 9;
+constexpr int64_t kResize19Opset = 19;  // Resize's antialias (18) and half_pixel_symmetric (19)
 
 void set_value_info(onnx::ValueInfoProto* vi, const std::string& name, const ir::TensorType& t) {
   vi->set_name(name);
@@ -74,17 +75,21 @@ class Exporter {
 
   onnx::ModelProto run() {
     w_.check_complete(g_);
-    bool has_gelu = false;
+    bool has_gelu = false, resize_19 = false;
     for (const ir::Node& n : g_.nodes()) {
       const auto* conv = std::get_if<ir::ConvAttrs>(&n.attrs);
       has_gelu |= n.kind == OpKind::Gelu || (conv && conv->activation == ir::Activation::kGelu);
+      const auto* resize = std::get_if<ir::ResizeAttrs>(&n.attrs);
+      resize_19 |=
+          resize != nullptr &&
+          (resize->antialias || resize->coordinates == ir::ResizeCoordinates::kHalfPixelSymmetric);
     }
     onnx::ModelProto m;
-    m.set_ir_version(has_gelu ? kGeluIrVersion : kIrVersion);
+    m.set_ir_version(has_gelu || resize_19 ? kGeluIrVersion : kIrVersion);
     m.set_producer_name("braid");
     auto* opset = m.add_opset_import();
     opset->set_domain("");
-    opset_ = has_gelu ? kGeluOpset : kOpset;
+    opset_ = has_gelu ? kGeluOpset : resize_19 ? kResize19Opset : kOpset;
     opset->set_version(opset_);
     graph_ = m.mutable_graph();
     graph_->set_name(g_.name().empty() ? "braid" : g_.name());
@@ -164,6 +169,60 @@ class Exporter {
     t->set_data_type(onnx::TensorProto::FLOAT);
     t->add_float_data(value);
     return t->name();
+  }
+
+  std::string add_float_constant(const std::string& base, const std::vector<float>& values) {
+    onnx::TensorProto* t = graph_->add_initializer();
+    t->set_name(fresh(used_values_, base));
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (float v : values) t->add_float_data(v);
+    return t->name();
+  }
+
+  // Resize at opset 17 (19 for antialias and half_pixel_symmetric): sizes when every scale is
+  // output / input, else scales (floor(scale * in) gives the sizes back, checked).
+  void add_resize(onnx::NodeProto* n, const ir::Node& node) {
+    const auto& a = std::get<ir::ResizeAttrs>(node.attrs);
+    const ir::Shape& x = g_.value(node.inputs[0]).type.shape;
+    const std::string who = "node '" + node.name + "' (Resize)";
+    add_string(n, "mode", std::string(ir::to_string(a.mode)));
+    ir::ResizeCoordinates coordinates = a.coordinates;
+    BRAID_CHECK(coordinates != ir::ResizeCoordinates::kTfHalfPixelForNn, ErrorCode::kUnsupported,
+                who, ": tf_half_pixel_for_nn has no form after opset 12");
+    add_string(n, "coordinate_transformation_mode", std::string(ir::to_string(coordinates)));
+    ir::NearestRounding nearest = a.nearest;
+    if (nearest == ir::NearestRounding::kSimple) {  // Resize-10's rule, as floor or ceil
+      const bool down =
+          std::all_of(a.scales.begin(), a.scales.end(), [](double s) { return s < 1; });
+      const bool up =
+          std::all_of(a.scales.begin(), a.scales.end(), [](double s) { return s >= 1; });
+      BRAID_CHECK(down || up, ErrorCode::kUnsupported, who,
+                  ": nearest rounding of opset 10 on an up- and downscale has no later form");
+      nearest = down ? ir::NearestRounding::kCeil : ir::NearestRounding::kFloor;
+    }
+    add_string(n, "nearest_mode", std::string(ir::to_string(nearest)));
+    add_float(n, "cubic_coeff_a", a.cubic_coeff_a);
+    add_int(n, "exclude_outside", a.exclude_outside ? 1 : 0);
+    add_float(n, "extrapolation_value", a.extrapolation_value);
+    if (a.antialias) add_int(n, "antialias", 1);
+    std::vector<float> roi(a.roi.begin(), a.roi.end());
+    n->add_input(roi.empty() ? std::string() : add_float_constant(node.name + ".roi", roi));
+    bool by_sizes = true;
+    for (size_t k = 0; k < x.size(); ++k)
+      by_sizes &= a.scales[k] == static_cast<double>(a.sizes[k]) / static_cast<double>(x[k]);
+    if (by_sizes) {
+      n->add_input("");
+      n->add_input(add_int64_constant(node.name + ".sizes", a.sizes));
+      return;
+    }
+    std::vector<float> scales(a.scales.begin(), a.scales.end());
+    for (size_t k = 0; k < x.size(); ++k)
+      BRAID_CHECK(static_cast<int64_t>(static_cast<double>(scales[k]) *
+                                       static_cast<double>(x[k])) == a.sizes[k],
+                  ErrorCode::kUnsupported, who, ": scale ", a.scales[k], " of dim ", k,
+                  " does not give its size ", a.sizes[k], " as a float");
+    n->add_input(add_float_constant(node.name + ".scales", scales));
   }
 
   onnx::NodeProto* new_node(const std::string& name, std::string_view op_type) {
@@ -324,6 +383,27 @@ class Exporter {
       }
       case OpKind::Cast:
         add_int(n, "to", onnx_detail::onnx_type_of(std::get<ir::CastAttrs>(node.attrs).to));
+        break;
+      case OpKind::ConvTranspose: {
+        const auto& a = std::get<ir::ConvTransposeAttrs>(node.attrs);
+        add_ints(n, "kernel_shape", a.kernel);
+        add_ints(n, "strides", a.stride);
+        add_ints(n, "dilations", a.dilation);
+        add_int(n, "group", a.groups);
+        if (a.output_padding != std::array<int64_t, 2>{0, 0})
+          add_ints(n, "output_padding", a.output_padding);
+        if (a.pads[2] >= 0 && a.pads[3] >= 0) {
+          add_ints(n, "pads", a.pads);
+        } else {  // an output past the natural size: output_shape, begin pads 0 (the importer's)
+          BRAID_CHECK(a.pads[0] == 0 && a.pads[1] == 0, ErrorCode::kUnsupported, "node '",
+                      node.name, "' (ConvTranspose): negative end pads after begin pads");
+          const ir::Shape& y = g_.value(node.outputs[0]).type.shape;
+          add_ints(n, "output_shape", std::vector<int64_t>{y[2], y[3]});
+        }
+        break;
+      }
+      case OpKind::Resize:
+        add_resize(n, node);
         break;
       case OpKind::Slice: {
         const auto& a = std::get<ir::SliceAttrs>(node.attrs);

@@ -227,7 +227,8 @@ struct AdaptedCase {
 
 // Two adaptations, neither of which changes what the node computes:
 //  1. Graph inputs that braid takes only as constants become initializers holding this data
-//     set's values: float scalars (Pad's constant_value, Dropout's ratio) always, int64 and
+//     set's values: float scalars (Pad's constant_value, Dropout's ratio) and Resize's and
+//     Upsample's roi and scales always, int64 and
 //     bool inputs (Reshape shapes, Split sizes, Pad pads, Slice bounds, Dropout's
 //     training_mode) when `freeze_typed` (the test tries without first: Gather's indices,
 //     Where's condition and Equal's operands are runtime inputs to braid). braid plans shapes
@@ -239,7 +240,10 @@ AdaptedCase adapt(const onnx::ModelProto& original, const fs::path& data_set, bo
   AdaptedCase c{original, {}, {}, {}};
   onnx::GraphProto* g = c.model.mutable_graph();
   const std::vector<std::string> fed_names = runtime_input_names(original.graph());
-  std::unordered_set<std::string> frozen;
+  std::unordered_set<std::string> frozen, resize_operands;
+  for (const auto& n : g->node())
+    if (n.op_type() == "Resize" || n.op_type() == "Upsample")
+      for (int i = 1; i < n.input_size(); ++i) resize_operands.insert(n.input(i));
   for (size_t k = 0; k < fed_names.size(); ++k) {
     const onnx::ValueInfoProto* in = nullptr;  // found: fed_names come from g->input()
     for (const auto& i : g->input())
@@ -250,7 +254,8 @@ AdaptedCase adapt(const onnx::ModelProto& original, const fs::path& data_set, bo
     const bool flag_or_sizes = freeze_typed && (tt.elem_type() == onnx::TensorProto::INT64 ||
                                                 tt.elem_type() == onnx::TensorProto::BOOL);
     const bool float_scalar =
-        tt.elem_type() == onnx::TensorProto::FLOAT && tt.shape().dim_size() == 0;
+        tt.elem_type() == onnx::TensorProto::FLOAT &&
+        (tt.shape().dim_size() == 0 || resize_operands.count(fed_names[k]) != 0);
     // Other types (uint8 data, ...) stay inputs, which the importer names as unsupported.
     if (!flag_or_sizes && !float_scalar) continue;
     const fs::path file = tensor_file(data_set, "input", k);

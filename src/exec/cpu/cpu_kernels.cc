@@ -874,6 +874,10 @@ std::unique_ptr<Kernel> build(const BuildContext& c, const Chain& chain) {
       return build_not(c, chain);
     case ir::OpKind::Slice:
       return build_slice(c, chain);
+    case ir::OpKind::ConvTranspose:
+      return build_conv_transpose(c, chain);
+    case ir::OpKind::Resize:
+      return build_resize(c, chain);
   }
   BRAID_ASSERT(false, "unhandled op kind");
 }
@@ -944,6 +948,9 @@ Chain plan_chain(const BuildContext& c, std::span<const NodeId> ops, size_t at) 
 
   bool post_ops = false;
   switch (head.kind) {
+    case ir::OpKind::ConvTranspose:
+      post_ops = deconvolution_fits(c, head);
+      break;
     case ir::OpKind::Conv: {
       post_ops = true;
       const auto& a = std::get<ir::ConvAttrs>(head.attrs);
@@ -1079,6 +1086,8 @@ bool supports(const ir::Graph& graph, NodeId id) {
     case ir::OpKind::Equal:
     case ir::OpKind::Not:
     case ir::OpKind::Slice:
+    case ir::OpKind::ConvTranspose:
+    case ir::OpKind::Resize:
       return true;
   }
   return false;

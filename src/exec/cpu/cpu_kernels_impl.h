@@ -130,6 +130,11 @@ std::unique_ptr<Kernel> build_pool(const BuildContext& c, const Chain& chain);
 std::unique_ptr<Kernel> build_global_average_pool(const BuildContext& c, const Chain& chain);
 std::unique_ptr<Kernel> build_matmul(const BuildContext& c, const Chain& chain);
 std::unique_ptr<Kernel> build_gemm(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_conv_transpose(const BuildContext& c, const Chain& chain);
+// Whether oneDNN's deconvolution computes this ConvTranspose (fixed weights; its right padding,
+// the end pad less output_padding, is not negative); build_conv_transpose runs the others as
+// plain loops, without fused activations.
+bool deconvolution_fits(const BuildContext& c, const ir::Node& node);
 
 // Builders in cpu_kernels_tensor.cc: plain loops, any dtype.
 std::unique_ptr<Kernel> build_erf(const BuildContext& c, const Chain& chain);
@@ -140,5 +145,6 @@ std::unique_ptr<Kernel> build_expand(const BuildContext& c, const Chain& chain);
 std::unique_ptr<Kernel> build_slice(const BuildContext& c, const Chain& chain);
 std::unique_ptr<Kernel> build_gather(const BuildContext& c, const Chain& chain);
 std::unique_ptr<Kernel> build_cast(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_resize(const BuildContext& c, const Chain& chain);
 
 }  // namespace braid::exec::cpu::detail

@@ -1,7 +1,8 @@
 // CPU kernels for the compute ops: Conv (+ folded BatchNormalization + activation post-ops),
 // Max/AveragePool, GlobalAveragePool, MatMul (+ bias Add) and Gemm. Conv and pooling take their
 // activations in the layout the arena has them in (layout.h); MatMul and Gemm only plain ones.
-// Weights are reordered once, here, into the layout the primitive prefers.
+// ConvTranspose runs on oneDNN's deconvolution. Weights are reordered once, here, into the
+// layout the primitive prefers.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -142,6 +143,116 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
     if (has_b) args[DNNL_ARG_BIAS] = k->bind(bias_md, c.ref(b));
   }
   k->add(pd, dnnl::convolution_forward(pd), std::move(args));
+  return k;
+}
+
+namespace {
+
+// ConvTranspose as plain loops (an output past the natural size): each output element gathers
+// the inputs that land on it, as the reference does. Output channels are split between the
+// lane's OpenMP threads.
+class DirectConvTransposeKernel final : public Kernel {
+ public:
+  DirectConvTransposeKernel(TensorRef x, TensorRef w, std::optional<TensorRef> b, TensorRef y,
+                            ir::ConvTransposeAttrs a)
+      : x_(std::move(x)), w_(std::move(w)), b_(std::move(b)), y_(std::move(y)), a_(a) {}
+
+  void execute(const KernelContext& context) const override {
+    const float* x = x_.data(context);
+    const float* w = w_.data(context);
+    const float* b = b_ ? b_->data(context) : nullptr;
+    float* y = y_.data(context);
+    const ir::Shape &xs = x_.type.shape, &ws = w_.type.shape, &ys = y_.type.shape;
+    const int64_t batch = xs[0], ic_total = xs[1], h = xs[2], wd = xs[3];
+    const int64_t oc_group = ws[1], kh_size = ws[2], kw_size = ws[3];
+    const int64_t ic_group = ic_total / a_.groups, oc_total = ys[1], oh_size = ys[2],
+                  ow_size = ys[3];
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t oc = 0; oc < oc_total; ++oc) {
+        const int64_t g = oc / oc_group, ocl = oc % oc_group;
+        float* out = y + (n * oc_total + oc) * oh_size * ow_size;
+        for (int64_t oh = 0; oh < oh_size; ++oh)
+          for (int64_t ow = 0; ow < ow_size; ++ow) {
+            float acc = b != nullptr ? b[oc] : 0.0f;
+            for (int64_t kh = 0; kh < kh_size; ++kh) {
+              const int64_t th = oh + a_.pads[0] - kh * a_.dilation[0];
+              if (th < 0 || th % a_.stride[0] != 0 || th / a_.stride[0] >= h) continue;
+              for (int64_t kw = 0; kw < kw_size; ++kw) {
+                const int64_t tw = ow + a_.pads[1] - kw * a_.dilation[1];
+                if (tw < 0 || tw % a_.stride[1] != 0 || tw / a_.stride[1] >= wd) continue;
+                const int64_t at = (th / a_.stride[0]) * wd + tw / a_.stride[1];
+                for (int64_t icl = 0; icl < ic_group; ++icl) {
+                  const int64_t ic = g * ic_group + icl;
+                  acc += x[(n * ic_total + ic) * h * wd + at] *
+                         w[((ic * oc_group + ocl) * kh_size + kh) * kw_size + kw];
+                }
+              }
+            }
+            out[oh * ow_size + ow] = acc;
+          }
+      }
+  }
+
+ private:
+  TensorRef x_, w_;
+  std::optional<TensorRef> b_;
+  TensorRef y_;
+  ir::ConvTransposeAttrs a_;
+};
+
+}  // namespace
+
+bool deconvolution_fits(const BuildContext& c, const ir::Node& node) {
+  const auto& a = std::get<ir::ConvTransposeAttrs>(node.attrs);
+  return c.is_fixed(node.inputs[1]) && a.pads[2] >= a.output_padding[0] &&
+         a.pads[3] >= a.output_padding[1];
+}
+
+// oneDNN's deconvolution: its weights are (g)oihw by dims, ONNX's [IC, OC/g, KH, KW] is
+// (g)iohw in memory, so the user memory says that tag and the primitive picks its own layout.
+std::unique_ptr<Kernel> build_conv_transpose(const BuildContext& c, const Chain& chain) {
+  const ir::Node& node = *chain.head;
+  const auto& a = std::get<ir::ConvTransposeAttrs>(node.attrs);
+  const ValueId x = node.inputs[0], w = node.inputs[1];
+  const bool has_b = node.inputs.size() > 2;
+  if (!deconvolution_fits(c, node)) {
+    BRAID_ASSERT(chain.activations.empty(), "plain-loop ConvTranspose fuses no activation");
+    std::optional<TensorRef> b;
+    if (has_b) b = c.ref(node.inputs[2]);
+    return std::make_unique<DirectConvTransposeKernel>(c.ref(x), c.ref(w), b, c.ref(chain.output),
+                                                       a);
+  }
+  const ir::Shape& ws = c.shape(w);
+  const int64_t groups = a.groups, ic = ws[0], oc = ws[1] * groups;
+  const Dims w_dims = groups > 1 ? Dims{groups, oc / groups, ic / groups, ws[2], ws[3]}
+                                 : Dims{oc, ic, ws[2], ws[3]};
+  const memory::desc user_w_md(w_dims, dt::f32, groups > 1 ? tag::giohw : tag::iohw);
+  const memory::desc w_md(w_dims, dt::f32, tag::any);
+  const TensorRef src_ref = c.ref(x), dst_ref = c.ref(chain.output);
+  const memory::desc src_md(arena_md(src_ref).dims(), dt::f32, tag::any);
+  const memory::desc dst_md(arena_md(dst_ref).dims(), dt::f32, tag::any);
+  const memory::desc bias_md = plain_md({oc});
+  dnnl::post_ops po;
+  append_activations(po, chain);
+  const Dims strides{a.stride[0], a.stride[1]};
+  const Dims dilation{a.dilation[0] - 1, a.dilation[1] - 1};
+  const Dims pad_l{a.pads[0], a.pads[1]};
+  const Dims pad_r{a.pads[2] - a.output_padding[0], a.pads[3] - a.output_padding[1]};
+  const auto desc = has_b ? dnnl::deconvolution_forward::desc(
+                                prop_kind::forward_inference, algorithm::deconvolution_direct,
+                                src_md, w_md, bias_md, dst_md, strides, dilation, pad_l, pad_r)
+                          : dnnl::deconvolution_forward::desc(
+                                prop_kind::forward_inference, algorithm::deconvolution_direct,
+                                src_md, w_md, dst_md, strides, dilation, pad_l, pad_r);
+  const dnnl::deconvolution_forward::primitive_desc pd(desc, make_attr(po), c.engine);
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  Args args{{DNNL_ARG_SRC, k->input(pd.src_desc(), src_ref)},
+            {DNNL_ARG_DST, k->output(pd.dst_desc(), dst_ref)}};
+  args[DNNL_ARG_WEIGHTS] =
+      prepare_weights(c, k->bind(user_w_md, c.ref(w)), pd.weights_desc(), true);
+  if (has_b) args[DNNL_ARG_BIAS] = k->bind(bias_md, c.ref(node.inputs[2]));
+  k->add(pd, dnnl::deconvolution_forward(pd), std::move(args));
   return k;
 }
 

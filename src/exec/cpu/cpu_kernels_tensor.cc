@@ -1,13 +1,17 @@
 // Plain-loop CPU kernels for the ops oneDNN 2.6 has no primitive for, most of them from
-// transformer exports: Erf, Where, Expand, Gather, Cast, Equal, Not and Slice. They run on plain
+// transformer exports: Erf, Where, Expand, Gather, Cast, Equal, Not and Slice, and Resize
+// (detectors, segmentation heads). They run on plain
 // tensors of any dtype (layout.h never blocks their operands). Index arithmetic is planned at
 // build time (per-input strides over the output's dims, the Slice's first element), so
 // execute() only walks rows: the innermost dim is a strided loop, the others an odometer.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "base/error.h"
 #include "exec/cpu/cpu_kernels_impl.h"
+#include "ir/resize.h"
 #include "ir/shape_inference.h"
 
 namespace braid::exec::cpu::detail {
@@ -298,7 +302,96 @@ class ErfKernel final : public Kernel {
   TensorRef src_, dst_;
 };
 
+// Resize from the per-axis taps (ir/resize.h): each output row (innermost dim) first gathers
+// the tap combinations of the outer axes (offset, weight), then sums them under the row's own
+// taps. Rows are split between the lane's OpenMP threads.
+class ResizeKernel final : public Kernel {
+ public:
+  ResizeKernel(TensorRef src, TensorRef dst, const ir::ResizeAttrs& a)
+      : src_(std::move(src)), dst_(std::move(dst)), extrapolation_(a.extrapolation_value) {
+    const ir::Shape& xs = src_.type.shape;
+    const Dims x_strides = row_major_strides(to_dims(xs));
+    const std::vector<ir::ResizeTaps> taps = ir::resize_taps(a, xs);
+    for (size_t d = 0; d < taps.size(); ++d) {
+      Axis axis;
+      axis.begin = taps[d].begin;
+      for (int64_t i : taps[d].index) axis.offset.push_back(i * x_strides[d]);
+      axis.weight.assign(taps[d].weight.begin(), taps[d].weight.end());
+      axis.outside = taps[d].outside;
+      if (d + 1 < taps.size()) max_combinations_ *= std::max<int64_t>(taps[d].max_taps(), 1);
+      axes_.push_back(std::move(axis));
+    }
+    if (axes_.empty()) axes_.push_back({{0, 1}, {0}, {1.0f}, {}});  // a scalar: one copy
+    const ir::Shape& ys = dst_.type.shape;
+    row_ = ys.empty() ? 1 : ys.back();
+    rows_ = ir::num_elements(ys) / row_;
+  }
+
+  void execute(const KernelContext& context) const override {
+    const float* x = src_.data(context);
+    float* y = dst_.data(context);
+    const ir::Shape& ys = dst_.type.shape;
+    const size_t outer = axes_.size() - 1;
+    const Axis& last = axes_.back();
+#pragma omp parallel
+    {
+      std::vector<std::pair<int64_t, float>> combos, next;
+      combos.reserve(static_cast<size_t>(max_combinations_));
+      next.reserve(static_cast<size_t>(max_combinations_));
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows_; ++r) {
+        combos.assign(1, {0, 1.0f});
+        bool outside = false;
+        for (int64_t d = static_cast<int64_t>(outer) - 1, rest = r; d >= 0; --d) {
+          const Axis& axis = axes_[d];
+          const int64_t o = rest % ys[d];
+          rest /= ys[d];
+          outside = outside || (!axis.outside.empty() && axis.outside[o] != 0);
+          next.clear();
+          for (const auto& [offset, weight] : combos)
+            for (int64_t t = axis.begin[o]; t < axis.begin[o + 1]; ++t)
+              next.emplace_back(offset + axis.offset[t], weight * axis.weight[t]);
+          combos.swap(next);
+        }
+        float* out = y + r * row_;
+        for (int64_t o = 0; o < row_; ++o) {
+          if (outside || (!last.outside.empty() && last.outside[o] != 0)) {
+            out[o] = extrapolation_;
+            continue;
+          }
+          float acc = 0;
+          for (const auto& [offset, weight] : combos) {
+            float inner = 0;
+            for (int64_t t = last.begin[o]; t < last.begin[o + 1]; ++t)
+              inner += last.weight[t] * x[offset + last.offset[t]];
+            acc += weight * inner;
+          }
+          out[o] = acc;
+        }
+      }
+    }
+  }
+
+ private:
+  struct Axis {
+    std::vector<int64_t> begin;   // taps of output index o: [begin[o], begin[o + 1])
+    std::vector<int64_t> offset;  // input element offset of each tap along this axis
+    std::vector<float> weight;
+    std::vector<uint8_t> outside;
+  };
+  TensorRef src_, dst_;
+  float extrapolation_ = 0;
+  std::vector<Axis> axes_;
+  int64_t max_combinations_ = 1;
+  int64_t row_ = 1, rows_ = 1;
+};
+
 }  // namespace
+
+std::unique_ptr<Kernel> build_resize(const BuildContext& c, const Chain& chain) {
+  return std::make_unique<ResizeKernel>(c.ref(chain.head->inputs[0]), c.ref(chain.output),
+                                        std::get<ir::ResizeAttrs>(chain.head->attrs));
+}
 
 std::unique_ptr<Kernel> build_erf(const BuildContext& c, const Chain& chain) {
   return std::make_unique<ErfKernel>(c.ref(chain.head->inputs[0]), c.ref(chain.output));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "ir/resize.h"
 #include "ir/shape_inference.h"
 
 namespace braid::exec::ref {
@@ -508,6 +509,64 @@ void slice(const std::vector<ir::SliceDim>& dims, const Shape& xs, const std::by
   }
 }
 
+// Each output element sums the inputs that land on it: oh = ih * stride - pad + kh * dilation.
+void conv_transpose(const ir::ConvTransposeAttrs& a, const Shape& xs, const Shape& ws,
+                    const float* x, const float* w, const float* bias, const Shape& ys, float* y) {
+  const int64_t n_batch = xs[0], ic_total = xs[1], h = xs[2], wd = xs[3];
+  const int64_t oc_group = ws[1], kh_size = ws[2], kw_size = ws[3];
+  const int64_t ic_group = ic_total / a.groups, oc_total = ys[1], oh_size = ys[2], ow_size = ys[3];
+  for (int64_t n = 0; n < n_batch; ++n)
+    for (int64_t oc = 0; oc < oc_total; ++oc) {
+      const int64_t g = oc / oc_group, ocl = oc % oc_group;
+      for (int64_t oh = 0; oh < oh_size; ++oh)
+        for (int64_t ow = 0; ow < ow_size; ++ow) {
+          double acc = bias != nullptr ? bias[oc] : 0.0;
+          for (int64_t icl = 0; icl < ic_group; ++icl) {
+            const int64_t ic = g * ic_group + icl;
+            for (int64_t kh = 0; kh < kh_size; ++kh) {
+              const int64_t th = oh + a.pads[0] - kh * a.dilation[0];
+              if (th < 0 || th % a.stride[0] != 0 || th / a.stride[0] >= h) continue;
+              for (int64_t kw = 0; kw < kw_size; ++kw) {
+                const int64_t tw = ow + a.pads[1] - kw * a.dilation[1];
+                if (tw < 0 || tw % a.stride[1] != 0 || tw / a.stride[1] >= wd) continue;
+                acc +=
+                    static_cast<double>(
+                        x[((n * ic_total + ic) * h + th / a.stride[0]) * wd + tw / a.stride[1]]) *
+                    w[((ic * oc_group + ocl) * kh_size + kh) * kw_size + kw];
+              }
+            }
+          }
+          y[((n * oc_total + oc) * oh_size + oh) * ow_size + ow] = static_cast<float>(acc);
+        }
+    }
+}
+
+// The tensor product of the per-axis taps (ir/resize.h), one output element at a time.
+void resize(const ir::ResizeAttrs& a, const Shape& xs, const float* x, const Shape& ys, float* y) {
+  const std::vector<ir::ResizeTaps> taps = ir::resize_taps(a, xs);
+  const std::vector<int64_t> x_strides = row_major_strides(xs);
+  const size_t rank = ys.size();
+  std::vector<int64_t> at(rank);
+  auto sum = [&](auto&& self, size_t k, int64_t offset) -> double {
+    if (k == rank) return x[offset];
+    double acc = 0;
+    const ir::ResizeTaps& t = taps[k];
+    for (int64_t j = t.begin[at[k]]; j < t.begin[at[k] + 1]; ++j)
+      acc += t.weight[j] * self(self, k + 1, offset + t.index[j] * x_strides[k]);
+    return acc;
+  };
+  const int64_t n = ir::num_elements(ys);
+  for (int64_t i = 0; i < n; ++i) {
+    bool outside = false;
+    for (size_t d = rank, rest = static_cast<size_t>(i); d-- > 0;) {
+      at[d] = static_cast<int64_t>(rest % static_cast<size_t>(ys[d]));
+      rest /= static_cast<size_t>(ys[d]);
+      outside = outside || (!taps[d].outside.empty() && taps[d].outside[at[d]] != 0);
+    }
+    y[i] = outside ? a.extrapolation_value : static_cast<float>(sum(sum, 0, 0));
+  }
+}
+
 }  // namespace
 
 void run_op(const ir::Graph& graph, NodeId id, std::span<const float* const> in,
@@ -653,6 +712,13 @@ void run_op(const ir::Graph& graph, NodeId id, std::span<const float* const> in,
       for (int64_t i = 0; i < y_elements; ++i) out[i] = x[i] != 0 ? 0 : 1;
       return;
     }
+    case ir::OpKind::ConvTranspose:
+      conv_transpose(std::get<ir::ConvTransposeAttrs>(node.attrs), shape(0), shape(1), in[0], in[1],
+                     in.size() > 2 ? in[2] : nullptr, ys, y);
+      return;
+    case ir::OpKind::Resize:
+      resize(std::get<ir::ResizeAttrs>(node.attrs), shape(0), in[0], ys, y);
+      return;
     case ir::OpKind::Slice:
       slice(ir::slice_dims(std::get<ir::SliceAttrs>(node.attrs), shape(0), node.name), shape(0),
             bytes_of(in[0]), y_size, ys, bytes_of(y));
