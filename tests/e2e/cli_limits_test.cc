@@ -72,7 +72,7 @@ INSTANTIATE_TEST_SUITE_P(
         LimitCase{"top -m squeezenet:1 --queue-capacity 99999999999",
                   {"--queue-capacity", "from 0 to 1000000"}},
         LimitCase{"top -m squeezenet:1 --max-in-flight 0", {"--max-in-flight", "from 1 to"}},
-        LimitCase{"top -m squeezenet:1 -H 1000", {"-H", "from 1 to 64"}},
+        LimitCase{"top -m squeezenet:1 -H 1000", {"--max-sub-blocks", "H must be from 1 to 64"}},
         LimitCase{"top -m squeezenet:1 --batch 99999999999", {"--batch", "from 1 to 65536"}},
         LimitCase{"top -m squeezenet:x", {"--model 'squeezenet:x'", "'x' is not a number"}},
         LimitCase{"top -m squeezenet:nan", {"--model 'squeezenet:nan'", "out of range"}}));
