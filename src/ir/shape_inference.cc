@@ -494,7 +494,9 @@ std::vector<TensorType> infer_output_types(OpKind kind, const OpAttrs& attrs,
       int64_t total = 0;
       std::vector<TensorType> outs;
       for (int64_t s : a.sizes) {
-        BRAID_CHECK(s > 0, kBad, "node '", node, "' (Split): non-positive split size");
+        BRAID_CHECK(s != 0, ErrorCode::kUnsupported, "node '", node,
+                    "' (Split): a split of size 0; braid does not support zero-size tensors");
+        BRAID_CHECK(s > 0, kBad, "node '", node, "' (Split): negative split size");
         TensorType t = in[0];
         t.shape[axis] = s;
         outs.push_back(t);
