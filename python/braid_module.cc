@@ -3,6 +3,7 @@
 // without copying them; the Python half (braid/__init__.py) gives it ONNX Runtime's shape.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -46,6 +47,9 @@ struct Options {
   bool batch_given = false;
   int streams = 10;
   bool pin_threads = false;
+  // An ONNX model's dynamic input dims: input name -> shape, dim_param -> value.
+  std::map<std::string, std::vector<int64_t>> shapes;
+  std::map<std::string, int64_t> dims;
 };
 
 session::SessionOptions session_options(const Options& o) {
@@ -58,6 +62,8 @@ session::SessionOptions session_options(const Options& o) {
   s.load.zoo.batch = o.batch;
   s.load.zoo.image_size = o.image_size;
   s.load.batch_given = o.batch_given;
+  s.load.inputs.shapes = o.shapes;
+  s.load.inputs.dims = o.dims;
   s.pin_threads = o.pin_threads;
   return s;
 }
@@ -260,7 +266,7 @@ class PyServer {
                                .scheduler = o.scheduler,
                                .cost = o.cost};
     for (const auto& [model, blocks] : models) {
-      runtime::ScenarioModel m{.model = model};
+      runtime::ScenarioModel m{.model = model, .inputs = session_options(o).load.inputs};
       BRAID_CHECK(blocks.empty() || blocks == "ir" || blocks == "stages",
                   ErrorCode::kInvalidArgument, "model '", model,
                   "': blocks must be 'ir' or 'stages', got '", blocks, "'");
@@ -403,7 +409,9 @@ NB_MODULE(_braid, m) {
       .def_rw("batch_given", &Options::batch_given)
       .def_rw("image_size", &Options::image_size)
       .def_rw("streams", &Options::streams)
-      .def_rw("pin_threads", &Options::pin_threads);
+      .def_rw("pin_threads", &Options::pin_threads)
+      .def_rw("shapes", &Options::shapes)
+      .def_rw("dims", &Options::dims);
 
   nb::class_<PySession>(m, "Session")
       .def(nb::init<nb::object, const Options&>(), "model"_a, "options"_a)

@@ -4,7 +4,8 @@
   .venv/bin/python scripts/ort_run.py MODEL.onnx OUT_DIR IN0 [IN1 ...]
 
 Inputs are given in the graph's input order, each a .npy file or a raw .bin file in the input's
-declared element type (float32, int64 or bool). The script writes, in OUT_DIR:
+declared element type (float32, int64 or bool); an input with dynamic dims must be a .npy file,
+whose shape it keeps. The script writes, in OUT_DIR:
   input_<i>.bin, input_<i>.dtype   what it fed (raw, C order) and its numpy dtype name
   output_<i>.bin                   each output as raw float32, in the graph's output order
 ORT runs sequentially, one thread, all graph optimizations off, so it computes the graph as
@@ -26,7 +27,11 @@ def load_input(info, path):
     data = np.load(path) if path.endswith(".npy") else np.fromfile(path, dtype=dtype)
     if data.dtype != dtype:
         raise ValueError(f"input '{info.name}' is {info.type}, {path} holds {data.dtype}")
-    return np.ascontiguousarray(data.reshape(info.shape))
+    # A dynamic dim (a name, or None) takes the .npy's own shape: how a test runs a model with
+    # dynamic dims at the shape it fixed in braid.
+    if all(isinstance(d, int) and d > 0 for d in info.shape) or not path.endswith(".npy"):
+        data = data.reshape(info.shape)
+    return np.ascontiguousarray(data)
 
 
 def main():

@@ -132,6 +132,30 @@ def _options(scheduler="auto", device="cpu", threads=None, cost=None, schedule=N
     return o
 
 
+def _dim_value(value, where: str) -> int:
+    """A dimension given in Python: a whole number >= 1 (bool and float refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{where}: a dimension must be an int, got {type(value).__name__}")
+    if int(value) < 1:
+        raise ValueError(f"{where}: a dimension must be >= 1, got {value}")
+    return int(value)
+
+
+def _set_input_shapes(o: _braid.Options, shapes, dims) -> None:
+    """shapes={"x": [1, 3, 48, 320]} and dims={"width": 320}: an ONNX model's dynamic input dims,
+    as --shape and --dim give them (ONNX Runtime's free dimension overrides by name)."""
+    if shapes is not None:
+        if not isinstance(shapes, Mapping):
+            raise TypeError(f"shapes must be a dict of input name -> shape, "
+                            f"got {type(shapes).__name__}")
+        o.shapes = {str(name): [_dim_value(d, f"shapes['{name}']") for d in shape]
+                    for name, shape in shapes.items()}
+    if dims is not None:
+        if not isinstance(dims, Mapping):
+            raise TypeError(f"dims must be a dict of dim name -> value, got {type(dims).__name__}")
+        o.dims = {str(name): _dim_value(v, f"dims['{name}']") for name, v in dims.items()}
+
+
 def _schedule_text(schedule) -> str:
     """A schedule given as data (a dict), as JSON text, or as a path to a .json file."""
     if isinstance(schedule, Mapping):
@@ -161,13 +185,18 @@ class InferenceSession:
     (measure the best candidates here and keep the fastest, cached as `braid run` does) or a
     scheduler's name; `schedule` (a dict, JSON text or a path) runs that schedule instead.
     `options`: {"batch": N, "image_size": N (zoo CNNs), "streams": N, "pin_threads": bool (pin
-    each lane to its CPUs, as `braid run` does; off by default)}. run() releases the GIL: several
-    threads may run one session at once."""
+    each lane to its CPUs, as `braid run` does; off by default)}. An ONNX model's dynamic input
+    dims are fixed at load: `shapes` {"x": [1, 3, 48, 320]} gives inputs' whole shapes, `dims`
+    {"width": 320} every dim of that dim_param (ONNX Runtime's free dimension overrides); a
+    dynamic dim left unfixed (but the batch, which options["batch"] fills) is an error naming it.
+    run() releases the GIL: several threads may run one session at once."""
 
     def __init__(self, model, sess_options=None, providers=None, provider_options=None, *,
                  scheduler: str = "auto", device: str | None = None, threads: int | None = None,
                  cost: str | None = "cpu", schedule=None,
-                 options: Mapping[str, Any] | None = None):
+                 options: Mapping[str, Any] | None = None,
+                 shapes: Mapping[str, Sequence[int]] | None = None,
+                 dims: Mapping[str, int] | None = None):
         if providers is not None:
             wanted = _device_of(providers, provider_options)
             if device is not None and device != wanted:
@@ -177,9 +206,9 @@ class InferenceSession:
             # ONNX Runtime's SessionOptions (or any object with its attribute): its intra-op
             # threads are each stream's OpenMP threads; 0 is ORT's "default".
             threads = getattr(sess_options, "intra_op_num_threads", 0) or None
-        self._session = _braid.Session(
-            _model_arg(model),
-            _options(scheduler, device or "cpu", threads, cost, schedule, options))
+        o = _options(scheduler, device or "cpu", threads, cost, schedule, options)
+        _set_input_shapes(o, shapes, dims)
+        self._session = _braid.Session(_model_arg(model), o)
         self._inputs = [NodeArg(n, list(s), _ONNX_TYPES[t]) for n, s, t in self._session.inputs]
         self._outputs = [NodeArg(n, list(s), _ONNX_TYPES[t]) for n, s, t in self._session.outputs]
         self._input_dtypes = [t for _, _, t in self._session.inputs]

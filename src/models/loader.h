@@ -15,6 +15,7 @@
 #include "ir/limits.h"
 #include "ir/unit_graph.h"
 #include "ir/weights.h"
+#include "models/input_shapes.h"
 #include "models/onnx_import.h"
 #include "models/zoo.h"
 
@@ -34,6 +35,9 @@ struct LoadOptions {
   // name), a .dag.json's own "name".
   std::string name;
   ir::TensorLimits limits;  // checked for every zoo model and ONNX file (--max-tensor-elements ...)
+  // ONNX files: the values of dynamic input dims (--shape NAME=1x3x320x320, --dim NAME=VALUE;
+  // input_shapes.h). A zoo model or a weighted DAG given any is an error.
+  InputShapes inputs;
 };
 
 struct LoadedModel {
@@ -48,8 +52,9 @@ struct LoadedModel {
 };
 
 // Throws braid::Error: kNotFound for an unknown zoo name or missing file, kInvalidModel /
-// kUnsupported for bad files, kInvalidArgument for a model over the limits or a batch size that
-// an ONNX file's static shapes cannot take.
+// kUnsupported for bad files or dynamic dims left unfixed, kInvalidArgument for a model over the
+// limits, a batch size that an ONNX file's static shapes cannot take, or input shapes that do not
+// fit the model.
 LoadedModel load_model(std::string_view spec, const LoadOptions& options = {});
 // An ONNX model given as bytes (a serialized ModelProto); `name` names it in messages and, unless
 // options.name is set, is its name. Throws what load_model throws for an .onnx file.

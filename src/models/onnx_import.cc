@@ -225,42 +225,45 @@ class Importer {
                 " nodes (`braid ops` lists the supported ones):", list);
   }
 
+  // Fixes the graph inputs' dynamic dims (input_shapes.h's rules) and adds the inputs. IR < 4
+  // lists initializers as inputs too; those are skipped.
   void add_graph_inputs() {
+    std::vector<const onnx::ValueInfoProto*> inputs;
+    std::vector<DeclaredInput> declared;
     for (const onnx::ValueInfoProto& in : g_.input()) {
-      if (consts_.contains(in.name())) continue;  // IR < 4 lists initializers as inputs too
+      if (consts_.contains(in.name())) continue;
       const std::string what = "graph input '" + in.name() + "'";
       BRAID_CHECK(!in.name().empty(), kBad, "a graph input has no name");
       BRAID_CHECK(in.type().has_tensor_type(), kUnsupported, what, " is not a tensor");
       const auto& tt = in.type().tensor_type();
-      ir::TensorType type;
-      std::optional<ir::DType> dtype = onnx_detail::dtype_of_onnx(tt.elem_type());
-      BRAID_CHECK(dtype.has_value(), kUnsupported, what, " has element type ",
-                  onnx_type_name(tt.elem_type()),
+      BRAID_CHECK(onnx_detail::dtype_of_onnx(tt.elem_type()).has_value(), kUnsupported, what,
+                  " has element type ", onnx_type_name(tt.elem_type()),
                   "; braid supports float32, int64 and bool inputs");
-      type.dtype = *dtype;
       BRAID_CHECK(tt.has_shape(), kUnsupported, what, " has no shape; braid needs static shapes");
+      DeclaredInput d{.name = in.name()};
+      for (const auto& dim : tt.shape().dim())
+        d.dims.push_back({.value = dim.has_dim_value() ? dim.dim_value() : 0,
+                          .param = dim.has_dim_param() ? dim.dim_param() : std::string()});
+      inputs.push_back(&in);
+      declared.push_back(std::move(d));
+    }
+    const std::vector<ir::Shape> shapes =
+        fix_input_shapes(declared, options_.inputs, options_.batch);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const std::string& name = inputs[i]->name();
+      const std::string what = "graph input '" + name + "'";
+      ir::TensorType type{
+          .dtype = *onnx_detail::dtype_of_onnx(inputs[i]->type().tensor_type().elem_type())};
       int64_t elements = 1;
-      for (int k = 0; k < tt.shape().dim_size(); ++k) {
-        const auto& d = tt.shape().dim(k);
-        BRAID_CHECK(!d.has_dim_value() || d.dim_value() != 0, kUnsupported, what, ": dim ", k,
-                    " is 0; braid does not support zero-size tensors");
-        int64_t v = d.has_dim_value() ? d.dim_value() : 0;
-        BRAID_CHECK(v >= 0, kBad, what, ": dim ", k, " is ", v);
-        if (v == 0) {
-          BRAID_CHECK(
-              k == 0, kUnsupported, what, ": dim ", k, " (",
-              d.has_dim_param() ? "'" + d.dim_param() + "'" : std::string("unknown"),
-              ") is dynamic; braid needs static shapes, only the batch dim 0 may be symbolic");
-          v = options_.batch;
-        }
+      for (int64_t v : shapes[i]) {
         BRAID_CHECK(v <= options_.limits.max_tensor_elements / elements, kUnsupported, what,
                     " has more than ", options_.limits.max_tensor_elements,
                     " elements, which exceeds the limit (raise with --max-tensor-elements)");
         elements *= v;
         type.shape.push_back(v);
       }
-      BRAID_CHECK(values_.count(in.name()) == 0, kBad, what, " is declared twice");
-      values_[in.name()] = b_.add_input(in.name(), type);
+      BRAID_CHECK(values_.count(name) == 0, kBad, what, " is declared twice");
+      values_[name] = b_.add_input(name, type);
     }
   }
 

@@ -20,9 +20,12 @@
 //  6. refuses tensors over OnnxImportOptions' limits (elements per tensor, activation bytes);
 //  7. cross-checks braid's shapes against ONNX's own shape inference (and any value_info the file
 //     declares): a different static shape is a shape-mismatch error naming the node.
-// Symbolic (dim_param or unset) batch dims of graph inputs take OnnxImportOptions::batch; a
-// fixed 0 is a zero-size tensor (unsupported); any other dynamic
-// dim is an error. Only embedded data is read (no external data files): float32 for weights,
+// Dynamic dims of graph inputs (a dim_param, no value, or the -1 and 0 exporters write for
+// "dynamic") are fixed by OnnxImportOptions::inputs (--shape NAME=1x3x320x320, --dim NAME=VALUE;
+// the rules are in input_shapes.h), a dynamic dim 0 otherwise by OnnxImportOptions::batch; a
+// dynamic dim left unfixed is an error naming the input, the dim and both flags. The shape
+// arithmetic on fixed dims (Shape -> Gather -> Concat -> Reshape) then folds like any other.
+// Only embedded data is read (no external data files): float32 for weights,
 // int64 / int32 / bool for the constants that are folded or read as attributes.
 //
 // Files written by export_onnx_* carry braid metadata (metadata_props) that the importer restores:
@@ -42,11 +45,13 @@
 #include "ir/graph.h"
 #include "ir/limits.h"
 #include "ir/weights.h"
+#include "models/input_shapes.h"
 
 namespace braid::models {
 
 struct OnnxImportOptions {
-  int64_t batch = 1;  // given to symbolic / dynamic (dim_param or unset) dim 0 of graph inputs
+  int64_t batch = 1;   // given to a dynamic dim 0 of graph inputs that `inputs` leaves unfixed
+  InputShapes inputs;  // --shape / --dim: the dynamic dims' values (input_shapes.h)
   // Limits that turn an absurd shape (a 100000x100000 input, a huge batch) into a clear error
   // at import instead of std::bad_alloc at run time.
   ir::TensorLimits limits;

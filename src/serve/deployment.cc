@@ -19,10 +19,12 @@ std::vector<KnownModel> known_models(const DeploySettings& settings) {
   if (!settings.repository.empty())
     for (const RepositoryModel& r : scan_repository(settings.repository))
       // A batching model runs sample by sample: loaded at batch 1.
-      known.push_back(
-          {r.name,
-           {.model = r.path.string(), .name = r.name, .batch = r.config.max_batch_size > 0 ? 1 : 0},
-           {.version = r.version, .config = r.config}});
+      known.push_back({r.name,
+                       {.model = r.path.string(),
+                        .name = r.name,
+                        .batch = r.config.max_batch_size > 0 ? 1 : 0,
+                        .inputs = input_shapes(r.config)},  // its dims fix the model's dynamic ones
+                       {.version = r.version, .config = r.config}});
   std::set<std::string> names;
   for (const KnownModel& k : known)
     BRAID_CHECK(names.insert(k.name).second, ErrorCode::kInvalidArgument, "two models named '",

@@ -138,6 +138,23 @@ ModelConfig parse_model_config(std::string_view text, std::string_view where,
   return config;
 }
 
+models::InputShapes input_shapes(const ModelConfig& config) {
+  models::InputShapes shapes{.origin = config.where};
+  for (const ConfiguredTensor& t : config.inputs) {
+    if (t.dims.empty()) continue;
+    std::vector<int64_t> shape;
+    if (config.max_batch_size > 0) shape.push_back(-1);  // the batch: the load's
+    for (int64_t d : t.dims) {
+      BRAID_CHECK(d == -1 || d >= 1, ErrorCode::kInvalidModel, config.where, ": input '", t.name,
+                  "' has dims [", fmt::format("{}", fmt::join(t.dims, ",")),
+                  "]; a dim is >= 1, or -1 for a dynamic one");
+      shape.push_back(d);
+    }
+    shapes.shapes[t.name] = std::move(shape);
+  }
+  return shapes;
+}
+
 ModelConfig read_model_config(const std::filesystem::path& file, std::string_view model) {
   std::ifstream in(file);
   BRAID_CHECK(in.good(), ErrorCode::kNotFound, "cannot read '", file.string(), "'");

@@ -3,6 +3,7 @@
 // reports the rest as ignored, so a config written for Triton is read unchanged:
 //
 //   max_batch_size: 8                       # requests carry a leading batch dimension of 1..8
+//   input [{ name: "x", data_type: TYPE_FP32, dims: [3, 48, 320] }]  # fixes x's dynamic dims
 //   dynamic_batching {
 //     default_queue_policy {
 //       max_queue_size: 16                  # this model's queue (0: the server's --queue-capacity)
@@ -22,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "models/input_shapes.h"
 #include "serve/protocol.h"
 
 namespace braid::serve {
@@ -64,6 +66,12 @@ ModelConfig parse_model_config(std::string_view text, std::string_view where,
 // when max_batch_size > 0). Throws kInvalidModel naming the file and the tensor.
 void check_model_config(const ModelConfig& config, const std::vector<TensorSpec>& inputs,
                         const std::vector<TensorSpec>& outputs);
+// The declared inputs' dims as the shapes that fix an ONNX model's dynamic dims at load, as
+// Triton does (models/input_shapes.h): with max_batch_size > 0 the dims leave out the batch
+// dimension, which the load's batch of 1 fills; a -1 leaves a dim to the model (a dynamic one
+// unfixed is then an error naming the input). Inputs declared without dims fix nothing.
+// kInvalidModel naming the file for a dim below -1 or of 0.
+models::InputShapes input_shapes(const ModelConfig& config);
 // Reads and parses `file`; kNotFound if it cannot be read.
 ModelConfig read_model_config(const std::filesystem::path& file, std::string_view model);
 

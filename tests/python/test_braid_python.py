@@ -409,3 +409,82 @@ def test_server_futures_give_a_sessions_outputs():
             srv.submit("squeezenet", {name: np.zeros((1, 3), np.float32)})
     with pytest.raises(braid.InvalidArgument, match="closed"):
         srv.submit("squeezenet", {name: x})
+
+
+def dynamic_cnn(dims):
+    """x [dims] -> Conv 3->4 (3x3, pad 1) -> its own Shape: Gather n, h, w; Mul h*w; Concat
+    [n, 4, h*w] -> Reshape -> Softmax -> y. dims: ints (-1 and 0 included) or dim_param names."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, None)
+    for d in dims:
+        dim = x.type.tensor_type.shape.dim.add()
+        if isinstance(d, int):
+            dim.dim_value = d
+        else:
+            dim.dim_param = d
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.uniform(-0.5, 0.5, (4, 3, 3, 3)).astype(np.float32), "w")]
+    inits += [numpy_helper.from_array(np.array(v, np.int64), n)
+              for n, v in [("i0", [0]), ("i2", [2]), ("i3", [3]), ("four", [4])]]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Shape", ["c"], ["s"]),
+        helper.make_node("Gather", ["s", "i0"], ["n"]),
+        helper.make_node("Gather", ["s", "i2"], ["h"]),
+        helper.make_node("Gather", ["s", "i3"], ["w_"]),
+        helper.make_node("Mul", ["h", "w_"], ["hw"]),
+        helper.make_node("Concat", ["n", "four", "hw"], ["target"], axis=0),
+        helper.make_node("Reshape", ["c", "target"], ["r"]),
+        helper.make_node("Softmax", ["r"], ["y"], axis=-1),
+    ]
+    model = helper.make_model(helper.make_graph(nodes, "dynamic", [x], [y], inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_dynamic_dims_are_fixed_by_shapes_or_dims():
+    model = dynamic_cnn(["N", 3, "height", "width"])
+    oracle = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    with pytest.raises(braid.Unsupported,
+                       match=r"graph input 'x': dim 2 \('height'\) is dynamic; fix it with "
+                             r"--shape x=1x3x<height>x<width> or --dim height=<height>"):
+        braid.InferenceSession(model, **FAST)
+    x = np.random.default_rng(1).uniform(-1, 1, (2, 3, 6, 10)).astype(np.float32)
+    (want,) = oracle.run(None, {"x": x})
+    by_shape = braid.InferenceSession(model, shapes={"x": [2, 3, 6, 10]}, **FAST)
+    assert by_shape.get_inputs()[0].shape == [2, 3, 6, 10]
+    assert by_shape.get_outputs()[0].shape == [2, 4, 60]
+    (got,) = by_shape.run(None, {"x": x})
+    assert close(got, want)
+    by_dims = braid.InferenceSession(model, dims={"height": 6, "width": 10},
+                                     options={"batch": 2}, **FAST)
+    (got,) = by_dims.run(None, {"x": x})
+    assert close(got, want)
+
+
+def test_minus_one_and_zero_dims_are_dynamic():
+    x = np.random.default_rng(2).uniform(-1, 1, (3, 3, 5, 7)).astype(np.float32)
+    # ORT reads -1 as dynamic, but 0 as a zero-size dim: its oracle is the model with names.
+    (want,) = ort.InferenceSession(dynamic_cnn(["N", 3, "h", 7]),
+                                   providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    minus_one = braid.InferenceSession(dynamic_cnn([-1, 3, 5, 7]), options={"batch": 3}, **FAST)
+    assert close(minus_one.run(None, {"x": x})[0], want)
+    zero = braid.InferenceSession(dynamic_cnn([0, 3, 0, 7]), shapes={"x": [3, 3, 5, 7]}, **FAST)
+    assert close(zero.run(None, {"x": x})[0], want)
+
+
+def test_shapes_and_dims_that_do_not_fit_are_refused():
+    model = dynamic_cnn(["N", 3, "height", "width"])
+    with pytest.raises(braid.InvalidArgument, match="no input 'images' \\(its inputs: 'x'\\)"):
+        braid.InferenceSession(model, shapes={"images": [1, 3, 8, 8]}, **FAST)
+    with pytest.raises(braid.InvalidArgument, match="its named dims: 'N', 'height', 'width'"):
+        braid.InferenceSession(model, dims={"W": 8}, **FAST)
+    with pytest.raises(braid.InvalidArgument, match="dim 1 fixed at 3"):
+        braid.InferenceSession(model, shapes={"x": [1, 4, 8, 8]}, **FAST)
+    with pytest.raises(ValueError, match=r"dims\['width'\]: a dimension must be >= 1"):
+        braid.InferenceSession(model, dims={"width": 0}, **FAST)
+    with pytest.raises(TypeError, match="must be an int"):
+        braid.InferenceSession(model, shapes={"x": [1, 3, 8.5, 8]}, **FAST)

@@ -63,6 +63,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--image-size", load.zoo.image_size, "Input image size (0: each model's default)")
       ->check(whole_number_in("the image size", 0, kMaxImageSize, " (0: each model's default)"));
   add_limit_flags(*cmd, load);
+  add_shape_flags(*cmd, load.inputs);
   cmd->add_option("--iters", measure.iters, "Timed runs per schedule")
       ->check(whole_number_in("the number of timed runs", 1, kMaxIters))
       ->capture_default_str();

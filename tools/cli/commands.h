@@ -12,8 +12,8 @@
 
 namespace braid::cli {
 
-// --name, --batch, --image-size, --layers, --seq-len, --weight-seed and the limits: shared by
-// every command that loads a model.
+// --name, --batch, --image-size, --layers, --seq-len, --weight-seed, --shape, --dim and the
+// limits: shared by every command that loads a model.
 struct ModelFlags {
   std::string spec;
   models::LoadOptions options;
@@ -21,6 +21,9 @@ struct ModelFlags {
 void add_model_flags(CLI::App& cmd, ModelFlags& flags);
 // --max-tensor-elements, --max-activation-bytes (models::LoadOptions).
 void add_limit_flags(CLI::App& cmd, models::LoadOptions& options);
+// --shape NAME=1x3x320x320 and --dim NAME=VALUE (repeatable): an ONNX model's dynamic input dims
+// (models/input_shapes.h); bad text exits 2 with a sentence.
+void add_shape_flags(CLI::App& cmd, models::InputShapes& inputs);
 
 // Flag ranges: beyond them a model is absurd (or bert's build runs for minutes), and the error
 // says so in a sentence instead of CLI11's "not in range 0 to 1.79e308".

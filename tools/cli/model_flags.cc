@@ -88,6 +88,29 @@ void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
   cmd.add_option("--weight-seed", flags.options.seed, "Seed of zoo models' random weights")
       ->capture_default_str();
   add_limit_flags(cmd, flags.options);
+  add_shape_flags(cmd, flags.options.inputs);
+}
+
+void add_shape_flags(CLI::App& cmd, models::InputShapes& inputs) {
+  // One value per flag (allow_extra_args false), so that `--shape x=1x3 model.onnx` leaves the
+  // model to MODEL; the values are parsed as the flags are read, before any model loads.
+  cmd.add_option_function<std::vector<std::string>>(
+         "--shape",
+         [&inputs](const std::vector<std::string>& texts) {
+           for (const std::string& t : texts) models::add_shape_flag(inputs, t);
+         },
+         "ONNX: every dim of input NAME, trtexec's NAME=1x3x320x320 (fixes its dynamic dims; "
+         "repeatable)")
+      ->type_name("NAME=DIMS")
+      ->allow_extra_args(false);
+  cmd.add_option_function<std::vector<std::string>>(
+         "--dim",
+         [&inputs](const std::vector<std::string>& texts) {
+           for (const std::string& t : texts) models::add_dim_flag(inputs, t);
+         },
+         "ONNX: every dynamic input dim named NAME (its dim_param), NAME=VALUE (repeatable)")
+      ->type_name("NAME=VALUE")
+      ->allow_extra_args(false);
 }
 
 void add_limit_flags(CLI::App& cmd, models::LoadOptions& options) {
