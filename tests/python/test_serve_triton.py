@@ -315,3 +315,92 @@ def test_grpc_infer_matches_onnxruntime(servers, onnx_models, name):
     hin = httpclient.InferInput(meta.inputs[0].name, list(x.shape), "FP32")
     hin.set_data_from_numpy(x, binary_data=True)
     assert np.array_equal(http.infer(name, [hin]).as_numpy(out_name), got)
+
+
+def dynamic_ocr_model():
+    """x [N, 3, 48, width] -> Conv 3->4 (3x3, pad 1) -> its Shape: Gather n and w; Concat
+    [n, 4, 48 * w] -> Reshape -> Softmax -> y: a batch and a width left dynamic, as OCR models
+    ship."""
+    from onnx import TensorProto, helper, numpy_helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 48, "width"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    rng = np.random.default_rng(4)
+    inits = [numpy_helper.from_array(rng.uniform(-0.5, 0.5, (4, 3, 3, 3)).astype(np.float32), "w")]
+    inits += [numpy_helper.from_array(np.array(v, np.int64), n)
+              for n, v in [("i0", [0]), ("i3", [3]), ("four", [4]), ("h", [48])]]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Shape", ["c"], ["s"]),
+        helper.make_node("Gather", ["s", "i0"], ["n"]),
+        helper.make_node("Gather", ["s", "i3"], ["w_"]),
+        helper.make_node("Mul", ["h", "w_"], ["hw"]),
+        helper.make_node("Concat", ["n", "four", "hw"], ["target"], axis=0),
+        helper.make_node("Reshape", ["c", "target"], ["r"]),
+        helper.make_node("Softmax", ["r"], ["y"], axis=-1),
+    ]
+    model = helper.make_model(helper.make_graph(nodes, "ocr", [x], [y], inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_config_pbtxt_dims_fix_dynamic_dims(tmp_path):
+    """An ONNX model with a dynamic batch and width is served once its config.pbtxt's dims fix
+    the width (Triton's dims, without the batch under max_batch_size); answers match ONNX Runtime
+    sample by sample. Dims that leave the width at -1 refuse to load, naming the input and dim."""
+    if not BRAID.exists():
+        pytest.skip(f"{BRAID} is not built")
+    model = dynamic_ocr_model()
+    repo = tmp_path / "repo"
+    (repo / "ocr" / "1").mkdir(parents=True)
+    (repo / "ocr" / "1" / "model.onnx").write_bytes(model)
+    config = repo / "ocr" / "config.pbtxt"
+    config.write_text('max_batch_size: 2\n'
+                      'input [ { name: "x", data_type: TYPE_FP32, dims: [ 3, 48, -1 ] } ]\n')
+    failed = subprocess.run([str(BRAID), "serve", "--model-repository", str(repo), "--port", "0",
+                             "--grpc-port", "-1", "--scheduler", "sequential"],
+                            capture_output=True, text=True, timeout=120)
+    assert failed.returncode == 2
+    assert "graph input 'x': dim 3 ('width') is dynamic" in failed.stderr
+    assert "config.pbtxt: give its dims" in failed.stderr
+
+    config.write_text('max_batch_size: 2\n'
+                      'input [ { name: "x", data_type: TYPE_FP32, dims: [ 3, 48, 40 ] } ]\n')
+    proc, url = start_serve(["--model-repository", str(repo), "--scheduler", "sequential"])
+    try:
+        client = httpclient.InferenceServerClient(url=url)
+        meta = client.get_model_metadata("ocr")
+        assert meta["inputs"][0]["shape"] == [-1, 3, 48, 40]
+        assert meta["outputs"][0]["shape"] == [-1, 4, 48 * 40]
+        x = np.random.default_rng(6).uniform(-1, 1, (2, 3, 48, 40)).astype(np.float32)
+        inp = httpclient.InferInput("x", list(x.shape), "FP32")
+        inp.set_data_from_numpy(x, binary_data=True)
+        got = client.infer("ocr", [inp]).as_numpy("y")
+        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        assert_close(got, sess.run(None, {"x": x})[0])
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+
+
+def test_serve_shape_flags_fix_models_on_the_command_line(tmp_path):
+    """--models with --dim: a dynamic model named on the command line is fixed by the flags."""
+    if not BRAID.exists():
+        pytest.skip(f"{BRAID} is not built")
+    model = dynamic_ocr_model()
+    path = tmp_path / "ocr.onnx"
+    path.write_bytes(model)
+    proc, url = start_serve(["--models", str(path), "--dim", "width=24", "--scheduler",
+                             "sequential"])
+    try:
+        client = httpclient.InferenceServerClient(url=url)
+        assert client.get_model_metadata("ocr")["inputs"][0]["shape"] == [1, 3, 48, 24]
+        x = np.random.default_rng(8).uniform(-1, 1, (1, 3, 48, 24)).astype(np.float32)
+        inp = httpclient.InferInput("x", list(x.shape), "FP32")
+        inp.set_data_from_numpy(x)
+        got = client.infer("ocr", [inp]).as_numpy("y")
+        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        assert_close(got, sess.run(None, {"x": x})[0])
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
