@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Exports every torchvision classifier and a BERT-base to ONNX with random weights (`make models`).
+"""Exports every torchvision classifier, a BERT-base and dense-prediction models to ONNX with random weights (`make models`).
 
 For each model NAME this writes, under --out:
   NAME.onnx             batch 1, opset 14, eval mode (BatchNorm folded into Conv, Dropout gone);
@@ -16,6 +16,21 @@ no transformers, so BERT-base (Devlin et al. 2019; HuggingFace's BertModel layou
 in plain torch: bert_base at opset 14 (GELU as Erf, LayerNorm decomposed into ReduceMean/Sub/Pow/
 Sqrt/Div) and bert_base_opset17 (LayerNorm as one LayerNormalization node).
 
+Dense-prediction models (issue 27, "models from the wild": Resize, dynamic dims) go under
+--out/wild/, with their height and width exported as dynamic axes, so braid loads them only with
+`--shape input=1x3xHxW`:
+  wild/NAME.onnx, wild/NAME.input.npy   as above, opset 17; the input at a fixed size
+  wild/NAME.shape                       that size as braid's flag takes it: `input=1x3x224x224`
+They are the segmentation models fcn_resnet50, deeplabv3_mobilenet_v3_large and
+lraspp_mobilenet_v3_large (output `out`: the 'out' entry of torchvision's dict; bilinear Resize to
+the input's size) and two detection backbones with an FPN, resnet18_fpn and
+mobilenet_v3_large_fpn (torchvision.models.detection.backbone_utils; outputs the FPN levels
+p0... and `pool`; nearest Resize between levels), with BatchNorm2d in place of the detection
+backbones' FrozenBatchNorm2d so that calibrate_batchnorm gives them working statistics. They sit
+apart from the classifiers so that tests/e2e/exported_models_test.cc, which loads every
+models/*.onnx without --shape, does not see them; tests/e2e/wild_models_test.cc runs them.
+`scripts/models.sh fcn_resnet50 resnet18_fpn ...` exports only those (a few minutes).
+
 Models whose weights pass protobuf's 2 GiB limit (vit_h_14, regnet_y_128gf) need ONNX external
 data, which braid's importer does not read; they are listed in skipped.txt instead.
 
@@ -25,6 +40,7 @@ and renamed, so an interrupted run never leaves a file that looks finished.
 Needs Debian's python3-torch 1.13 and python3-torchvision 0.14 under /usr/bin/python3.
 """
 import argparse
+import collections
 import math
 import os
 import sys
@@ -135,7 +151,15 @@ def bert_inputs(c):
 
 
 # ------------------------------------------------------------------------------------------------
-# The list of models: name -> (build(), inputs(), output names, opset)
+# The list of models: name -> Spec. dynamic_axes is torch.onnx.export's (None: every dim static);
+# subdir is where under --out the model goes ("" for the classifiers and BERT).
+
+Spec = collections.namedtuple("Spec", "build inputs outputs opset dynamic_axes subdir",
+                              defaults=(None, ""))
+WILD_DIR = "wild"
+WILD_OPSET = 17
+SEGMENTATION_SIZE = 224
+FPN_SIZE = 256
 
 def classifier_spec(name):
     kwargs = {"weights": None}
@@ -154,12 +178,86 @@ def classifier_spec(name):
         g = torch.Generator().manual_seed(SEED)
         return {"input": torch.randn(1, 3, size, size, generator=g)}
 
-    return build, inputs, ["output"], OPSET
+    return Spec(build, inputs, ["output"], OPSET)
 
 
 def bert_spec(opset):
     c = BertConfig()
-    return (lambda: BertModel(c)), (lambda: bert_inputs(c)), ["last_hidden_state", "pooler_output"], opset
+    return Spec(lambda: BertModel(c), lambda: bert_inputs(c),
+                ["last_hidden_state", "pooler_output"], opset)
+
+
+class OutEntry(torch.nn.Module):
+    """torchvision's segmentation models return {'out': ..., 'aux': ...}; this returns 'out'."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
+class FpnLevels(torch.nn.Module):
+    """A BackboneWithFPN returns an OrderedDict of levels; this returns them as a tuple."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return tuple(self.model(x).values())
+
+
+def image_input(size):
+    def inputs():
+        g = torch.Generator().manual_seed(SEED)
+        return {"input": torch.randn(1, 3, size, size, generator=g)}
+    return inputs
+
+
+def spatial_axes(names):
+    """Height and width of the input and of every output dynamic (dims 2 and 3)."""
+    return {n: {2: f"{n}_height", 3: f"{n}_width"} for n in ["input"] + names}
+
+
+def segmentation_spec(name):
+    def build():
+        return OutEntry(torchvision.models.get_model(name, weights=None, weights_backbone=None,
+                                                     aux_loss=False))
+    return Spec(build, image_input(SEGMENTATION_SIZE), ["out"], WILD_OPSET, spatial_axes(["out"]),
+                WILD_DIR)
+
+
+def fpn_spec(backbone, levels):
+    from torchvision.models.detection import backbone_utils
+
+    outputs = [f"p{i}" for i in range(levels)] + ["pool"]
+
+    def build():
+        # BatchNorm2d instead of the default FrozenBatchNorm2d: calibrate_batchnorm sets its
+        # statistics (FrozenBatchNorm2d's are fixed at mean 0, variance 1). trainable_layers only
+        # sets requires_grad.
+        if backbone.startswith("resnet"):
+            m = backbone_utils.resnet_fpn_backbone(backbone_name=backbone, weights=None,
+                                                   norm_layer=torch.nn.BatchNorm2d,
+                                                   trainable_layers=5)
+        else:
+            # Stages 2-5 (strides 8, 16, 32, 32): the default, the last two, are both at
+            # stride 32, so the FPN would only ever resize by 1.
+            m = backbone_utils.mobilenet_backbone(backbone_name=backbone, weights=None, fpn=True,
+                                                  norm_layer=torch.nn.BatchNorm2d,
+                                                  trainable_layers=6, returned_layers=[2, 3, 4, 5])
+        return FpnLevels(m)
+    return Spec(build, image_input(FPN_SIZE), outputs, WILD_OPSET, spatial_axes(outputs), WILD_DIR)
+
+
+def wild_specs():
+    specs = {name: segmentation_spec(name)
+             for name in ["fcn_resnet50", "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large"]}
+    specs["resnet18_fpn"] = fpn_spec("resnet18", 4)            # levels of strides 4, 8, 16, 32
+    specs["mobilenet_v3_large_fpn"] = fpn_spec("mobilenet_v3_large", 4)  # strides 8, 16, 32, 32
+    return specs
 
 
 def all_specs():
@@ -167,6 +265,7 @@ def all_specs():
              for name in sorted(torchvision.models.list_models(module=torchvision.models))}
     specs["bert_base"] = bert_spec(OPSET)
     specs["bert_base_opset17"] = bert_spec(17)  # LayerNorm exports as LayerNormalization from 17
+    specs.update(wild_specs())
     return specs
 
 
@@ -220,11 +319,15 @@ def input_path(out_dir, name, input_name):
 
 def export(name, spec, out_dir):
     """Returns None when the model is written or present, else the reason it was skipped."""
-    build, make_inputs, output_names, opset = spec
+    build, make_inputs, output_names, opset, dynamic_axes, subdir = spec
+    out_dir = os.path.join(out_dir, subdir)
+    os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, f"{name}.onnx")
     torch.manual_seed(SEED)
     inputs = make_inputs()
-    if os.path.exists(path) and all(os.path.exists(input_path(out_dir, name, k)) for k in inputs):
+    shape_path = os.path.join(out_dir, f"{name}.shape") if dynamic_axes else None
+    written = [path] + [input_path(out_dir, name, k) for k in inputs] + ([shape_path] if shape_path else [])
+    if all(os.path.exists(p) for p in written):
         print(f"models: {path} exists, skipped", flush=True)
         return None
     model = build()
@@ -245,8 +348,13 @@ def export(name, spec, out_dir):
     # (aten::_native_multi_head_attention), which has no ONNX export (ViT).
     torch.onnx.export(model, tuple(inputs.values()), tmp, opset_version=opset,
                       input_names=list(inputs), output_names=output_names,
+                      dynamic_axes=dynamic_axes,
                       do_constant_folding=True, training=torch.onnx.TrainingMode.EVAL)
     os.replace(tmp, path)  # never leave a half-written file that would be skipped next time
+    if shape_path:  # last: its presence says the model and its input are complete
+        with open(shape_path + ".tmp", "w") as f:
+            f.writelines(f"{k}={'x'.join(map(str, v.shape))}\n" for k, v in inputs.items())
+        os.replace(shape_path + ".tmp", shape_path)
     print(f"models: wrote {path}", flush=True)
     return None
 
