@@ -161,6 +161,38 @@ GemmProblem conv_problem(const ir::Graph& g, const ir::Node& n) {
   return p;
 }
 
+// ConvTranspose as cuDNN runs it: the data gradient of the Conv from its output to its input,
+// an implicit GEMM with M = N*IH*IW, N = IC/groups, K = OC/groups*KH*KW per group (the same
+// FLOPs as ir::op_flops counts: each input element feeds OC/groups * KH * KW outputs).
+GemmProblem conv_transpose_problem(const ir::Graph& g, const ir::Node& n) {
+  const auto& attrs = std::get<ir::ConvTransposeAttrs>(n.attrs);
+  const ir::Shape& x = shape_of(g, n.inputs[0]);
+  const ir::Shape& w = shape_of(g, n.inputs[1]);  // [IC, OC/groups, KH, KW]
+  GemmProblem p;
+  p.batch = attrs.groups;
+  p.m = x[0] * x[2] * x[3];
+  p.n = w[0] / attrs.groups;
+  p.k = w[1] * w[2] * w[3];
+  p.a_bytes = value_bytes(g, n.inputs[0]);
+  p.b_bytes = value_bytes(g, n.inputs[1]) + (n.inputs.size() > 2 ? value_bytes(g, n.inputs[2]) : 0);
+  p.c_bytes = value_bytes(g, n.outputs[0]);
+  return p;
+}
+
+// Whether the CUDA executor runs a ConvTranspose straight into its output, or into an uncropped
+// scratch copied out by a crop kernel (cuda_compiler.cc compile_conv_transpose).
+bool conv_transpose_crops(const ir::Graph& g, const ir::Node& n) {
+  const auto& a = std::get<ir::ConvTransposeAttrs>(n.attrs);
+  const ir::Shape& x = shape_of(g, n.inputs[0]);
+  const ir::Shape& y = shape_of(g, n.outputs[0]);
+  if (a.pads[0] != a.pads[2] || a.pads[1] != a.pads[3]) return true;
+  for (int i = 0; i < 2; ++i) {
+    const int64_t padded = y[2 + i] + 2 * a.pads[i] - a.dilation[i] * (a.kernel[i] - 1) - 1;
+    if (padded < 0 || padded / a.stride[i] + 1 != x[2 + i]) return true;
+  }
+  return false;
+}
+
 GemmProblem matmul_problem(const ir::Graph& g, const ir::Node& n) {
   const ir::Shape& a = shape_of(g, n.inputs[0]);
   const ir::Shape& y = shape_of(g, n.outputs[0]);
@@ -188,8 +220,11 @@ std::vector<Kernel> op_kernels(const ir::Graph& g, NodeId id, UnitId unit, doubl
   const double bytes = double(ir::op_bytes(g, id)) + epilogue_bytes;
   const int64_t out_elements = g.value(n.outputs[0]).type.elements();
   const bool conv_gemm = n.kind == ir::OpKind::Conv && !is_depthwise(g, n);
-  if (conv_gemm || n.kind == ir::OpKind::MatMul || n.kind == ir::OpKind::Gemm) {
-    GemmProblem p = conv_gemm ? conv_problem(g, n) : matmul_problem(g, n);
+  if (conv_gemm || n.kind == ir::OpKind::ConvTranspose || n.kind == ir::OpKind::MatMul ||
+      n.kind == ir::OpKind::Gemm) {
+    GemmProblem p = conv_gemm                             ? conv_problem(g, n)
+                    : n.kind == ir::OpKind::ConvTranspose ? conv_transpose_problem(g, n)
+                                                          : matmul_problem(g, n);
     // The op's own bias and activation run in the epilogue with the fused ops.
     const double gemm_flops = 2.0 * p.batch * p.m * p.n * p.k;
     p.epilogue_flops = epilogue_flops + std::max(0.0, double(ir::op_flops(g, id)) - gemm_flops);
@@ -281,6 +316,17 @@ std::vector<Kernel> per_op_unit_kernels(const ir::UnitGraph& units, UnitId unit,
           kernels.push_back(
               copy_kernel(name, unit, elements(n.outputs[0]), n.inputs.size() > 1 ? 3 : 2, spec));
         break;
+      case ir::OpKind::ConvTranspose: {
+        // cudnnConvolutionBackwardData, [a crop out of scratch], [a channel_affine for the bias].
+        for (Kernel& k : gemm_kernels(n.name, unit, conv_transpose_problem(g, n), spec))
+          kernels.push_back(std::move(k));
+        if (conv_transpose_crops(g, n))
+          kernels.push_back(copy_kernel(name + " crop", unit, elements(n.outputs[0]), 2, spec));
+        if (n.inputs.size() > 2)
+          kernels.push_back(
+              copy_kernel(name + " channel_affine", unit, elements(n.outputs[0]), 2, spec));
+        break;
+      }
       case ir::OpKind::MatMul:
       case ir::OpKind::Gemm: {
         // Gemm's bias is copied into the output first (cuBLAS then accumulates with beta 1).

@@ -82,5 +82,49 @@ TEST(Kernels, TheTileHeuristicFillsTheDeviceForSmallOutputs) {
   EXPECT_GE(ks.front().blocks, 20) << ks.front().name;
 }
 
+// Issue 27: a ConvTranspose is priced as the cuDNN GEMM of its FLOPs (plus a crop where the
+// CUDA executor needs one), a Resize as one memory-bound element-wise kernel.
+TEST(Kernels, ConvTransposeIsAGemmAndResizeIsElementwise) {
+  ir::GraphBuilder b("deconv_resize");
+  const auto f32 = [](ir::Shape s) { return ir::TensorType{ir::DType::kFloat32, std::move(s)}; };
+  const ValueId x = b.add_input("x", f32({2, 32, 14, 14}));
+  const ValueId w = b.add_parameter("w", f32({32, 8, 4, 4}), ir::ParamInit::normal(0.1f));
+  const ValueId bias = b.add_parameter("b", f32({16}), ir::ParamInit::normal(0.1f));
+  ValueId y = b.add_op(
+      ir::OpKind::ConvTranspose,
+      ir::ConvTransposeAttrs{.kernel = {4, 4}, .stride = {2, 2}, .pads = {1, 1, 2, 2}, .groups = 2},
+      {x, w, bias}, "deconv");
+  y = b.add_op(ir::OpKind::Relu, {}, {y}, "relu");
+  const ir::Shape ys = b.type(y).shape;  // a copy: add_op grows the builder's values
+  ir::ResizeAttrs resize{.mode = ir::ResizeMode::kLinear,
+                         .sizes = {ys[0], ys[1], ys[2] * 2, ys[3] * 2},
+                         .scales = {1, 1, 2, 2}};
+  b.mark_output(b.add_op(ir::OpKind::Resize, resize, {y}, "resize"));
+  const auto graph = std::make_shared<const ir::Graph>(std::move(b).build());
+  const ir::UnitGraph units = ir::fuse(graph);
+  for (const char* device : {"v100", "h100"})
+    for (bool per_op : {false, true}) {
+      SCOPED_TRACE(std::string(device) + (per_op ? " per-op" : " fused"));
+      DeviceSpec spec = load_device(device);
+      spec.kernel_model.per_op_kernels = per_op;
+      bool saw_gemm = false, saw_resize = false;
+      for (size_t u = 0; u < units.num_units(); ++u) {
+        const std::vector<Kernel> ks = unit_kernels(units, UnitId(u), spec);
+        double flops = 0, op_flops = 0;
+        for (NodeId n : units.unit(UnitId(u)).ops) op_flops += double(ir::op_flops(*graph, n));
+        for (const Kernel& k : ks) {
+          EXPECT_GT(k.blocks_per_sm(spec), 0) << k.name;
+          EXPECT_GT(idle_kernel_us(k, spec), 0) << k.name;
+          flops += k.flops * k.blocks;
+          saw_gemm = saw_gemm || (k.gemm && k.name.find("deconv") != std::string::npos);
+          saw_resize = saw_resize || k.name.find("resize") != std::string::npos;
+        }
+        EXPECT_GE(flops * 1.0000001, op_flops) << units.unit(UnitId(u)).name;
+      }
+      EXPECT_TRUE(saw_gemm);
+      EXPECT_TRUE(saw_resize);
+    }
+}
+
 }  // namespace
 }  // namespace braid::sim

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "exec/cuda/cuda_kernels.h"
+#include "ir/resize.h"
 
 namespace braid::exec::cuda {
 namespace {
@@ -95,6 +96,24 @@ DeviceBuffer upload(std::span<const float> data) {
   if (!data.empty())
     BRAID_CU(cudaMemcpy(b.get(), data.data(), data.size_bytes(), cudaMemcpyHostToDevice));
   return b;
+}
+template <typename T>
+DeviceBuffer upload_array(const std::vector<T>& data) {
+  DeviceBuffer b(data.size() * sizeof(T));
+  if (!data.empty())
+    BRAID_CU(cudaMemcpy(b.get(), data.data(), data.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return b;
+}
+
+// A cuDNN algorithm is chosen once, at compile time: the fastest by cuDNN's heuristics that
+// fits the workspace limit.
+template <typename Perf, typename Algo>
+std::optional<std::pair<Algo, size_t>> first_fitting(const Perf* perf, int found,
+                                                     int64_t workspace_limit) {
+  for (int i = 0; i < found; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && int64_t(perf[i].memory) <= workspace_limit)
+      return std::pair<Algo, size_t>{perf[i].algo, perf[i].memory};
+  return std::nullopt;
 }
 
 }  // namespace
@@ -249,16 +268,12 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   int found = 0;
   BRAID_CU(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x_desc, w_desc, c_desc, y_desc,
                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
-  std::optional<cudnnConvolutionFwdAlgo_t> algo;
-  size_t workspace = 0;
-  for (int i = 0; i < found && !algo; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
-        int64_t(perf[i].memory) <= options_.workspace_bytes) {
-      algo = perf[i].algo;
-      workspace = perf[i].memory;
-    }
+  const auto algo = first_fitting<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(
+      perf, found, options_.workspace_bytes);
   BRAID_CHECK(algo.has_value(), ErrorCode::kUnsupported, "cuda: no cuDNN algorithm for Conv '",
               conv.name, "' within ", options_.workspace_bytes, " bytes of workspace");
+  const auto chosen = algo->first;
+  const size_t workspace = algo->second;
   const int64_t pad_bytes = symmetric ? 0 : ir::num_elements(padded) * int64_t(sizeof(float));
   const int64_t workspace_aligned = (int64_t(workspace) + 255) / 256 * 256;
   scratch_bytes_ = std::max(scratch_bytes_, workspace_aligned + pad_bytes);
@@ -277,7 +292,6 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   Strided x_layout = row_major(xs), padded_layout = row_major(padded);
   std::array<int64_t, 4> pads_begin{0, 0, a.pads[0], a.pads[1]};
   const int64_t channels = ys[1], inner = ys[2] * ys[3];
-  const cudnnConvolutionFwdAlgo_t chosen = *algo;
   out.push_back([=](const LaneContext& lane, std::byte* arena) {
     const float* src = x(arena);
     if (!symmetric) {
@@ -358,6 +372,10 @@ void Compiler::compile_op(const ir::Node& n, std::vector<Op>& out) {
     case ir::OpKind::Erf:
     case ir::OpKind::Sqrt:
       return compile_unary(n, out);
+    case ir::OpKind::ConvTranspose:
+      return compile_conv_transpose(n, out);
+    case ir::OpKind::Resize:
+      return compile_resize(n, out);
     case ir::OpKind::Sub:
     case ir::OpKind::Div:
     case ir::OpKind::Pow:
@@ -374,6 +392,121 @@ void Compiler::compile_op(const ir::Node& n, std::vector<Op>& out) {
   }
   BRAID_THROW(ErrorCode::kUnsupported, "cuda: op '", n.name, "' (", ir::to_string(n.kind),
               ") is not supported");
+}
+
+// ConvTranspose is the data gradient of the Conv that maps its output back to its input:
+// cudnnConvolutionBackwardData with that Conv's pads, strides, dilations and groups. Its filter
+// [K = IC, C = OC/groups, R, S] is ONNX's ConvTranspose weight layout as it stands, and dx is
+// the output. cuDNN pads symmetrically and needs the forward Conv of dx to give back the input's
+// shape (output_padding < stride does; PyTorch's cuDNN ConvTranspose relies on it). Otherwise
+// (asymmetric pads, a negative end pad from output_shape, output_padding >= stride) cuDNN
+// computes the unpadded output, s * (in - 1) + d * (k - 1) + 1 per axis, into scratch, and a
+// crop copies the window starting at the begin pads out (zeros past its end: bias only).
+void Compiler::compile_conv_transpose(const ir::Node& n, std::vector<Op>& out) {
+  const auto& a = std::get<ir::ConvTransposeAttrs>(n.attrs);
+  const ir::Shape& xs = shape(n.inputs[0]);
+  const ir::Shape& ws = shape(n.inputs[1]);  // [IC, OC/groups, KH, KW]
+  const ir::Shape& ys = shape(n.outputs[0]);
+  BRAID_CHECK(xs.size() == 4 && ys.size() == 4, ErrorCode::kUnsupported, "cuda: ConvTranspose '",
+              n.name, "' is not 2-D");
+  bool direct = a.pads[0] == a.pads[2] && a.pads[1] == a.pads[3];
+  ir::Shape full = ys;  // what cuDNN computes
+  for (int i = 0; i < 2; ++i) {
+    const int64_t span = a.dilation[i] * (ws[2 + i] - 1) + 1;
+    const int64_t padded = ys[2 + i] + 2 * a.pads[i] - span;
+    direct = direct && padded >= 0 && padded / a.stride[i] + 1 == xs[2 + i];
+    full[2 + i] = a.stride[i] * (xs[2 + i] - 1) + span;
+  }
+  if (direct) full = ys;
+
+  cudnnTensorDescriptor_t x_desc = tensor4(xs[0], xs[1], xs[2], xs[3]);  // the forward Conv's dy
+  cudnnTensorDescriptor_t full_desc = tensor4(full[0], full[1], full[2], full[3]);  // its dx
+  cudnnFilterDescriptor_t w_desc;
+  BRAID_CU(cudnnCreateFilterDescriptor(&w_desc));
+  filter_descs_.push_back(w_desc);
+  BRAID_CU(cudnnSetFilter4dDescriptor(w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(ws[0]),
+                                      int(ws[1]), int(ws[2]), int(ws[3])));
+  cudnnConvolutionDescriptor_t c_desc;
+  BRAID_CU(cudnnCreateConvolutionDescriptor(&c_desc));
+  conv_descs_.push_back(c_desc);
+  BRAID_CU(cudnnSetConvolution2dDescriptor(c_desc, direct ? int(a.pads[0]) : 0,
+                                           direct ? int(a.pads[1]) : 0, int(a.stride[0]),
+                                           int(a.stride[1]), int(a.dilation[0]), int(a.dilation[1]),
+                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  BRAID_CU(cudnnSetConvolutionGroupCount(c_desc, int(a.groups)));
+  BRAID_CU(cudnnSetConvolutionMathType(c_desc,
+                                       options_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  int dn = 0, dc = 0, dh = 0, dw = 0;
+  BRAID_CU(cudnnGetConvolution2dForwardOutputDim(c_desc, full_desc, w_desc, &dn, &dc, &dh, &dw));
+  BRAID_CHECK(dn == xs[0] && dc == xs[1] && dh == xs[2] && dw == xs[3], ErrorCode::kInternal,
+              "cuda: the Conv behind ConvTranspose '", n.name, "' does not give back its input ",
+              ir::to_string(xs));
+
+  cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  int found = 0;
+  BRAID_CU(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, w_desc, x_desc, c_desc, full_desc,
+                                                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                       &found, perf));
+  const auto algo = first_fitting<cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t>(
+      perf, found, options_.workspace_bytes);
+  BRAID_CHECK(algo.has_value(), ErrorCode::kUnsupported,
+              "cuda: no cuDNN algorithm for ConvTranspose '", n.name, "' within ",
+              options_.workspace_bytes, " bytes of workspace");
+  const auto chosen = algo->first;
+  const size_t workspace = algo->second;
+  const int64_t workspace_aligned = (int64_t(workspace) + 255) / 256 * 256;
+  const int64_t full_bytes = direct ? 0 : ir::num_elements(full) * int64_t(sizeof(float));
+  scratch_bytes_ = std::max(scratch_bytes_, workspace_aligned + full_bytes);
+
+  auto x = locate(n.inputs[0]);
+  auto w = locate(n.inputs[1]);
+  std::optional<Locator> bias;
+  if (n.inputs.size() > 2) bias = locate(n.inputs[2]);
+  auto y = locate(n.outputs[0]);
+  const Strided y_layout = row_major(ys), full_layout = row_major(full);
+  const std::array<int64_t, 4> crop_begin{0, 0, -a.pads[0], -a.pads[1]};
+  const int64_t batch = ys[0], channels = ys[1], inner = ys[2] * ys[3];
+  out.push_back([=](const LaneContext& lane, std::byte* arena) {
+    float* dst = y(arena);
+    float* dx = direct ? dst : reinterpret_cast<float*>(lane.workspace + workspace_aligned);
+    const float one = 1.0f, zero = 0.0f;
+    BRAID_CU(cudnnConvolutionBackwardData(lane.cudnn, &one, w_desc, w(arena), x_desc, x(arena),
+                                          c_desc, chosen, lane.workspace, workspace, &zero,
+                                          full_desc, dx));
+    if (!direct) cuda::pad(dst, y_layout, dx, full_layout, crop_begin.data(), 0.0f, lane.stream);
+    if (bias)
+      cuda::channel_affine(dst, dst, nullptr, (*bias)(arena), batch, channels, inner,
+                           cuda::Unary::kCopy, false, lane.stream);
+  });
+}
+
+// Resize from ir::resize_taps' tables, uploaded once: identity axes need none.
+void Compiler::compile_resize(const ir::Node& n, std::vector<Op>& out) {
+  const auto& a = std::get<ir::ResizeAttrs>(n.attrs);
+  const ir::Shape& xs = shape(n.inputs[0]);
+  const std::vector<ir::ResizeTaps> taps = ir::resize_taps(a, xs);
+  const Strided in_layout = row_major(xs), out_layout = row_major(shape(n.outputs[0]));
+  cuda::ResizeTables t;
+  t.rank = out_layout.rank;
+  t.extrapolation_value = a.extrapolation_value;
+  for (int d = 0; d < t.rank; ++d) {
+    t.out_dims[d] = out_layout.dims[d];
+    t.in_strides[d] = in_layout.strides[d];
+  }
+  for (size_t d = 0; d < taps.size(); ++d) {
+    const ir::ResizeTaps& axis = taps[d];
+    if (!axis.outside.empty())
+      t.outside[d] = reinterpret_cast<const uint8_t*>(keep(upload_array(axis.outside)));
+    if (axis.identity) continue;
+    t.begin[d] = reinterpret_cast<const int64_t*>(keep(upload_array(axis.begin)));
+    t.index[d] = reinterpret_cast<const int64_t*>(keep(upload_array(axis.index)));
+    t.weight[d] = keep(upload(std::vector<float>(axis.weight.begin(), axis.weight.end())));
+  }
+  auto x = locate(n.inputs[0]);
+  auto y = locate(n.outputs[0]);
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::resize(x(arena), y(arena), t, l.stream);
+  });
 }
 
 void Compiler::compile_unary(const ir::Node& n, std::vector<Op>& out) {

@@ -55,7 +55,7 @@ struct LaneContext {
   cudaStream_t stream = nullptr;
   cudnnHandle_t cudnn = nullptr;
   cublasHandle_t cublas = nullptr;
-  std::byte* workspace = nullptr;  // cuDNN workspace, then a padded-input scratch
+  std::byte* workspace = nullptr;  // cuDNN workspace, then a padded-input or uncropped scratch
 };
 
 // cuBLAS's own workspace per lane, set explicitly so that graph capture never allocates.
@@ -78,7 +78,8 @@ class Compiler {
   // The ops of one unit, in order (fusing a Conv with its BatchNormalization and activation).
   std::vector<Op> compile_unit(std::span<const NodeId> ops);
   Locator locate(ValueId v);
-  // The largest per-lane scratch any Op needs (cuDNN workspace + padded input).
+  // The largest per-lane scratch any Op needs (cuDNN workspace + padded input, or + a
+  // ConvTranspose's uncropped output).
   int64_t scratch_bytes() const { return scratch_bytes_; }
 
  private:
@@ -92,6 +93,8 @@ class Compiler {
   // Each returns after appending its Ops to `out`; compile_conv returns how many ops it fused.
   size_t compile_conv(std::span<const NodeId> ops, std::vector<Op>& out);
   void compile_op(const ir::Node& n, std::vector<Op>& out);
+  void compile_conv_transpose(const ir::Node& n, std::vector<Op>& out);
+  void compile_resize(const ir::Node& n, std::vector<Op>& out);
   void compile_unary(const ir::Node& n, std::vector<Op>& out);
   void compile_reduce_mean(const ir::Node& n, std::vector<Op>& out);
   void compile_binary(const ir::Node& n, std::vector<Op>& out);

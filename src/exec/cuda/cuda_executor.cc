@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_compiler.h"
+#include "exec/cuda/cuda_kernels.h"
 #include "exec/cuda/cuda_request.h"
 #include "exec/cuda/issue_program.h"
 
@@ -206,9 +207,12 @@ class CudaExecutor final : public Executor {
       return false;
     switch (n.kind) {
       case ir::OpKind::Conv:
+      case ir::OpKind::ConvTranspose:
       case ir::OpKind::MaxPool:
       case ir::OpKind::AveragePool:
         return graph.value(n.inputs[0]).type.shape.size() == 4;
+      case ir::OpKind::Resize:
+        return graph.value(n.inputs[0]).type.shape.size() <= size_t(cuda::kMaxRank);
       case ir::OpKind::MatMul:
         return graph.value(n.inputs[0]).type.shape.size() >= 2 &&
                graph.value(n.inputs[1]).type.shape.size() >= 2;

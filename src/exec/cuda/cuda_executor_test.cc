@@ -1,16 +1,19 @@
 // The CUDA executor against the CPU executor on every zoo model, under several schedules, eager
 // and replayed as a CUDA Graph, whole and block by block. Without a GPU (CI, the build
-// machines) these tests skip with the reason, except the one that checks the clean failure.
+// machines) these tests skip with the reason, except the one that checks the clean failure;
+// the ConvTranspose and Resize cases still build their graphs and run the reference first.
 #include "exec/cuda/cuda_executor.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "base/error.h"
 #include "cost/roofline.h"
 #include "exec/cpu/cpu_executor.h"
+#include "exec/ref/ref_executor.h"
 #include "ir/unit_graph.h"
 #include "models/loader.h"
 #include "sched/lower.h"
@@ -185,6 +188,185 @@ TEST(CudaExecutor, CnnOpsMatchTheCpuExecutor) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
     EXPECT_NE(std::string(e.what()).find("LRN"), std::string::npos) << e.what();
+  }
+}
+
+// Issue 27: ConvTranspose (cudnnConvolutionBackwardData, straight into the output or through
+// an uncropped scratch) and Resize (our tap-table kernel) against the reference executor, one
+// single-op graph per case.
+models::LoadedModel one_op_model(const ir::Shape& x_shape,
+                                 const std::function<ValueId(ir::GraphBuilder&, ValueId)>& body) {
+  ir::GraphBuilder b("one_op");
+  const ValueId x = b.add_input("x", ir::TensorType{ir::DType::kFloat32, x_shape});
+  b.mark_output(body(b, x));
+  models::LoadedModel m;
+  m.graph = std::make_shared<const ir::Graph>(std::move(b).build());
+  m.weights = ir::Weights::generate(*m.graph, 5);
+  m.units = ir::fuse(m.graph);
+  return m;
+}
+
+void expect_matches_reference(models::LoadedModel m, double tolerance) {
+  auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
+  std::vector<std::vector<float>> inputs;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (ValueId v : m.graph->inputs()) {
+    inputs.emplace_back(m.graph->value(v).type.elements());
+    for (float& x : inputs.back()) x = dist(rng);
+  }
+  const auto expected = ref::run_reference(*m.graph, *weights, inputs);
+  // Without a GPU the case is still built and run on the reference, then skipped.
+  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
+  cost::RooflineCostModel roofline(m.units);
+  const sched::Schedule s = sched::make_scheduler("sequential", {})->schedule(m.units, roofline);
+  for (bool graph : {false, true}) {
+    SCOPED_TRACE(graph ? "graph" : "eager");
+    const auto got =
+        run(*make_cuda_executor({.device = 0, .graph = graph}), m, weights, s, inputs, false);
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].size(), expected[i].size());
+      for (size_t j = 0; j < got[i].size(); ++j)
+        ASSERT_NEAR(got[i][j], expected[i][j], tolerance * (1 + std::abs(expected[i][j])))
+            << "output " << i << " element " << j;
+    }
+  }
+}
+
+struct ConvTransposeCase {
+  const char* name;
+  ir::Shape x;
+  int64_t out_per_group;
+  ir::ConvTransposeAttrs attrs;
+  bool bias;
+  bool relu;
+};
+
+TEST(CudaExecutor, ConvTransposeMatchesTheReference) {
+  const ConvTransposeCase cases[] = {
+      // output_padding < stride: cuDNN writes the output directly.
+      {"grouped strided output_padding",
+       {2, 4, 5, 6},
+       3,
+       {.kernel = {3, 3},
+        .stride = {2, 2},
+        .pads = {1, 1, 1, 1},
+        .output_padding = {1, 1},
+        .groups = 2},
+       true,
+       false},
+      {"depthwise", {1, 6, 7, 7}, 1, {.kernel = {4, 4}, .stride = {2, 2}, .groups = 6}, true, true},
+      // Through the uncropped scratch: asymmetric pads, a negative end pad (bias-only rows),
+      // output_padding >= stride (allowed below the dilation).
+      {"asymmetric pads dilated",
+       {2, 3, 4, 5},
+       4,
+       {.kernel = {3, 2}, .stride = {2, 1}, .dilation = {1, 2}, .pads = {0, 1, 2, 0}},
+       false,
+       false},
+      {"negative end pads",
+       {1, 4, 3, 4},
+       2,
+       {.kernel = {2, 3}, .stride = {3, 2}, .pads = {1, 0, -2, -1}, .groups = 2},
+       true,
+       false},
+      {"output_padding past the stride",
+       {1, 2, 4, 4},
+       3,
+       {.kernel = {3, 3},
+        .stride = {2, 1},
+        .dilation = {3, 3},
+        .pads = {1, 1, 1, 1},
+        .output_padding = {2, 2}},
+       true,
+       false},
+  };
+  for (const ConvTransposeCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto f32 = [](ir::Shape s) { return ir::TensorType{ir::DType::kFloat32, std::move(s)}; };
+    expect_matches_reference(
+        one_op_model(
+            c.x,
+            [&](ir::GraphBuilder& b, ValueId x) {
+              const int64_t oc = c.out_per_group * c.attrs.groups;
+              std::vector<ValueId> in{
+                  x, b.add_parameter(
+                         "w", f32({c.x[1], c.out_per_group, c.attrs.kernel[0], c.attrs.kernel[1]}),
+                         ir::ParamInit::normal(0.3f))};
+              if (c.bias)
+                in.push_back(b.add_parameter("b", f32({oc}), ir::ParamInit::uniform(-1, 1)));
+              ValueId y = b.add_op(ir::OpKind::ConvTranspose, c.attrs, in, "deconv");
+              return c.relu ? b.add_op(ir::OpKind::Relu, {}, {y}, "relu") : y;
+            }),
+        1e-4);
+  }
+}
+
+struct ResizeCase {
+  const char* name;
+  ir::Shape x;
+  ir::ResizeAttrs attrs;  // sizes; scales are sizes / x unless given
+};
+
+TEST(CudaExecutor, ResizeMatchesTheReference) {
+  using ir::NearestRounding;
+  using ir::ResizeCoordinates;
+  using ir::ResizeMode;
+  const ResizeCase cases[] = {
+      {"nearest asymmetric floor up",
+       {1, 2, 5, 6},
+       {.mode = ResizeMode::kNearest,
+        .coordinates = ResizeCoordinates::kAsymmetric,
+        .nearest = NearestRounding::kFloor,
+        .sizes = {1, 2, 10, 9}}},
+      {"nearest half_pixel round_prefer_ceil down",
+       {2, 3, 7, 8},
+       {.mode = ResizeMode::kNearest,
+        .coordinates = ResizeCoordinates::kHalfPixel,
+        .nearest = NearestRounding::kRoundPreferCeil,
+        .sizes = {2, 3, 3, 5}}},
+      {"linear half_pixel up", {1, 2, 5, 6}, {.mode = ResizeMode::kLinear, .sizes = {1, 2, 8, 11}}},
+      {"linear antialias down",
+       {1, 2, 9, 10},
+       {.mode = ResizeMode::kLinear, .antialias = true, .sizes = {1, 2, 4, 3}}},
+      {"linear every axis of a rank-3 tensor",
+       {3, 4, 5},
+       {.mode = ResizeMode::kLinear,
+        .coordinates = ResizeCoordinates::kAlignCorners,
+        .sizes = {5, 7, 2}}},
+      {"cubic align_corners",
+       {1, 2, 5, 6},
+       {.mode = ResizeMode::kCubic,
+        .coordinates = ResizeCoordinates::kAlignCorners,
+        .sizes = {1, 2, 9, 7}}},
+      {"cubic pytorch_half_pixel exclude_outside",
+       {2, 1, 6, 5},
+       {.mode = ResizeMode::kCubic,
+        .coordinates = ResizeCoordinates::kPytorchHalfPixel,
+        .cubic_coeff_a = -0.5f,
+        .exclude_outside = true,
+        .sizes = {2, 1, 11, 3}}},
+      {"tf_crop_and_resize extrapolates",
+       {1, 2, 5, 6},
+       {.mode = ResizeMode::kLinear,
+        .coordinates = ResizeCoordinates::kTfCropAndResize,
+        .extrapolation_value = 7.5f,
+        .sizes = {1, 2, 6, 5},
+        .roi = {0, 0, -0.2, 0.1, 1, 1, 1.3, 0.8}}},
+  };
+  for (const ResizeCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    ir::ResizeAttrs attrs = c.attrs;
+    if (attrs.scales.empty())
+      for (size_t d = 0; d < c.x.size(); ++d)
+        attrs.scales.push_back(double(attrs.sizes[d]) / double(c.x[d]));
+    expect_matches_reference(one_op_model(c.x,
+                                          [&](ir::GraphBuilder& b, ValueId x) {
+                                            return b.add_op(ir::OpKind::Resize, attrs, {x},
+                                                            "resize");
+                                          }),
+                             1e-5);
   }
 }
 

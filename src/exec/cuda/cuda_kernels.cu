@@ -199,6 +199,52 @@ __global__ void layer_norm_kernel(const float* x, const float* scale, const floa
     out[i] = (row[i] - mean) * inv_std * scale[i] + (bias != nullptr ? bias[i] : 0.0f);
 }
 
+__global__ void resize_kernel(const float* x, float* y, ResizeTables t, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    // Per axis, the range of the output index's taps; identity axes add to `base` instead.
+    int64_t first[kMaxRank], last[kMaxRank], at[kMaxRank];
+    int64_t base = 0;
+    bool outside = false, empty = false;
+    int64_t rest = i;
+    for (int d = t.rank - 1; d >= 0; --d) {
+      const int64_t o = rest % t.out_dims[d];
+      rest /= t.out_dims[d];
+      outside = outside || (t.outside[d] != nullptr && t.outside[d][o] != 0);
+      if (t.begin[d] == nullptr) {
+        base += o * t.in_strides[d];
+        first[d] = 0;
+        last[d] = 1;
+      } else {
+        first[d] = t.begin[d][o];
+        last[d] = t.begin[d][o + 1];
+      }
+      empty = empty || first[d] == last[d];
+      at[d] = first[d];
+    }
+    if (outside) {
+      y[i] = t.extrapolation_value;
+      continue;
+    }
+    float acc = 0.0f;
+    while (!empty) {
+      float w = 1.0f;
+      int64_t offset = base;
+      for (int d = 0; d < t.rank; ++d)
+        if (t.begin[d] != nullptr) {
+          w *= t.weight[d][at[d]];
+          offset += t.index[d][at[d]] * t.in_strides[d];
+        }
+      acc += w * x[offset];
+      // The next combination of taps: an odometer over the axes, the last one fastest.
+      int d = t.rank - 1;
+      for (; d >= 0 && ++at[d] == last[d]; --d) at[d] = first[d];
+      if (d < 0) break;
+    }
+    y[i] = acc;
+  }
+}
+
 __global__ void empty_kernel() {}
 
 __global__ void spin(long long cycles) {
@@ -269,6 +315,13 @@ void read_through(const float* data, int64_t n, float* sink, cudaStream_t stream
   if (n4 == 0) return;
   read_through_kernel<<<blocks_for(n4), kThreads, 0, stream>>>(
       reinterpret_cast<const float4*>(data), n4, sink);
+}
+
+void resize(const float* x, float* y, const ResizeTables& tables, cudaStream_t stream) {
+  int64_t n = 1;
+  for (int d = 0; d < tables.rank; ++d) n *= tables.out_dims[d];
+  if (n == 0) return;
+  resize_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, tables, n);
 }
 
 void layer_norm(const float* x, const float* scale, const float* bias, float* y, int64_t outer,

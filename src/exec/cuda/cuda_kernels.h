@@ -75,6 +75,24 @@ void read_through(const float* data, int64_t n, float* sink, cudaStream_t stream
 void layer_norm(const float* x, const float* scale, const float* bias, float* y, int64_t outer,
                 int64_t inner, float epsilon, cudaStream_t stream);
 
+// Resize (ir/resize.h) as per-axis tap tables in device memory. Output index o of axis d reads
+// taps [begin[d][o], begin[d][o + 1]): input index[d][t] with weight[d][t]; an axis whose begin
+// is null is the identity (o reads o). outside[d] (tf_crop_and_resize, else null) marks output
+// indices that take extrapolation_value.
+struct ResizeTables {
+  int rank = 0;
+  int64_t out_dims[kMaxRank] = {};
+  int64_t in_strides[kMaxRank] = {};  // row-major, of the input
+  const int64_t* begin[kMaxRank] = {};
+  const int64_t* index[kMaxRank] = {};
+  const float* weight[kMaxRank] = {};
+  const uint8_t* outside[kMaxRank] = {};
+  float extrapolation_value = 0.0f;
+};
+// y[o] = sum over the tensor product of o's per-axis taps of prod(weight) * x[index...]; one
+// thread per output element.
+void resize(const float* x, float* y, const ResizeTables& tables, cudaStream_t stream);
+
 // Calibration probes: `count` empty one-thread kernels on `stream`, and one kernel that spins
 // on the SM clock for about `cycles` cycles (something long to queue launches behind).
 void empty_kernels(int count, cudaStream_t stream);
