@@ -18,10 +18,11 @@ loads it only with --shape x=... or --dim NAME=...; tests/e2e/wild_models_test.c
 Nothing is downloaded; every weight and input comes from a fixed seed.
 
 Which oracle: ORT, except where ORT and onnx.reference disagree and braid follows onnx.reference:
-Resize with a scale whose in * scale is not whole under align_corners, pytorch_half_pixel or
-downscaled asymmetric nearest (SCALE_NOT_SIZE), and ConvTranspose's output_shape pads
-(REFERENCE_PADS). Resize-10 and Upsample have no onnx.reference; braid follows ORT's nearest
-rounding there ("simple": floor when upscaling, ceil when downscaling). Writing the models fails
+Resize with a scale whose in * scale is not whole under align_corners (ONNX's node tests agree),
+pytorch_half_pixel or downscaled asymmetric nearest (SCALE_NOT_SIZE), and ConvTranspose's
+output_shape pads (REFERENCE_PADS). Where braid computes in * scale in float32, as ORT and ONNX's
+shape inference do, the oracle is ORT (`ort_not_reference`). Resize-10 and Upsample have no
+onnx.reference; braid follows ORT's nearest rounding there ("simple": floor when upscaling, ceil when downscaling). Writing the models fails
 when a case's oracle no longer fits (ORT differs from onnx.reference on an `ort` case, or agrees on
 a `reference` one); --check prints the comparison for every case.
 """
@@ -127,11 +128,12 @@ def cases():
         for ct in ["half_pixel", "asymmetric", "align_corners"]:
             # 7 * 1.5 = 10.5: align_corners maps with (7-1)/(10.5-1) in onnx.reference, with
             # (7-1)/(10-1) in ORT; ceil happens to round both the same way.
-            ref = ct == "align_corners" and mode != "ceil"
+            differ = ct == "align_corners" and mode != "ceil"
             out.append(resize(f"nearest_{mode}_{ct}", scales=[1, 1, 2.0, 1.5], mode="nearest",
                               nearest_mode=mode, coordinate_transformation_mode=ct,
-                              by_dim=ct == "asymmetric", oracle="reference" if ref else "ort",
-                              why=SCALE_NOT_SIZE if ref else ""))
+                              by_dim=ct == "asymmetric",
+                              oracle="reference" if differ else "ort",
+                              why=SCALE_NOT_SIZE if differ else ""))
     out.append(resize("nearest_align_corners_sizes", sizes=[1, 2, 9, 13], mode="nearest",
                       nearest_mode="round_prefer_ceil", coordinate_transformation_mode="align_corners"))
     out.append(resize("nearest_floor_pytorch_half_pixel", scales=[1, 1, 1.6, 0.6], mode="nearest",
@@ -153,13 +155,15 @@ def cases():
     out.append(resize("nearest_sizes", sizes=[1, 2, 12, 4], mode="nearest"))
     # Linear: every coordinate transform, up and down, and pytorch_half_pixel's one-pixel output.
     for ct in ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"]:
-        ref = ct == "align_corners"  # 7 * 1.75 and 9 * 0.6 are not whole
+        differ = ct == "align_corners"  # 7 * 1.75 and 9 * 0.6 are not whole
         out.append(resize(f"linear_{ct}", scales=[1, 1, 2.0, 1.75], mode="linear",
-                          coordinate_transformation_mode=ct, oracle="reference" if ref else "ort",
-                          why=SCALE_NOT_SIZE if ref else ""))
+                          coordinate_transformation_mode=ct,
+                          oracle="reference" if differ else "ort",
+                          why=SCALE_NOT_SIZE if differ else ""))
         out.append(resize(f"linear_down_{ct}", scales=[1, 1, 0.5, 0.6], hw=(10, 9), mode="linear",
-                          coordinate_transformation_mode=ct, oracle="reference" if ref else "ort",
-                          why=SCALE_NOT_SIZE if ref else ""))
+                          coordinate_transformation_mode=ct,
+                          oracle="reference" if differ else "ort",
+                          why=SCALE_NOT_SIZE if differ else ""))
     # torch's F.interpolate(size=..., mode="bilinear", align_corners=True) exports sizes.
     out.append(resize("linear_align_corners_sizes", sizes=[1, 2, 9, 13], mode="linear",
                       coordinate_transformation_mode="align_corners"))
@@ -246,31 +250,30 @@ def cases():
     return out
 
 
-# Where braid and both oracles part ways (the report of issue 27 has the details). Written like
-# the others, with `known_issue` set in the manifest: the test runs them and prints what it sees
-# without failing, so that a fix shows up as "now matches".
-def known_issues():
+# Cases that once departed from both oracles (issue 27's review): kept as regular cases.
+SCALE_IN_FLOAT = ("braid, ORT and ONNX's shape inference compute in * scale in float32 (1.8f * 5 "
+                  "is 9); onnx.reference in double (8)")
+
+
+def fixed_issues():
     return [
-        # Opset 18 keep_aspect_ratio_policy on every axis: braid, ORT and onnx.reference give
-        # [1,2,5,7]; libonnx 1.12's shape inference, which braid cross-checks, ignores the policy
-        # and says [1,2,12,12], so braid refuses the model.
-        resize("known_opset18_not_larger_all_axes", opset=18, sizes=[1, 2, 12, 12], mode="linear",
-               keep_aspect_ratio_policy="not_larger", axes=[0, 1, 2, 3],
-               why="braid refuses: its cross-check against libonnx 1.12's shape inference, which "
-                   "ignores keep_aspect_ratio_policy"),
-        # 1.8f * 5: 9 in float32 (ORT, ONNX's shape inference), 8 in double (braid,
-        # onnx.reference); braid's importer then refuses its own size against ONNX's inference.
-        resize("known_scale_rounding", scales=[1, 1, 1.8, 2.0], mode="linear",
-               why="braid refuses: output size 8 (1.8 * 5 in double) against ONNX shape "
-                   "inference's 9 (float32; ORT also gives 9)"),
-        # A roi edge at -0.3 of 7 pixels: x_original = -1.8 + 1 * 1.8 is 0 or -1e-7 depending on
-        # the float type; ORT and onnx.reference read pixel 0, braid extrapolates.
-        resize("known_tf_crop_and_resize_edge", roi=[0, 0, 0.2, -0.3, 1, 1, 1.1, 0.9],
+        # Opset 18 keep_aspect_ratio_policy on every axis: libonnx 1.12's shape inference, which
+        # braid cross-checks, ignores the policy; braid leaves such a Resize out of the check.
+        resize("opset18_not_larger_all_axes", opset=18, sizes=[1, 2, 12, 12], mode="linear",
+               keep_aspect_ratio_policy="not_larger", axes=[0, 1, 2, 3]),
+        resize("scale_rounding_float", scales=[1, 1, 1.8, 2.0], mode="linear",
+               oracle="ort_not_reference", why=SCALE_IN_FLOAT),
+        # A roi edge at -0.3 of 7 pixels: x_original is 0 in float32, -1e-7 in double.
+        resize("tf_crop_and_resize_edge", roi=[0, 0, 0.2, -0.3, 1, 1, 1.1, 0.9],
                sizes=[1, 2, 7, 5], mode="nearest",
-               coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-2.0,
-               why="braid extrapolates where x_original rounds to 0 in float32 (ORT and "
-                   "onnx.reference read input pixel 0)"),
+               coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-2.0),
     ]
+
+
+# Where braid and both oracles part ways: written like the others, with `known_issue` set in the
+# manifest; the test runs them and prints what it sees without failing. None today.
+def known_issues():
+    return []
 
 
 def ort_output(model, x):
@@ -324,7 +327,7 @@ def main():
     if args.out:
         os.makedirs(args.out, exist_ok=True)
     known = known_issues()
-    for c in cases() + known:
+    for c in cases() + fixed_issues() + known:
         model = c.model()
         x = rng.uniform(-1, 1, c.shape).astype(np.float32)
         ours = ort_output(model, x)
@@ -342,7 +345,7 @@ def main():
         # Keep `oracle` honest: ORT only where onnx.reference agrees or cannot answer, and
         # onnx.reference only where ORT differs.
         if c not in known and ((c.oracle == "ort" and agree is False) or
-                               (c.oracle == "reference" and agree)):
+                               (c.oracle in ("reference", "ort_not_reference") and agree)):
             stale.append(f"{c.name}: oracle {c.oracle}, but {diff if agree is False else 'they agree'}")
         if c.oracle == "reference":
             expected = spec

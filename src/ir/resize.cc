@@ -23,17 +23,23 @@ double source_coordinate(ResizeCoordinates mode, double o, double scale, int64_t
     }
     case ResizeCoordinates::kPytorchHalfPixel:
       return out > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
-    case ResizeCoordinates::kAlignCorners:
+    case ResizeCoordinates::kAlignCorners:  // scale * in - 1, as ONNX's reference and its node
+      // tests (ONNX Runtime divides by the whole output size less 1: they differ where
+      // scale * in is not whole)
       return width == 1 ? 0.0 : o * static_cast<double>(in - 1) / (width - 1);
     case ResizeCoordinates::kAsymmetric:
       return o / scale;
     case ResizeCoordinates::kTfHalfPixelForNn:
       return (o + 0.5) / scale;
     case ResizeCoordinates::kTfCropAndResize: {
-      const double span = static_cast<double>(in - 1);
-      const double x = width == 1 ? (roi_end - roi_start) * span / 2
-                                  : o * (roi_end - roi_start) * span / (width - 1);
-      return x + roi_start * span;
+      // In float, as ONNX Runtime and ONNX's reference compute the roi terms: in double a
+      // coordinate meant to be 0 can land at -1e-7 and extrapolate.
+      const auto span = static_cast<float>(in - 1);
+      const auto start = static_cast<float>(roi_start), end = static_cast<float>(roi_end);
+      const float x =
+          out == 1 ? (end - start) * span / 2
+                   : static_cast<float>(o) * (end - start) * span / static_cast<float>(out - 1);
+      return static_cast<double>(x + start * span);
     }
   }
   BRAID_ASSERT(false, "bad coordinate mode");

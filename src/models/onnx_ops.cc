@@ -403,7 +403,9 @@ void resolve_resize_shape(const OpContext& c, std::optional<std::vector<double>>
               " scales for ", axes.size(), " axes");
   for (size_t i = 0; i < axes.size(); ++i) {
     const double s = (*scales)[i];
-    const double out = s * static_cast<double>(x[axes[i]]);
+    // In float, as ONNX's shape inference and ONNX Runtime compute it (1.8f * 5 is 9 there,
+    // 8.99999976 in double).
+    const double out = static_cast<float>(s) * static_cast<float>(x[axes[i]]);
     BRAID_CHECK(std::isfinite(s) && s > 0 && out <= static_cast<double>(kMaxSize), kBad, c.who(),
                 ": Resize scale ", s, " of dim ", axes[i], " is out of range");
     a->scales[axes[i]] = s;

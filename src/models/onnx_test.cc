@@ -167,6 +167,30 @@ Graph cnn_ops_graph(bool gelu) {
   if (gelu) lrn = b.add_op(OpKind::Gelu, GeluAttrs{}, {lrn}, "gelu");
   b.mark_output(b.add_op(OpKind::ReduceMean, ReduceAttrs{{2, 3}, true}, {lrn}, "se_mean"));
   b.mark_output(b.add_op(OpKind::ReduceMean, ReduceAttrs{{1, 3}, false}, {lrn}, "mean"));
+  // A decoder: a grouped, strided ConvTranspose with output_padding, a Resize back by sizes; a
+  // nearest Resize by scales. (An output_shape past the natural size, which ONNX's reference
+  // runs and ONNX Runtime refuses, is covered by the ONNX node test convtranspose_output_shape.)
+  ValueId wt = b.add_parameter("ct.w", {f, {8, 2, 3, 3}}, ParamInit::normal(0.3f));
+  ValueId bt = b.add_parameter("ct.b", {f, {8}}, ParamInit::uniform(-1, 1));
+  ValueId ct = b.add_op(OpKind::ConvTranspose,
+                        ConvTransposeAttrs{.kernel = {3, 3},
+                                           .stride = {2, 2},
+                                           .pads = {1, 1, 0, 0},
+                                           .output_padding = {1, 1},
+                                           .groups = 4},
+                        {hw, wt, bt}, "ct");
+  b.mark_output(b.add_op(
+      OpKind::Resize,
+      ResizeAttrs{
+          .mode = ResizeMode::kCubic, .sizes = {1, 8, 6, 6}, .scales = {1, 1, 6.0 / 13, 6.0 / 13}},
+      {ct}, "shrink"));
+  b.mark_output(b.add_op(OpKind::Resize,
+                         ResizeAttrs{.mode = ResizeMode::kNearest,
+                                     .coordinates = ResizeCoordinates::kAsymmetric,
+                                     .nearest = NearestRounding::kFloor,
+                                     .sizes = {1, 8, 12, 9},
+                                     .scales = {1, 1, 2, 1.5}},
+                         {hw}, "grow"));
   return std::move(b).build();
 }
 

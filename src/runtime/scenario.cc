@@ -119,7 +119,8 @@ void validate(const Scenario& s, const std::string& where) {
               " per run: lower fps (--model NAME:FPS) or duration_s (--duration)");
   check_int_in_range(s.max_sub_blocks, 1, kMaxSubBlocksLimit, "H (-H, --max-sub-blocks)", where);
   check_int_in_range(s.batch, 1, kMaxScenarioBatch, "batch (--batch)", where);
-  check_int_in_range(s.image_size, 1, kMaxScenarioImageSize, "image_size (--image-size)", where);
+  check_int_in_range(s.image_size, 0, kMaxScenarioImageSize,
+                     "image_size (--image-size; 0: the model's default)", where);
   check_in_range(s.variance_threshold, 0, 1e12, "variance_threshold (-T)", where);
   BRAID_CHECK(s.queue_capacity <= kMaxQueueCapacity, ErrorCode::kInvalidArgument, where, ": ",
               s.queue_capacity, " is out of range: queue_capacity (--queue-capacity) must be from ",

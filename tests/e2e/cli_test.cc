@@ -706,7 +706,7 @@ TEST(Cli, TopRunsAScenarioAndRejectsBadInput) {
     std::string args, says;
   };
   const Bad bad[] = {
-      {"top -m squeezenet:fast", "FPS 'fast'"},
+      {"top -m squeezenet:fast", "'fast' is not a number (the rate (FPS))"},
       {"top -m squeezenet:10:deep", "ir or stages"},
       {"top -m squeezenet:10 --policy pos", "unknown policy 'pos'"},
       {"top -m squeezenet:10 --device gpu0", "cpu, cuda:N or sim:NAME"},

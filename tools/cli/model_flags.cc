@@ -80,8 +80,11 @@ void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
          "randwire: nodes per stage from the seeded Watts-Strogatz generator (0: the IOS graphs)")
       ->check(whole_number_in("randwire's nodes per stage", 0, kMaxRandwireNodes));
   cmd.add_option("--randwire-k", zoo.randwire_k, "randwire: ring neighbours k")
+      ->check(whole_number_in("randwire's ring neighbours k", 2, kMaxRandwireNodes,
+                              " (even, below the nodes per stage)"))
       ->capture_default_str();
   cmd.add_option("--randwire-p", zoo.randwire_p, "randwire: rewiring probability p")
+      ->check(number_in("randwire's rewiring probability p", 0, 1))
       ->capture_default_str();
   cmd.add_option("--randwire-seed", zoo.randwire_seed, "randwire: generator seed")
       ->capture_default_str();
