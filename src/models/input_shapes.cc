@@ -96,6 +96,7 @@ std::string shape_source(const InputShapes& fixed, const std::string& name,
 
 // A named dim's value and the flag that gave it (for messages).
 using NamedDims = std::map<std::string, std::pair<int64_t, std::string>>;
+constexpr int64_t kAmbiguous = -1;  // --shape gave the name different values
 
 // Checks every entry of `fixed` against the model and returns the values of named dims: --dim,
 // then what --shape gives a named dim (one name is one size everywhere, so it fixes the name's
@@ -140,8 +141,12 @@ NamedDims named_dims(const std::vector<DeclaredInput>& inputs, const InputShapes
                   " fixed at ", d.value, " ", declared_shape(in));
       if (is_static(d) || d.param.empty()) continue;
       auto [n, inserted] = named.emplace(d.param, std::pair{v, flag});
-      BRAID_CHECK(inserted || n->second.first == v, kBad, flag, ": dim ", k, " ('", d.param,
+      if (inserted || n->second.first == v) continue;
+      BRAID_CHECK(!n->second.second.starts_with("--dim"), kBad, flag, ": dim ", k, " ('", d.param,
                   "') is ", v, " but ", n->second.second, " makes it ", n->second.first);
+      // Two --shape values for one name: exporters reuse placeholders ('?') for unrelated
+      // dims. Each --shape holds for its own input; the name fixes no other dim.
+      n->second = {kAmbiguous, flag};
     }
   }
   return named;
@@ -164,7 +169,7 @@ std::vector<std::vector<int64_t>> fix_input_shapes(const std::vector<DeclaredInp
         dims[k] = given->second[k];
       else if (is_static(d))
         dims[k] = d.value;
-      else if (!d.param.empty() && n != named.end())
+      else if (!d.param.empty() && n != named.end() && n->second.first != kAmbiguous)
         dims[k] = n->second.first;
       else if (k == 0)
         dims[k] = batch;

@@ -154,14 +154,27 @@ TEST(InputShapes, NamedDimsAgreeAcrossInputs) {
   mm.g->add_output()->set_name("y");
   ImportedModel m = mm.import({.inputs = flags({"a=2x7"})});
   EXPECT_EQ(input_shape(m, 1), (ir::Shape{2, 7}));
+  // Each --shape holds for its own input; here the Add then cannot broadcast.
   expect_error(
       [&] {
         mm.import({.inputs = flags({"a=2x7", "b=2x8"})});
       },
-      ErrorCode::kInvalidArgument, {"('seq') is 8 but --shape a=2x7 makes it 7"});
+      ErrorCode::kInvalidModel, {"do not broadcast"});
+  expect_error([&] { mm.import({.inputs = flags({"a=2x7"}, {"seq=8"})}); },
+               ErrorCode::kInvalidArgument, {"('seq') is 7 but --dim seq=8 makes it 8"});
   InputShapes partial;
   partial.shapes["a"] = {-1, 5};
   EXPECT_EQ(input_shape(mm.import({.batch = 3, .inputs = partial}), 1), (ir::Shape{3, 5}));
+}
+
+// PaddleOCR's classifier declares x: [-1, 3, '?', '?']: one placeholder name for two unrelated
+// dims. --shape fixes each; the name then fixes nothing else.
+TEST(InputShapes, ARepeatedPlaceholderNameTakesEachShapeValue) {
+  ModelMaker mm;
+  dynamic_input(mm.g->add_input(), "x", {"?", "?"});
+  mm.node("Relu", "relu", {"x"}, {"y"});
+  mm.g->add_output()->set_name("y");
+  EXPECT_EQ(input_shape(mm.import({.inputs = flags({"x=48x192"})}), 0), (ir::Shape{48, 192}));
 }
 
 // Shape -> Gather -> Mul -> Concat -> Reshape on the fixed dims folds at import, as it does for

@@ -48,6 +48,7 @@
 #include "sched/random_schedule.h"
 #include "sched/schedule.h"
 #include "test_env.h"
+#include "tune/tensor_files.h"
 
 namespace braid {
 namespace {
@@ -131,15 +132,16 @@ class WildHelperModels : public ::testing::Test {
   static void SetUpTestSuite() {
     if (testing::venv_python().empty()) return;
     dir_ = testing::scratch_dir() / "wild_helpers";
-    const testing::CommandResult r = testing::run_command(
-        testing::venv_python().string() + " " +
-        (testing::source_dir() / "scripts/make_resize_models.py").string() + " " + dir_.string() +
-        " 2>&1");
+    const testing::CommandResult r =
+        testing::run_command(testing::venv_python().string() + " " +
+                             (testing::source_dir() / "scripts/make_resize_models.py").string() +
+                             " " + dir_.string() + " 2>&1");
     generated_ = r.exit_code == 0;
     output_ = r.out;
   }
   void SetUp() override {
-    if (testing::venv_python().empty()) GTEST_SKIP() << "no .venv with onnx/onnxruntime (make deps)";
+    if (testing::venv_python().empty())
+      GTEST_SKIP() << "no .venv with onnx/onnxruntime (make deps)";
     ASSERT_TRUE(generated_) << "scripts/make_resize_models.py failed:\n" << output_;
   }
   static inline fs::path dir_;
@@ -177,9 +179,10 @@ TEST_F(WildHelperModels, EveryResizeAndConvTransposeModeMatchesItsOracle) {
       const testing::CommandResult r =
           braid_run(onnx, shape_flags, "x=" + (dir_ / (name + ".x.npy")).string(), out, run.flag);
       if (known_issue) {
-        const bool ok = r.exit_code == 0 && read_floats(out / "y.npy").shape == want.shape &&
-                        compare(read_floats(out / "y.npy").values, want.values, c["atol"],
-                                c["rtol"]).outside == 0;
+        const bool ok =
+            r.exit_code == 0 && read_floats(out / "y.npy").shape == want.shape &&
+            compare(read_floats(out / "y.npy").values, want.values, c["atol"], c["rtol"]).outside ==
+                0;
         line += ok ? " known issue: now matches, drop it from known_issues()"
                    : " known issue: still differs (" + std::string(c["why"]) + ")";
         break;
@@ -205,12 +208,23 @@ TEST_F(WildHelperModels, EveryResizeAndConvTransposeModeMatchesItsOracle) {
 
 // What scripts/export_torchvision.py writes to models/wild/ (`--list` prints them after the
 // classifiers and BERT).
+// and what scripts/fetch_package_models.py copies out of the rapidocr-onnxruntime wheel:
+// PaddleOCR's detector (Resize, ConvTranspose), recognizer and classifier, the models issue 27 was
+// reported on.
 constexpr const char* kWildModels[] = {
-    "fcn_resnet50", "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large",
-    "resnet18_fpn", "mobilenet_v3_large_fpn",
+    "fcn_resnet50",
+    "deeplabv3_mobilenet_v3_large",
+    "lraspp_mobilenet_v3_large",
+    "resnet18_fpn",
+    "mobilenet_v3_large_fpn",
+    "paddleocr_det",
+    "paddleocr_rec",
+    "paddleocr_cls",
 };
 
-fs::path wild_dir() { return testing::source_dir() / "models" / "wild"; }
+fs::path wild_dir() {
+  return testing::source_dir() / "models" / "wild";
+}
 
 TEST(WildModelList, CoversEveryExportedFile) {
   if (!fs::is_directory(wild_dir())) GTEST_SKIP() << wild_dir() << " absent: run `make models`";
@@ -232,15 +246,17 @@ TEST_P(WildExportedModel, RunsWithShapeAndMatchesOnnxRuntime) {
   const fs::path input = wild_dir() / (name + ".input.npy");
   // The .shape file is written last: with it, the model and its input are complete.
   if (!fs::exists(shape_file))
-    GTEST_SKIP() << shape_file << " absent: run `make models` (or scripts/models.sh " << name << ")";
+    GTEST_SKIP() << shape_file << " absent: run `make models` (or scripts/models.sh " << name
+                 << ")";
   if (testing::venv_python().empty()) GTEST_SKIP() << "no .venv with onnxruntime (make deps)";
 
   models::InputShapes shapes;
-  std::string shape_flags;
+  std::string shape_flags, input_name;
   std::ifstream in(shape_file);
   for (std::string line; std::getline(in, line);) {
     models::add_shape_flag(shapes, line);
     shape_flags += "--shape " + line + " ";
+    if (input_name.empty()) input_name = line.substr(0, line.find('='));
   }
   ASSERT_FALSE(shape_flags.empty()) << shape_file << " is empty";
 
@@ -271,12 +287,12 @@ TEST_P(WildExportedModel, RunsWithShapeAndMatchesOnnxRuntime) {
     SCOPED_TRACE(name + " under " + run.name);
     const fs::path out = scratch / run.name;
     const testing::CommandResult r =
-        braid_run(onnx, shape_flags, "input=" + input.string(), out, run.flag);
+        braid_run(onnx, shape_flags, input_name + "=" + input.string(), out, run.flag);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::vector<std::vector<float>> got;
     double max_abs = 0;
     for (size_t i = 0; i < outputs.size(); ++i) {
-      got.push_back(read_floats(out / (outputs[i] + ".npy")).values);
+      got.push_back(read_floats(out / tune::output_file_name(outputs[i])).values);
       max_abs = std::max(max_abs, compare(got.back(), ort.outputs[i], 0, 0).max_abs);
     }
     testing::expect_outputs_match(ort.outputs, got, kWildFp32, run.name);

@@ -948,9 +948,35 @@ Chain plan_chain(const BuildContext& c, std::span<const NodeId> ops, size_t at) 
 
   bool post_ops = false;
   switch (head.kind) {
-    case ir::OpKind::ConvTranspose:
+    case ir::OpKind::ConvTranspose: {
+      // Folded into the weights and bias like Conv's: an Add of a per-channel parameter (as
+      // paddle2onnx writes the bias) and a BatchNormalization; then activation post-ops.
       post_ops = deconvolution_fits(c, head);
+      if (!post_ops) break;
+      const int64_t oc = c.shape(chain.output)[1];
+      const ir::Node* n = next();
+      if (n != nullptr && n->kind == ir::OpKind::Add && n->inputs.size() == 2) {
+        const ValueId other = n->inputs[0] == chain.output ? n->inputs[1] : n->inputs[0];
+        const ir::Shape bias = c.shape(other);
+        const bool per_channel = other != chain.output && c.is_fixed(other) && bias.size() <= 4 &&
+                                 ir::num_elements(bias) == oc && bias.size() >= 3 &&
+                                 bias[bias.size() - 3] == oc &&
+                                 c.shape(n->outputs[0]) == c.shape(chain.output);
+        if (per_channel) {
+          chain.bias_add = n;
+          take(n);
+          n = next();
+        }
+      }
+      if (n != nullptr && n->kind == ir::OpKind::BatchNormalization &&
+          n->inputs[0] == chain.output &&
+          std::all_of(n->inputs.begin() + 1, n->inputs.end(),
+                      [&](ValueId v) { return c.is_fixed(v); })) {
+        chain.batch_norm = n;
+        take(n);
+      }
       break;
+    }
     case ir::OpKind::Conv: {
       post_ops = true;
       const auto& a = std::get<ir::ConvAttrs>(head.attrs);

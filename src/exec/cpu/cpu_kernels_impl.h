@@ -106,8 +106,8 @@ struct BuildContext {
 // The ops one kernel computes: a head op plus the ops fused into it, all from one unit.
 struct Chain {
   const ir::Node* head = nullptr;
-  const ir::Node* batch_norm = nullptr;      // Conv: folded into the weights and bias
-  const ir::Node* bias_add = nullptr;        // MatMul/Gemm: Add of a parameter
+  const ir::Node* batch_norm = nullptr;  // Conv, ConvTranspose: folded into the weights and bias
+  const ir::Node* bias_add = nullptr;    // MatMul/Gemm, ConvTranspose: Add of a parameter
   std::vector<const ir::Node*> activations;  // eltwise post-ops, in order
   ValueId output{};                          // the tensor the kernel writes
   size_t length = 1;                         // ops of the unit consumed

@@ -322,6 +322,14 @@ class ResizeKernel final : public Kernel {
       axes_.push_back(std::move(axis));
     }
     if (axes_.empty()) axes_.push_back({{0, 1}, {0}, {1.0f}, {}});  // a scalar: one copy
+    // Every output element one tap of weight 1 (nearest; no extrapolation): a gather.
+    copy_ = std::all_of(axes_.begin(), axes_.end(), [](const Axis& axis) {
+      if (!axis.outside.empty()) return false;
+      for (size_t o = 0; o + 1 < axis.begin.size(); ++o)
+        if (axis.begin[o + 1] - axis.begin[o] != 1 || axis.weight[axis.begin[o]] != 1.0f)
+          return false;
+      return true;
+    });
     const ir::Shape& ys = dst_.type.shape;
     row_ = ys.empty() ? 1 : ys.back();
     rows_ = ir::num_elements(ys) / row_;
@@ -336,6 +344,7 @@ class ResizeKernel final : public Kernel {
 #pragma omp parallel
     {
       std::vector<std::pair<int64_t, float>> combos, next;
+      int64_t last_base = -1, last_row = -1;
       combos.reserve(static_cast<size_t>(max_combinations_));
       next.reserve(static_cast<size_t>(max_combinations_));
 #pragma omp for schedule(static)
@@ -354,6 +363,19 @@ class ResizeKernel final : public Kernel {
           combos.swap(next);
         }
         float* out = y + r * row_;
+        if (copy_ && !outside) {
+          // Nearest: each output element copies one input element. A row that reads the same
+          // input row as the row before it (upscaling) copies that row.
+          const int64_t base = combos[0].first;
+          if (r > 0 && base == last_base && last_row == r - 1) {
+            std::memcpy(out, out - row_, static_cast<size_t>(row_) * sizeof(float));
+          } else {
+            for (int64_t o = 0; o < row_; ++o) out[o] = x[base + last.offset[last.begin[o]]];
+          }
+          last_base = base;
+          last_row = r;
+          continue;
+        }
         for (int64_t o = 0; o < row_; ++o) {
           if (outside || (!last.outside.empty() && last.outside[o] != 0)) {
             out[o] = extrapolation_;
@@ -384,6 +406,7 @@ class ResizeKernel final : public Kernel {
   std::vector<Axis> axes_;
   int64_t max_combinations_ = 1;
   int64_t row_ = 1, rows_ = 1;
+  bool copy_ = false;
 };
 
 }  // namespace
