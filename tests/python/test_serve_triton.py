@@ -344,6 +344,15 @@ def dynamic_ocr_model():
     return model.SerializeToString()
 
 
+def expect_ort_answer(client, name, model, x):
+    """Model `name`'s answer for input x equals ONNX Runtime's on the same ONNX bytes."""
+    inp = httpclient.InferInput("x", list(x.shape), "FP32")
+    inp.set_data_from_numpy(x, binary_data=True)
+    got = client.infer(name, [inp]).as_numpy("y")
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    assert_close(got, sess.run(None, {"x": x})[0])
+
+
 def test_config_pbtxt_dims_fix_dynamic_dims(tmp_path):
     """An ONNX model with a dynamic batch and width is served once its config.pbtxt's dims fix
     the width (Triton's dims, without the batch under max_batch_size); answers match ONNX Runtime
@@ -373,11 +382,7 @@ def test_config_pbtxt_dims_fix_dynamic_dims(tmp_path):
         assert meta["inputs"][0]["shape"] == [-1, 3, 48, 40]
         assert meta["outputs"][0]["shape"] == [-1, 4, 48 * 40]
         x = np.random.default_rng(6).uniform(-1, 1, (2, 3, 48, 40)).astype(np.float32)
-        inp = httpclient.InferInput("x", list(x.shape), "FP32")
-        inp.set_data_from_numpy(x, binary_data=True)
-        got = client.infer("ocr", [inp]).as_numpy("y")
-        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-        assert_close(got, sess.run(None, {"x": x})[0])
+        expect_ort_answer(client, "ocr", model, x)
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
@@ -396,11 +401,7 @@ def test_serve_shape_flags_fix_models_on_the_command_line(tmp_path):
         client = httpclient.InferenceServerClient(url=url)
         assert client.get_model_metadata("ocr")["inputs"][0]["shape"] == [1, 3, 48, 24]
         x = np.random.default_rng(8).uniform(-1, 1, (1, 3, 48, 24)).astype(np.float32)
-        inp = httpclient.InferInput("x", list(x.shape), "FP32")
-        inp.set_data_from_numpy(x)
-        got = client.infer("ocr", [inp]).as_numpy("y")
-        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-        assert_close(got, sess.run(None, {"x": x})[0])
+        expect_ort_answer(client, "ocr", model, x)
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0

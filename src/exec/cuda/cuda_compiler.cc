@@ -175,6 +175,27 @@ bool Compiler::single_consumer(ValueId v) const {
   return g_.value(v).consumers.size() == 1 && !g_.is_output(v);
 }
 
+std::pair<cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t> Compiler::conv_descriptors(
+    const ir::Shape& ws, int64_t pad_h, int64_t pad_w, const std::array<int64_t, 2>& stride,
+    const std::array<int64_t, 2>& dilation, int64_t groups) {
+  cudnnFilterDescriptor_t w_desc;
+  BRAID_CU(cudnnCreateFilterDescriptor(&w_desc));
+  filter_descs_.push_back(w_desc);
+  BRAID_CU(cudnnSetFilter4dDescriptor(w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(ws[0]),
+                                      int(ws[1]), int(ws[2]), int(ws[3])));
+  cudnnConvolutionDescriptor_t c_desc;
+  BRAID_CU(cudnnCreateConvolutionDescriptor(&c_desc));
+  conv_descs_.push_back(c_desc);
+  BRAID_CU(cudnnSetConvolution2dDescriptor(c_desc, int(pad_h), int(pad_w), int(stride[0]),
+                                           int(stride[1]), int(dilation[0]), int(dilation[1]),
+                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  BRAID_CU(cudnnSetConvolutionGroupCount(c_desc, int(groups)));
+  // FP32 FMA, no TF32 unless asked: outputs stay comparable with the CPU executor.
+  BRAID_CU(cudnnSetConvolutionMathType(c_desc,
+                                       options_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  return {w_desc, c_desc};
+}
+
 cudnnTensorDescriptor_t Compiler::tensor4(int64_t n, int64_t c, int64_t h, int64_t w) {
   cudnnTensorDescriptor_t d;
   BRAID_CU(cudnnCreateTensorDescriptor(&d));
@@ -242,22 +263,8 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   cudnnTensorDescriptor_t x_desc = tensor4(padded[0], padded[1], padded[2], padded[3]);
   cudnnTensorDescriptor_t y_desc = tensor4(ys[0], ys[1], ys[2], ys[3]);
   cudnnTensorDescriptor_t b_desc = tensor4(1, oc, 1, 1);
-  cudnnFilterDescriptor_t w_desc;
-  BRAID_CU(cudnnCreateFilterDescriptor(&w_desc));
-  filter_descs_.push_back(w_desc);
-  BRAID_CU(cudnnSetFilter4dDescriptor(w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(ws[0]),
-                                      int(ws[1]), int(ws[2]), int(ws[3])));
-  cudnnConvolutionDescriptor_t c_desc;
-  BRAID_CU(cudnnCreateConvolutionDescriptor(&c_desc));
-  conv_descs_.push_back(c_desc);
-  BRAID_CU(cudnnSetConvolution2dDescriptor(c_desc, symmetric ? int(a.pads[0]) : 0,
-                                           symmetric ? int(a.pads[1]) : 0, int(a.stride[0]),
-                                           int(a.stride[1]), int(a.dilation[0]), int(a.dilation[1]),
-                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  BRAID_CU(cudnnSetConvolutionGroupCount(c_desc, int(a.groups)));
-  // FP32 FMA, no TF32: outputs stay comparable with the CPU executor.
-  BRAID_CU(cudnnSetConvolutionMathType(c_desc,
-                                       options_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  const auto [w_desc, c_desc] = conv_descriptors(
+      ws, symmetric ? a.pads[0] : 0, symmetric ? a.pads[1] : 0, a.stride, a.dilation, a.groups);
   int n = 0, c = 0, h = 0, wd = 0;
   BRAID_CU(cudnnGetConvolution2dForwardOutputDim(c_desc, x_desc, w_desc, &n, &c, &h, &wd));
   BRAID_CHECK(n == ys[0] && c == ys[1] && h == ys[2] && wd == ys[3], ErrorCode::kInternal,
@@ -421,21 +428,8 @@ void Compiler::compile_conv_transpose(const ir::Node& n, std::vector<Op>& out) {
 
   cudnnTensorDescriptor_t x_desc = tensor4(xs[0], xs[1], xs[2], xs[3]);  // the forward Conv's dy
   cudnnTensorDescriptor_t full_desc = tensor4(full[0], full[1], full[2], full[3]);  // its dx
-  cudnnFilterDescriptor_t w_desc;
-  BRAID_CU(cudnnCreateFilterDescriptor(&w_desc));
-  filter_descs_.push_back(w_desc);
-  BRAID_CU(cudnnSetFilter4dDescriptor(w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(ws[0]),
-                                      int(ws[1]), int(ws[2]), int(ws[3])));
-  cudnnConvolutionDescriptor_t c_desc;
-  BRAID_CU(cudnnCreateConvolutionDescriptor(&c_desc));
-  conv_descs_.push_back(c_desc);
-  BRAID_CU(cudnnSetConvolution2dDescriptor(c_desc, direct ? int(a.pads[0]) : 0,
-                                           direct ? int(a.pads[1]) : 0, int(a.stride[0]),
-                                           int(a.stride[1]), int(a.dilation[0]), int(a.dilation[1]),
-                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  BRAID_CU(cudnnSetConvolutionGroupCount(c_desc, int(a.groups)));
-  BRAID_CU(cudnnSetConvolutionMathType(c_desc,
-                                       options_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  const auto [w_desc, c_desc] = conv_descriptors(ws, direct ? a.pads[0] : 0, direct ? a.pads[1] : 0,
+                                                 a.stride, a.dilation, a.groups);
   int dn = 0, dc = 0, dh = 0, dw = 0;
   BRAID_CU(cudnnGetConvolution2dForwardOutputDim(c_desc, full_desc, w_desc, &dn, &dc, &dh, &dw));
   BRAID_CHECK(dn == xs[0] && dc == xs[1] && dh == xs[2] && dw == xs[3], ErrorCode::kInternal,

@@ -11,6 +11,7 @@
 // One compile_* per op kind, as the CPU executor's build_* (exec/cpu).
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -89,6 +90,11 @@ class Compiler {
   std::span<const float> host(ValueId v, const char* what) const;
   bool single_consumer(ValueId v) const;
   cudnnTensorDescriptor_t tensor4(int64_t n, int64_t c, int64_t h, int64_t w);
+  // A filter of `ws` ([K, C/groups, R, S]) and a cross-correlation of these pads (top, left),
+  // strides, dilations and groups, in FP32 (TF32 when allowed); both owned by the compiler.
+  std::pair<cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t> conv_descriptors(
+      const ir::Shape& ws, int64_t pad_h, int64_t pad_w, const std::array<int64_t, 2>& stride,
+      const std::array<int64_t, 2>& dilation, int64_t groups);
 
   // Each returns after appending its Ops to `out`; compile_conv returns how many ops it fused.
   size_t compile_conv(std::span<const NodeId> ops, std::vector<Op>& out);
