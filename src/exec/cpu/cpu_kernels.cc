@@ -517,8 +517,8 @@ std::unique_ptr<Kernel> build_concat(const BuildContext& c, const Chain& chain) 
       static_cast<int>(normalize_axis(std::get<ir::AxisAttrs>(node.attrs).axis, ys.size()));
   // oneDNN copies each input into its window of the output: a plain copy when all share one
   // layout, its reference kernel (slow) otherwise. So it concatenates in the inputs' common
-  // layout, reordering the result when the output's differs, and needs every window of a
-  // blocked layout to start at a whole block.
+  // layout (or the output's, or plain, when they differ), reordering the result when the
+  // output's differs, and needs every window of a blocked layout to start at a whole block.
   const TensorRef dst_ref = c.ref(chain.output);
   if (inputs_in_windows(c, node, axis, dst_ref)) return nullptr;  // the memory plan did it
   std::vector<memory::desc> src_mds;
@@ -536,11 +536,21 @@ std::unique_ptr<Kernel> build_concat(const BuildContext& c, const Chain& chain) 
                               : aligned(dst_ref.layout) ? dst_ref.layout
                                                         : TensorLayout::kPlain;
   const memory::desc dst_md = layout_md(to_dims(ys), layout);
-  dnnl::concat::primitive_desc pd(dst_md, axis, src_mds, c.engine, make_attr());
   auto k = std::make_unique<DnnlKernel>(c.engine);
-  Args args{{DNNL_ARG_DST, k->output(dst_md, dst_ref)}};
-  for (size_t i = 0; i < node.inputs.size(); ++i)
-    args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = k->bind(src_mds[i], c.ref(node.inputs[i]));
+  // Inputs in other layouts are reordered into the concat's first: a concat of mixed layouts
+  // has only oneDNN's reference kernel (DeepLabV3's ASPP: four blocked branches and a plain
+  // resized pooling branch).
+  std::vector<memory> srcs;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const TensorRef in = c.ref(node.inputs[i]);
+    srcs.push_back(same ? k->bind(src_mds[i], in)
+                        : k->input(layout_md(to_dims(c.shape(node.inputs[i])), layout), in));
+    src_mds[i] = srcs.back().get_desc();
+  }
+  dnnl::concat::primitive_desc pd(dst_md, axis, src_mds, c.engine, make_attr());
+  Args args{{DNNL_ARG_DST, k->output(dst_md, dst_ref)}};  // after the inputs' reorders
+  for (size_t i = 0; i < srcs.size(); ++i)
+    args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = srcs[i];
   k->add(pd, dnnl::concat(pd), std::move(args));
   return k;
 }
