@@ -351,12 +351,9 @@ ir::OpAttrs import_conv_transpose(const OpContext& c) {
   return a;
 }
 
-// Scales or sizes (of all dims, or of `axes` from opset 18) -> one scale and one output size
-// per dim, as ONNX's reference computes them.
-void resolve_resize_shape(const OpContext& c, std::optional<std::vector<double>> scales,
-                          std::optional<std::vector<int64_t>> sizes, ir::ResizeAttrs* a) {
-  const ir::Shape& x = c.inputs[0].shape;
-  const auto rank = static_cast<int64_t>(x.size());
+// Resize-18's `axes`, normalized and checked (each once); every dim when absent.
+std::vector<int64_t> resize_axes(const OpContext& c) {
+  const auto rank = static_cast<int64_t>(c.inputs[0].shape.size());
   std::vector<int64_t> axes;
   if (auto listed = c.attrs.get_ints("axes")) {
     std::vector<bool> seen(rank, false);
@@ -369,6 +366,16 @@ void resolve_resize_shape(const OpContext& c, std::optional<std::vector<double>>
   } else {
     for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
   }
+  return axes;
+}
+
+// Scales or sizes (of all dims, or of `axes` from opset 18) -> one scale and one output size
+// per dim, as ONNX's reference computes them.
+void resolve_resize_shape(const OpContext& c, std::optional<std::vector<double>> scales,
+                          std::optional<std::vector<int64_t>> sizes, ir::ResizeAttrs* a) {
+  const ir::Shape& x = c.inputs[0].shape;
+  const auto rank = static_cast<int64_t>(x.size());
+  const std::vector<int64_t> axes = resize_axes(c);
   a->sizes.assign(x.begin(), x.end());
   a->scales.assign(rank, 1.0);
   if (sizes) {
@@ -502,11 +509,7 @@ ir::OpAttrs import_resize(const OpContext& c) {
     a.roi.assign(2 * rank, 0.0);
     std::fill(a.roi.begin() + static_cast<std::ptrdiff_t>(rank), a.roi.end(), 1.0);
     if (std::optional<std::vector<double>> roi = float_input(c, 1, "roi")) {
-      std::vector<int64_t> axes;
-      if (auto listed = c.attrs.get_ints("axes"))
-        for (int64_t k : *listed) axes.push_back(c.checked_axis(k, static_cast<int64_t>(rank)));
-      else
-        for (size_t k = 0; k < rank; ++k) axes.push_back(static_cast<int64_t>(k));
+      const std::vector<int64_t> axes = resize_axes(c);
       BRAID_CHECK(roi->size() == 2 * axes.size(), kBad, c.who(), ": roi has ", roi->size(),
                   " values for ", axes.size(), " axes");
       for (size_t i = 0; i < axes.size(); ++i) {

@@ -36,6 +36,21 @@ std::span<const float> fixed_data(const BuildContext& c, ValueId v) {
   return {c.ref(v).fixed, static_cast<size_t>(c.graph.value(v).type.elements())};
 }
 
+// A BatchNormalization after a Conv or ConvTranspose, folded into it: returns the per-channel
+// weight factor s = scale / sqrt(var + eps) and turns `bias` into (bias - mean) * s + shift.
+std::vector<double> fold_batch_norm(const BuildContext& c, const ir::Node& bn,
+                                    std::vector<double>& bias) {
+  const float eps = std::get<ir::BatchNormAttrs>(bn.attrs).epsilon;
+  const auto scale = fixed_data(c, bn.inputs[1]), shift = fixed_data(c, bn.inputs[2]);
+  const auto mean = fixed_data(c, bn.inputs[3]), var = fixed_data(c, bn.inputs[4]);
+  std::vector<double> s(bias.size());
+  for (size_t o = 0; o < s.size(); ++o) {
+    s[o] = scale[o] / std::sqrt(static_cast<double>(var[o]) + eps);
+    bias[o] = (bias[o] - mean[o]) * s[o] + shift[o];
+  }
+  return s;
+}
+
 }  // namespace
 
 std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
@@ -74,21 +89,16 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
   // w' = w * s[oc], b' = (b - mean) * s[oc] + shift.
   std::vector<float> folded_w, folded_b;
   if (chain.batch_norm != nullptr) {
-    const ir::Node& bn = *chain.batch_norm;
-    const float eps = std::get<ir::BatchNormAttrs>(bn.attrs).epsilon;
-    const auto scale = fixed_data(c, bn.inputs[1]), shift = fixed_data(c, bn.inputs[2]);
-    const auto mean = fixed_data(c, bn.inputs[3]), var = fixed_data(c, bn.inputs[4]);
+    std::vector<double> bias(static_cast<size_t>(oc), 0.0);
+    if (has_b) bias.assign(fixed_data(c, b).begin(), fixed_data(c, b).end());
+    const std::vector<double> s = fold_batch_norm(c, *chain.batch_norm, bias);
     const auto weights = fixed_data(c, w);
     const size_t per_oc = weights.size() / static_cast<size_t>(oc);
     folded_w.resize(weights.size());
-    folded_b.resize(static_cast<size_t>(oc));
-    for (size_t o = 0; o < static_cast<size_t>(oc); ++o) {
-      const double s = scale[o] / std::sqrt(static_cast<double>(var[o]) + eps);
+    for (size_t o = 0; o < static_cast<size_t>(oc); ++o)
       for (size_t i = 0; i < per_oc; ++i)
-        folded_w[o * per_oc + i] = static_cast<float>(weights[o * per_oc + i] * s);
-      const double bias = has_b ? fixed_data(c, b)[o] : 0.0;
-      folded_b[o] = static_cast<float>((bias - mean[o]) * s + shift[o]);
-    }
+        folded_w[o * per_oc + i] = static_cast<float>(weights[o * per_oc + i] * s[o]);
+    folded_b.assign(bias.begin(), bias.end());
   }
   const bool has_bias = has_b || chain.batch_norm != nullptr;
 
@@ -246,16 +256,7 @@ std::unique_ptr<Kernel> build_conv_transpose(const BuildContext& c, const Chain&
         b[o] += fixed_data(c, add.inputs[0] == node.outputs[0] ? add.inputs[1] : add.inputs[0])[o];
       }
     }
-    if (chain.batch_norm != nullptr) {
-      const ir::Node& bn = *chain.batch_norm;
-      const float eps = std::get<ir::BatchNormAttrs>(bn.attrs).epsilon;
-      const auto scale = fixed_data(c, bn.inputs[1]), shift = fixed_data(c, bn.inputs[2]);
-      const auto mean = fixed_data(c, bn.inputs[3]), var = fixed_data(c, bn.inputs[4]);
-      for (size_t o = 0; o < s.size(); ++o) {
-        s[o] = scale[o] / std::sqrt(static_cast<double>(var[o]) + eps);
-        b[o] = (b[o] - mean[o]) * s[o] + shift[o];
-      }
-    }
+    if (chain.batch_norm != nullptr) s = fold_batch_norm(c, *chain.batch_norm, b);
     const int64_t ic_group = ic / groups, oc_group = oc / groups, taps = ws[2] * ws[3];
     folded_w.resize(weights.size());
     for (int64_t i = 0; i < ic; ++i)
