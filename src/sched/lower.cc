@@ -94,6 +94,10 @@ ExecutionPlan lower(const ir::UnitGraph& graph, const Schedule& s) {
   validate_or_throw(graph, s);
   ExecutionPlan plan;
   const size_t n = graph.num_units();
+  if (s.has_allotment()) {
+    plan.unit_threads = unit_threads(s, n, 1);
+    plan.cores = s.cores;
+  }
   plan.launch_order = s.launch_order.empty() ? scheduled_units(s) : s.launch_order;
   // Lanes without a launch order: unit ids are a topological order, lane by lane is not one.
   if (s.launch_order.empty() && s.is_stream_based())

@@ -55,6 +55,10 @@ struct ExecutionPlan {
   // (stream form). Executors that launch from one thread
   // (CUDA, the simulator) interleave the lanes by it.
   std::vector<UnitId> launch_order;
+  // The allotment (schedule.h): per unit, the threads its kernels use, within `cores`. Empty
+  // (and cores 0) without one: every unit at the executor's threads per stream.
+  std::vector<int> unit_threads;
+  int cores = 0;
   // happens_before[u][v]: u completes before v starts, by program order and events.
   std::vector<std::vector<bool>> happens_before;
 };

@@ -28,4 +28,19 @@ Schedule random_stream_schedule(const ir::UnitGraph& graph, int num_streams, uin
   return s;
 }
 
+Schedule with_random_allotment(Schedule s, int threads_per_lane, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> threads(1, threads_per_lane);
+  s.cores = num_streams(s) * threads_per_lane;
+  for (Stage& st : s.stages) {
+    st.threads.clear();
+    for (size_t g = 0; g < st.groups.size(); ++g) st.threads.push_back(threads(rng));
+  }
+  for (Lane& lane : s.lanes) {
+    lane.threads.clear();
+    for (size_t k = 0; k < lane.units.size(); ++k) lane.threads.push_back(threads(rng));
+  }
+  return s;
+}
+
 }  // namespace braid::sched

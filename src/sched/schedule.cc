@@ -43,6 +43,20 @@ std::vector<UnitId> scheduled_units(const Schedule& s) {
   return all;
 }
 
+std::vector<int> unit_threads(const Schedule& s, size_t num_units, int fallback) {
+  std::vector<int> threads(num_units, fallback);
+  auto give = [&](UnitId u, int k) {
+    if (index(u) < num_units) threads[index(u)] = k;
+  };
+  for (const Stage& st : s.stages)
+    for (size_t g = 0; g < st.groups.size() && g < st.threads.size(); ++g)
+      for (UnitId u : st.groups[g]) give(u, st.threads[g]);
+  for (const Lane& lane : s.lanes)
+    for (size_t k = 0; k < lane.units.size() && k < lane.threads.size(); ++k)
+      give(lane.units[k], lane.threads[k]);
+  return threads;
+}
+
 int num_streams(const Schedule& s) {
   std::map<int, int> per_device;
   for (const Stage& st : s.stages)
@@ -65,21 +79,27 @@ std::string to_string(const Schedule& s, const ir::UnitGraph& graph) {
     out << s.lanes.size() << " lanes, " << s.syncs.size() << " syncs";
   if (s.num_devices > 1)
     out << ", " << s.num_devices << " devices, " << s.transfers.size() << " transfers";
+  if (s.has_allotment()) out << ", " << s.cores << " cores";
   if (s.predicted_latency) out << ", predicted " << Millis(*s.predicted_latency).count() << " ms";
   out << "\n";
   for (size_t i = 0; i < s.stages.size(); ++i) {
     const Stage& st = s.stages[i];
     out << "  stage " << i << " (dev " << st.device << ", " << to_string(st.kind) << "):";
-    for (const auto& group : st.groups) {
+    for (size_t g = 0; g < st.groups.size(); ++g) {
       out << " [";
-      for (size_t k = 0; k < group.size(); ++k) out << (k ? " " : "") << name(group[k]);
+      for (size_t k = 0; k < st.groups[g].size(); ++k)
+        out << (k ? " " : "") << name(st.groups[g][k]);
       out << "]";
+      if (g < st.threads.size()) out << "x" << st.threads[g];
     }
     out << "\n";
   }
   for (const Lane& lane : s.lanes) {
     out << "  stream " << lane.device << ":" << lane.stream << ":";
-    for (UnitId u : lane.units) out << " " << name(u);
+    for (size_t k = 0; k < lane.units.size(); ++k) {
+      out << " " << name(lane.units[k]);
+      if (k < lane.threads.size()) out << "x" << lane.threads[k];
+    }
     out << "\n";
   }
   for (const SyncEdge& e : s.syncs)

@@ -24,6 +24,10 @@
 //  - launch order (opara.txt §3.3): the order in which one host thread issues every launch.
 //  - transfer (hios.txt §III): a copy of `from`'s output from its device to `to`'s device;
 //    `to` waits for it. Every graph edge between devices needs one.
+//  - allotment (moldable tasks): how many threads each unit's kernels use, given per group of a
+//    stage or per unit of a lane, within the plan's `cores`. Without it every unit runs at the
+//    executor's threads per stream, as schedules always have. The validator rejects an
+//    allotment whose units that may run at once ask for more than `cores` (validate.h rule 9).
 // Exactly one of `stages` and `lanes` is non-empty: that is the schedule's form.
 #pragma once
 
@@ -53,6 +57,7 @@ struct Stage {
   // Concurrent: groups run concurrently, group i on stream i; units of a group in order.
   // Merge: every group holds exactly one unit; all of them run as one kernel.
   std::vector<std::vector<UnitId>> groups;
+  std::vector<int> threads;  // the allotment: empty, or one per group (each of its units)
 };
 
 struct Lane {
@@ -62,6 +67,7 @@ struct Lane {
   // Planned times (LIOS's EST/EFT): empty, or one entry per unit.
   std::vector<Micros> start;
   std::vector<Micros> finish;
+  std::vector<int> threads;  // the allotment: empty, or one per unit
 };
 
 // `to` waits for `from` (one event recorded after `from`, waited before `to`).
@@ -90,13 +96,20 @@ struct Schedule {
   std::vector<SyncEdge> syncs;       // stream-based form only
   std::vector<UnitId> launch_order;  // optional: empty, or a permutation of all units
   std::vector<Transfer> transfers;   // edges between devices
+  // The cores the allotment shares; 0: no allotment (every stage and lane without threads).
+  int cores = 0;
 
   std::optional<Micros> predicted_latency;          // from the cost model that produced it
   nlohmann::json stats = nlohmann::json::object();  // free-form: search time, transitions...
 
   bool is_stage_based() const { return !stages.empty(); }
   bool is_stream_based() const { return !lanes.empty(); }
+  bool has_allotment() const { return cores > 0; }
 };
+
+// Each unit's threads under the schedule's allotment, indexed by UnitId; `fallback` for units
+// it does not give (every unit, without an allotment).
+std::vector<int> unit_threads(const Schedule& s, size_t num_units, int fallback);
 
 // Where each unit is placed, for executors and checks. Entries of units not placed are
 // nullopt. For a unit placed twice, the first placement wins (check() reports the duplicate).

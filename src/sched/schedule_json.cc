@@ -90,6 +90,11 @@ class Parser {
     for (size_t i = 0; i < array(j, at).size(); ++i) out.push_back(unit(j[i], at_item(at, i)));
     return out;
   }
+  static std::vector<int> integers(const json& j, const std::string& at) {
+    std::vector<int> out;
+    for (size_t i = 0; i < array(j, at).size(); ++i) out.push_back(integer(j[i], at_item(at, i)));
+    return out;
+  }
   static std::vector<Micros> times(const json& j, const std::string& at) {
     std::vector<Micros> out;
     for (size_t i = 0; i < array(j, at).size(); ++i)
@@ -98,7 +103,7 @@ class Parser {
   }
 
   Stage stage(const json& j, const std::string& at) const {
-    expect_object(j, at, {"device", "kind", "groups"});
+    expect_object(j, at, {"device", "kind", "groups", "threads"});
     Stage st;
     st.device = integer_or(j, "device", at, 0);
     if (auto it = j.find("kind"); it != j.end()) {
@@ -114,11 +119,13 @@ class Parser {
     const json& groups = array(require(j, "groups", at), gat);
     for (size_t g = 0; g < groups.size(); ++g)
       st.groups.push_back(units(groups[g], at_item(gat, g)));
+    if (auto it = j.find("threads"); it != j.end())
+      st.threads = integers(*it, at_key(at, "threads"));
     return st;
   }
 
   Lane lane(const json& j, const std::string& at) const {
-    expect_object(j, at, {"device", "stream", "units", "start_ms", "finish_ms"});
+    expect_object(j, at, {"device", "stream", "units", "start_ms", "finish_ms", "threads"});
     Lane lane;
     lane.device = integer_or(j, "device", at, 0);
     lane.stream = integer(require(j, "stream", at), at_key(at, "stream"));
@@ -127,6 +134,8 @@ class Parser {
       lane.start = times(*it, at_key(at, "start_ms"));
     if (auto it = j.find("finish_ms"); it != j.end())
       lane.finish = times(*it, at_key(at, "finish_ms"));
+    if (auto it = j.find("threads"); it != j.end())
+      lane.threads = integers(*it, at_key(at, "threads"));
     return lane;
   }
 
@@ -164,13 +173,16 @@ Json build(const Schedule& s, const ir::UnitGraph& graph) {
             {"algorithm", s.algorithm},
             {"devices", s.num_devices},
             {"num_units", graph.num_units()}};
+  if (s.has_allotment()) j["cores"] = s.cores;
   if (!s.stages.empty()) {
     Json stages = Json::array();
     for (const Stage& st : s.stages) {
       Json groups = Json::array();
       for (const auto& group : st.groups) groups.push_back(names<Json>(graph, group));
-      stages.push_back(
-          {{"device", st.device}, {"kind", to_string(st.kind)}, {"groups", std::move(groups)}});
+      Json stage = {
+          {"device", st.device}, {"kind", to_string(st.kind)}, {"groups", std::move(groups)}};
+      if (!st.threads.empty()) stage["threads"] = st.threads;
+      stages.push_back(std::move(stage));
     }
     j["stages"] = std::move(stages);
   }
@@ -182,6 +194,7 @@ Json build(const Schedule& s, const ir::UnitGraph& graph) {
                 {"units", names<Json>(graph, lane.units)}};
       if (!lane.start.empty()) l["start_ms"] = millis<Json>(lane.start);
       if (!lane.finish.empty()) l["finish_ms"] = millis<Json>(lane.finish);
+      if (!lane.threads.empty()) l["threads"] = lane.threads;
       lanes.push_back(std::move(l));
     }
     j["streams"] = std::move(lanes);
@@ -245,7 +258,7 @@ Schedule schedule_from_json(const nlohmann::json& j, const ir::UnitGraph& graph)
   P p(graph);
   P::expect_object(j, "",
                    {"format", "model", "algorithm", "devices", "num_units", "stages", "streams",
-                    "syncs", "launch_order", "transfers", "predicted_ms", "stats"});
+                    "syncs", "launch_order", "transfers", "predicted_ms", "stats", "cores"});
   std::string format = P::string(P::require(j, "format", ""), "format");
   if (format != kScheduleFormat) {
     constexpr std::string_view kFamily = "braid.schedule/";
@@ -265,6 +278,7 @@ Schedule schedule_from_json(const nlohmann::json& j, const ir::UnitGraph& graph)
       P::fail("num_units", "the schedule is for " + std::to_string(n) + " units, graph '" +
                                graph.name() + "' has " + std::to_string(graph.num_units()));
   }
+  s.cores = P::integer_or(j, "cores", "", 0);
   const bool has_stages = j.contains("stages"), has_streams = j.contains("streams");
   if (has_stages == has_streams)
     P::fail("", "expected exactly one of 'stages' (stage-based) and 'streams' (stream-based)");

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "ir/graph.h"
+#include "sched/concurrency.h"
 #include "sched/merge.h"
 
 namespace braid::sched {
@@ -121,6 +122,7 @@ class Checker {
       if (build_happens_before()) {
         check_edges();
         check_launch_order();
+        check_allotment();
       }
       check_times();
     }
@@ -182,6 +184,7 @@ class Checker {
         for (size_t k = 0; k < st.groups[gi].size(); ++k)
           check_unit(st.groups[gi][k], item(gpath, k));
       }
+      check_threads(st.threads, st.groups.size(), "groups", path);
     }
     std::map<std::pair<int, int>, size_t> lane_index;
     for (size_t i = 0; i < s_.lanes.size(); ++i) {
@@ -203,7 +206,12 @@ class Checker {
         if (!times->empty() && times->size() != lane.units.size())
           error(path + "." + key + ": has " + std::to_string(times->size()) + " entries for " +
                 std::to_string(lane.units.size()) + " units");
+      check_threads(lane.threads, lane.units.size(), "units", path);
     }
+    if (s_.cores < 0) error("cores: must be >= 1, got " + std::to_string(s_.cores));
+    if (s_.has_allotment() && s_.num_devices > 1)
+      error("cores: an allotment is for one device; the schedule has " +
+            std::to_string(s_.num_devices));
     if (s_.is_stage_based() && !s_.syncs.empty())
       error("syncs: syncs belong to stream-based schedules; stages are ordered by barriers");
     for (size_t i = 0; i < s_.syncs.size(); ++i) {
@@ -219,6 +227,44 @@ class Checker {
     }
     for (size_t k = 0; k < s_.launch_order.size(); ++k)
       check_unit(s_.launch_order[k], item("launch_order", k));
+  }
+
+  // Rule 1, allotments: with `cores`, one thread count per group or unit, from 1 to cores;
+  // without, none.
+  void check_threads(const std::vector<int>& threads, size_t count, std::string_view what,
+                     const std::string& path) {
+    if (!s_.has_allotment()) {
+      if (!threads.empty())
+        error(path + ".threads: an allotment needs the cores it shares ('cores' at the top)");
+      return;
+    }
+    if (threads.size() != count) {
+      error(path + ".threads: has " + std::to_string(threads.size()) + " entries for " +
+            std::to_string(count) + " " + std::string(what) +
+            " (with 'cores', every stage and stream gives its threads)");
+      return;
+    }
+    for (size_t k = 0; k < threads.size(); ++k)
+      if (threads[k] < 1 || threads[k] > s_.cores)
+        error(item(path + ".threads", k) + ": must be from 1 to cores (" +
+              std::to_string(s_.cores) + "), got " + std::to_string(threads[k]));
+  }
+
+  // Rule 9: units that may run at once (no happens-before between them) ask for at most
+  // `cores` threads together.
+  void check_allotment() {
+    if (!s_.has_allotment()) return;
+    const std::vector<int> threads = unit_threads(s_, n_, 1);
+    const ConcurrentSet most = heaviest_concurrent_set(threads, [&](size_t a, size_t b) {
+      return happens_before(make_id<UnitId>(a), make_id<UnitId>(b));
+    });
+    if (most.threads <= s_.cores) return;
+    std::string units;
+    for (size_t u : most.units)
+      units += (units.empty() ? "" : ", ") + name(make_id<UnitId>(u)) + " (" +
+               std::to_string(threads[u]) + ")";
+    error("cores: units that may run at once ask for " + std::to_string(most.threads) +
+          " threads, more than the " + std::to_string(s_.cores) + " cores of the plan: " + units);
   }
 
   // Rule 2.

@@ -24,11 +24,15 @@
 //     linear extension of happens-before (a host thread must record an event before another
 //     stream waits on it; CUDA ignores a wait on an event not yet recorded).
 //  8. Planned times: finish >= start >= 0 and no overlap within a lane.
+//  9. Allotment (schedule.h): with `cores`, every stage gives one thread count per group and
+//     every stream one per unit, each from 1 to cores, on one device; without, none. Units that
+//     may run at once by happens-before ask for at most `cores` threads together (the heaviest
+//     antichain, concurrency.h): the error names such a set.
 // Syncs that are not graph edges are allowed (a scheduler may delay a unit on purpose); only a
 // cycle makes them wrong. Warnings (never thrown): a sync within one lane (program order
 // already orders it), a transfer that is not a graph edge (a wasted copy), duplicate sync or
 // transfer entries, a planned start before a producer's planned finish.
-// Rules 3-8 run only when rules 1-2 pass, since they need every unit placed exactly once.
+// Rules 3-9 run only when rules 1-2 pass, since they need every unit placed exactly once.
 #pragma once
 
 #include <span>

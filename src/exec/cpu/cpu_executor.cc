@@ -151,7 +151,11 @@ class CpuPreparedModel final : public PreparedModel {
   std::vector<std::vector<uint32_t>> block_records_;  // per plan block: the events it records
   std::vector<std::string> unit_names_;
   std::vector<Lane> lanes_;
-  Bytes scratch_ = 0;  // the largest unit's scratchpad
+  // The plan's allotment: per unit, the threads its kernels were built for; empty without one.
+  std::vector<int> unit_threads_;
+  size_t cores_ = 0;
+  bool widens_ = false;  // some unit runs on more than one thread
+  Bytes scratch_ = 0;    // the largest unit's scratchpad
   size_t num_events_ = 0;
   size_t num_blocks_ = 0;
 };
@@ -217,12 +221,20 @@ CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOption
     return ref;
   };
   // Primitives fix their thread count at creation (ecosystem.md §2.4): create them under the
-  // budget the pool's workers run with.
+  // budget the pool's workers run with, or the unit's threads under the plan's allotment.
   const int saved_threads = omp_get_max_threads();
-  omp_set_num_threads(options.threads_per_stream);
+  if (!plan.unit_threads.empty()) {
+    BRAID_CHECK(plan.unit_threads.size() == units.num_units(), ErrorCode::kInvalidArgument,
+                "the plan's allotment gives ", plan.unit_threads.size(),
+                " units threads, the model has ", units.num_units());
+    unit_threads_ = plan.unit_threads;
+    cores_ = static_cast<size_t>(plan.cores);
+    for (int k : unit_threads_) widens_ = widens_ || k > 1;
+  }
   unit_kernels_.resize(units.num_units());
   for (size_t u = 0; u < units.num_units(); ++u) {
     const UnitId unit = make_id<UnitId>(u);
+    omp_set_num_threads(unit_threads_.empty() ? options.threads_per_stream : unit_threads_[u]);
     Bytes unit_scratch = 0;
     if (!options.is_local || options.is_local(unit))
       unit_kernels_[u] =
@@ -268,6 +280,18 @@ CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOption
 void CpuPreparedModel::launch(UnitId unit, CpuRequest& request, cpu::LaneState& state) {
   const KernelContext context{request.arena(), request.inputs(), &state};
   std::lock_guard lock(unit_locks_[index(unit)]);
+  // braid's own OpenMP loops read the thread budget when they run (a per-thread ICV); the
+  // worker's own budget is back before it runs another model's unit.
+  struct Budget {
+    int restore = 0;
+    ~Budget() {
+      if (restore > 0) omp_set_num_threads(restore);
+    }
+  } budget;
+  if (!unit_threads_.empty()) {
+    budget.restore = pool_->threads_per_stream();
+    omp_set_num_threads(unit_threads_[index(unit)]);
+  }
   for (const auto& kernel : unit_kernels_[index(unit)]) kernel->execute(context);
   request.mark_done(index(unit));
 }
@@ -385,6 +409,11 @@ RunStats CpuPreparedModel::run_blocks(Request& r, size_t first, size_t last,
   job.gang.context = &job;
   job.gang.members = lanes_.size();
   job.gang.scratch = scratch_;
+  if (!unit_threads_.empty()) {
+    job.gang.cpus = cores_;
+    job.gang.pin = false;
+    job.gang.may_spin = !widens_ || lanes_.size() == 1;
+  }
   // Release every waiter so no lane blocks forever on an event a failed lane will not record
   // (the lanes stop at their next launch).
   job.gang.on_failure = [](void* context) {

@@ -107,6 +107,16 @@ TEST_P(CpuExecutorZoo, MatchesReferenceUnderEverySchedule) {
     auto random = run_cpu(m, sched::random_stream_schedule(m.units, 1 + seed % 4, seed));
     EXPECT_EQ(random, sequential) << "random schedule seed " << seed;
   }
+  // Allotments: units widen and narrow (1..2 threads each) within one plan, in both forms.
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    const sched::Schedule lanes = sched::with_random_allotment(
+        sched::random_stream_schedule(m.units, 1 + seed % 3, seed), 2, seed);
+    EXPECT_EQ(run_cpu(m, lanes), sequential) << "random allotment on streams, seed " << seed;
+  }
+  EXPECT_EQ(run_cpu(m, sched::with_random_allotment(
+                           sched::make_scheduler("greedy")->schedule(m.units), 2, 5)),
+            sequential)
+      << "random allotment on greedy's stages";
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CpuExecutorZoo,

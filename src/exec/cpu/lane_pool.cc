@@ -23,6 +23,7 @@ struct FreeDeleter {
 struct LanePool::Worker {
   std::thread thread;
   std::vector<int> cpus;  // empty: not pinned
+  bool pinned = false;    // its mask is `cpus` now (else every CPU of the process)
   // The pool hands a job over by writing `job` and `member`, then bumping `generation`; the
   // worker answers by storing that generation in `finished` (under the pool's done_mutex_).
   // The job lives on its caller's stack, so the worker's last touch of it is before that.
@@ -72,12 +73,21 @@ LanePool::Worker& LanePool::add_worker() {
   return w;
 }
 
+namespace {
+
+void set_affinity(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+}  // namespace
+
 void LanePool::worker_main(Worker& w) {
   if (!w.cpus.empty()) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int cpu : w.cpus) CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    set_affinity(w.cpus);
+    w.pinned = true;
   }
   // OpenMP's thread budget is per thread: the primitives were built under this one.
   omp_set_num_threads(options_.threads_per_stream);
@@ -95,6 +105,10 @@ void LanePool::worker_main(Worker& w) {
     if (shutdown_) return;
     seen = w.generation.load(std::memory_order_acquire);
     GangJob& job = *w.job;
+    if (!w.cpus.empty() && job.pin != w.pinned) {
+      set_affinity(job.pin ? w.cpus : cpus_);
+      w.pinned = job.pin;
+    }
     try {
       if (w.scratchpad_bytes < job.scratch) {
         const Bytes bytes = (job.scratch + 63) / 64 * 64;
@@ -130,6 +144,8 @@ void LanePool::run(GangJob& job) {
   // 0..k-1), new ones where too few are idle.
   std::vector<Worker*> gang;
   gang.reserve(job.members);
+  const size_t gang_cpus =
+      job.cpus > 0 ? job.cpus : job.members * static_cast<size_t>(options_.threads_per_stream);
   bool caller_spins = false;
   {
     std::lock_guard lock(mutex_);
@@ -140,12 +156,14 @@ void LanePool::run(GangJob& job) {
     while (gang.size() < job.members) gang.push_back(&add_worker());
     for (Worker* w : gang) w->busy = true;
     busy_ += gang.size();
-    const size_t busy_cpus = busy_ * static_cast<size_t>(options_.threads_per_stream);
-    job.spin = std::chrono::microseconds(busy_cpus <= cpus_.size() ? options_.spin_us : 0);
+    busy_cpus_ += gang_cpus;
+    const size_t busy_cpus = busy_cpus_;
+    job.spin =
+        std::chrono::microseconds(job.may_spin && busy_cpus <= cpus_.size() ? options_.spin_us : 0);
     // The caller spins for the gang's end only on a CPU of its own: spinning on a member's CPU
     // would take it from the member it waits for.
     caller_spins = busy_cpus + 1 <= cpus_.size();
-    if (caller_spins && options_.pin_threads) {
+    if (caller_spins && options_.pin_threads && job.pin) {
       const int me = sched_getcpu();
       for (const Worker* w : gang)
         if (std::find(w->cpus.begin(), w->cpus.end(), me) != w->cpus.end()) caller_spins = false;
@@ -172,6 +190,7 @@ void LanePool::run(GangJob& job) {
     std::lock_guard lock(mutex_);
     for (Worker* w : gang) w->busy = false;
     busy_ -= gang.size();
+    busy_cpus_ -= gang_cpus;
   }
   if (job.failed) std::rethrow_exception(job.failure);
 }

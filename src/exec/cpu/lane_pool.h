@@ -64,6 +64,14 @@ struct GangJob {
   size_t members = 0;
   Bytes scratch = 0;  // every member's scratchpad holds at least this many bytes
   void (*on_failure)(void* context) = nullptr;
+  // The CPUs the gang keeps busy at most; 0: members x threads per stream. A plan with an
+  // allotment (sched/lower.h) gives its cores, and runs unpinned: a member's OpenMP team widens
+  // and narrows unit by unit, and inherits the member's mask.
+  size_t cpus = 0;
+  bool pin = true;  // members on their own CPUs (when the pool pins)
+  // Whether a member may spin on an event: not where another member's unit widens onto the
+  // CPU the waiting member would spin on.
+  bool may_spin = true;
 
   // Set by the pool.
   std::chrono::microseconds spin{0};  // how long a member may spin on an event
@@ -107,6 +115,7 @@ class LanePool {
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Worker>> workers_;  // never shrinks; addresses stable
   size_t busy_ = 0;                               // workers in a gang
+  size_t busy_cpus_ = 0;                          // the CPUs their gangs keep busy
   std::mutex done_mutex_;  // a worker's `finished` is stored under it; callers sleep on it
   std::condition_variable done_cv_;
   std::atomic<size_t> num_workers_{0};
