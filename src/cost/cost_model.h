@@ -87,6 +87,25 @@ class CostModel {
     std::vector<UnitId> group(units.begin(), units.end());
     return stage_lower_bound(std::span<const std::vector<UnitId>>(&group, 1));
   }
+  // Moldable units (an allotment, sched/schedule.h): the most threads one unit may take here;
+  // 1 where units have no allotment (a GPU kernel brings its own parallelism).
+  virtual int max_threads() const { return 1; }
+  // The latency of `unit` run alone on `threads` threads (1..max_threads()). By default
+  // unit_latency: no gain from more threads.
+  virtual Micros unit_latency_at(UnitId unit, int threads) const { return unit_latency(unit); }
+  // A stage whose group i runs on threads[i] threads (one entry per group, summing to at most
+  // max_threads()). By default the slowest group's units at their threads, the groups not
+  // slowing each other down.
+  virtual Micros stage_latency_at(std::span<const std::vector<UnitId>> groups,
+                                  std::span<const int> threads) const {
+    Micros slowest{0};
+    for (size_t g = 0; g < groups.size(); ++g) {
+      Micros sum{0};
+      for (UnitId u : groups[g]) sum += unit_latency_at(u, g < threads.size() ? threads[g] : 1);
+      slowest = std::max(slowest, sum);
+    }
+    return slowest;
+  }
   // Copying the tensors of `edge` between devices (HIOS); 0 on one device.
   virtual Micros transfer_latency(const ir::UnitEdge& edge) const { return Micros{0}; }
 

@@ -12,10 +12,13 @@ RooflineCostModel::RooflineCostModel(const ir::UnitGraph& units, RooflineOptions
     : CostModel(units), options_(options) {
   BRAID_CHECK(options.peak_gflops > 0 && options.bandwidth_gbps > 0, ErrorCode::kInvalidArgument,
               "roofline peak and bandwidth must be positive");
+  BRAID_CHECK(options.cores >= 0, ErrorCode::kInvalidArgument, "roofline cores must be >= 0, got ",
+              options.cores);
   const ir::Graph* graph = units.graph();
   for (const ir::Unit& u : units.units()) {
     if (graph == nullptr || u.ops.empty()) {
       unit_latency_.push_back(u.latency.value_or(options.launch_overhead));
+      unit_overhead_.push_back(unit_latency_.back());
       continue;
     }
     Micros total{0};
@@ -26,7 +29,17 @@ RooflineCostModel::RooflineCostModel(const ir::UnitGraph& units, RooflineOptions
       total += Micros{std::max(compute_us, memory_us)} + options.launch_overhead;
     }
     unit_latency_.push_back(total);
+    unit_overhead_.push_back(options.launch_overhead * static_cast<double>(u.ops.size()));
   }
+}
+
+Micros RooflineCostModel::unit_latency_at(UnitId unit, int threads) const {
+  const Micros whole = unit_latency(unit);
+  BRAID_CHECK(threads >= 1 && (options_.cores == 0 || threads <= options_.cores),
+              ErrorCode::kInvalidArgument, "unit #", index(unit), ": ", threads,
+              " threads, the roofline has ", options_.cores, " cores");
+  const Micros overhead = unit_overhead_[index(unit)];
+  return overhead + (whole - overhead) / static_cast<double>(threads);
 }
 
 Micros RooflineCostModel::unit_latency(UnitId unit) const {

@@ -9,6 +9,7 @@
 // other down. Units without ops (weighted DAGs) take their given latency, or only the overhead.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 
 #include "cost/cost_model.h"
@@ -20,6 +21,10 @@ struct RooflineOptions {
   double bandwidth_gbps = 20;  // one core's share of DRAM bandwidth
   Micros launch_overhead{2};   // per op (kernel launch, dispatch)
   Micros stage_overhead{0};    // per stage (the barrier between stages)
+  // Moldable units: the cores a unit may take (0: any number, max_threads() 1); k cores divide
+  // its FLOPs and its bandwidth-bound time by k (each core brings its share of bandwidth), not
+  // its overhead.
+  int cores = 0;
 };
 
 class RooflineCostModel final : public CostModel {
@@ -29,10 +34,13 @@ class RooflineCostModel final : public CostModel {
   std::string_view name() const override { return "roofline"; }
   Micros unit_latency(UnitId unit) const override;
   Micros stage_latency(std::span<const std::vector<UnitId>> groups) const override;
+  int max_threads() const override { return std::max(1, options_.cores); }
+  Micros unit_latency_at(UnitId unit, int threads) const override;
 
  private:
   RooflineOptions options_;
-  std::vector<Micros> unit_latency_;  // computed once
+  std::vector<Micros> unit_latency_;   // computed once
+  std::vector<Micros> unit_overhead_;  // the part more cores do not shorten
 };
 
 // The cost model a graph carries with it: its own latencies (DagCostModel) when every unit has

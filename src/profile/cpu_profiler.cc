@@ -130,6 +130,29 @@ Micros CpuProfiler::stage_lower_bound(std::span<const std::vector<UnitId>> group
   return Micros{*std::max_element(busy.begin(), busy.end())};
 }
 
+int CpuProfiler::max_threads() const {
+  return std::max(1, machine_.num_cpus);
+}
+
+Micros CpuProfiler::unit_latency_at(UnitId unit, int threads) const {
+  BRAID_CHECK(threads >= 1 && threads <= max_threads(), ErrorCode::kInvalidArgument, "unit #",
+              index(unit), ": ", threads, " threads, this process may use ", max_threads(),
+              " CPUs");
+  if (threads == options_.threads_per_stream) return unit_latency(unit);
+  count_unit_query();
+  const std::vector<std::vector<UnitId>> stage = {{unit}};
+  const int allotment[] = {threads};
+  return lookup_or_measure(stage, allotment).median;
+}
+
+Micros CpuProfiler::stage_latency_at(std::span<const std::vector<UnitId>> groups,
+                                     std::span<const int> threads) const {
+  BRAID_CHECK(threads.size() == groups.size(), ErrorCode::kInvalidArgument, "an allotment of ",
+              threads.size(), " thread counts for ", groups.size(), " groups");
+  count_stage_query();
+  return lookup_or_measure(groups, threads).median;
+}
+
 double CpuProfiler::parallelism() const {
   return std::max(1.0, static_cast<double>(machine_.num_cpus) / options_.threads_per_stream);
 }
@@ -164,7 +187,8 @@ std::vector<exec::TensorLayout> CpuProfiler::stage_layouts(const ir::Graph& stag
   return layouts;
 }
 
-std::string CpuProfiler::cache_key(std::span<const std::vector<UnitId>> groups) const {
+std::string CpuProfiler::cache_key(std::span<const std::vector<UnitId>> groups,
+                                   std::span<const int> threads) const {
   // The batch size is in every shape of the stage key. Structurally equal stages can sit at
   // different layout boundaries (one reads a graph input, plain; another a conv's output), so
   // the layouts of the values of the extracted stage are part of the key.
@@ -178,13 +202,17 @@ std::string CpuProfiler::cache_key(std::span<const std::vector<UnitId>> groups) 
             if (model.value(v).kind != ir::ValueKind::kParameter)
               layouts += std::string(layouts.empty() ? "" : ",") +
                          std::string(exec::cpu::layout_name(model_layouts_[index(v)]));
-  return cost::stage_key(units(), groups) +
-         "\nexecutor=cpu threads_per_stream=" + std::to_string(options_.threads_per_stream) +
-         "\nlayouts=" + layouts;
+  std::string executor = "threads_per_stream=" + std::to_string(options_.threads_per_stream);
+  if (!threads.empty()) {
+    executor = "allotment=";
+    for (size_t g = 0; g < threads.size(); ++g)
+      executor += (g ? "," : "") + std::to_string(threads[g]);
+  }
+  return cost::stage_key(units(), groups) + "\nexecutor=cpu " + executor + "\nlayouts=" + layouts;
 }
 
-cost::Measurement CpuProfiler::lookup_or_measure(
-    std::span<const std::vector<UnitId>> groups) const {
+cost::Measurement CpuProfiler::lookup_or_measure(std::span<const std::vector<UnitId>> groups,
+                                                 std::span<const int> threads) const {
   BRAID_CHECK(!groups.empty(), ErrorCode::kInvalidArgument, "a stage needs at least one group");
   for (const auto& group : groups) {
     BRAID_CHECK(!group.empty(), ErrorCode::kInvalidArgument, "a stage's group is empty");
@@ -192,7 +220,7 @@ cost::Measurement CpuProfiler::lookup_or_measure(
       BRAID_CHECK(index(u) < units().num_units(), ErrorCode::kInvalidArgument, "unit #", index(u),
                   " out of range (", units().num_units(), " units)");
   }
-  const std::string key = cache_key(groups);
+  const std::string key = cache_key(groups, threads);
   {
     std::lock_guard lock(memo_mutex_);
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
@@ -209,7 +237,7 @@ cost::Measurement CpuProfiler::lookup_or_measure(
     m = *cached;
     count_cache_hit();
   } else {
-    m = measure(groups);
+    m = measure(groups, threads);
     count_measurement();
     if (m.suspect) ++suspect_;
     if (cache_) cache_->insert(key, m, describe(units(), groups));
@@ -219,8 +247,10 @@ cost::Measurement CpuProfiler::lookup_or_measure(
   return m;
 }
 
-cost::Measurement CpuProfiler::measure(std::span<const std::vector<UnitId>> groups) const {
-  const auto runner = make_stage_runner(units(), weights_.get(), groups, options_.input_seed);
+cost::Measurement CpuProfiler::measure(std::span<const std::vector<UnitId>> groups,
+                                       std::span<const int> threads) const {
+  const auto runner =
+      make_stage_runner(units(), weights_.get(), groups, options_.input_seed, threads);
   auto model = exec::make_cpu_executor({.threads_per_stream = options_.threads_per_stream,
                                         .layout = options_.layout,
                                         .value_layouts = stage_layouts(*runner->stage.graph)})

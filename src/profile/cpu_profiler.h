@@ -98,6 +98,12 @@ class CpuProfiler final : public cost::CostModel {
   // CPUs, a tighter bound than the work over the CPUs).
   Micros stage_lower_bound(std::span<const std::vector<UnitId>> groups) const override;
   bool measures() const override { return true; }
+  // Allotments: a unit on up to every CPU this process may use, measured on an allotment plan
+  // (its primitives built for that many threads), cached like any stage.
+  int max_threads() const override;
+  Micros unit_latency_at(UnitId unit, int threads) const override;
+  Micros stage_latency_at(std::span<const std::vector<UnitId>> groups,
+                          std::span<const int> threads) const override;
 
   // The full result for a stage (median, spread, busy-machine judgement); measures it unless
   // it is cached. Does not count as a query in stats().
@@ -114,9 +120,13 @@ class CpuProfiler final : public cost::CostModel {
   std::vector<exec::TensorLayout> stage_layouts(const ir::Graph& stage) const;
 
  private:
-  cost::Measurement lookup_or_measure(std::span<const std::vector<UnitId>> groups) const;
-  cost::Measurement measure(std::span<const std::vector<UnitId>> groups) const;
-  std::string cache_key(std::span<const std::vector<UnitId>> groups) const;
+  // `threads` empty: the groups at threads per stream; else an allotment, one entry per group.
+  cost::Measurement lookup_or_measure(std::span<const std::vector<UnitId>> groups,
+                                      std::span<const int> threads = {}) const;
+  cost::Measurement measure(std::span<const std::vector<UnitId>> groups,
+                            std::span<const int> threads) const;
+  std::string cache_key(std::span<const std::vector<UnitId>> groups,
+                        std::span<const int> threads) const;
 
   std::shared_ptr<const ir::Weights> weights_;
   CpuProfilerOptions options_;

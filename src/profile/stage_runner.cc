@@ -22,7 +22,8 @@ void StageRunner::set_inputs(const exec::PreparedModel& model, exec::Request& re
 std::unique_ptr<const StageRunner> make_stage_runner(const ir::UnitGraph& units,
                                                      const ir::Weights* weights,
                                                      std::span<const std::vector<UnitId>> groups,
-                                                     uint64_t input_seed) {
+                                                     uint64_t input_seed,
+                                                     std::span<const int> threads) {
   std::vector<UnitId> flat;
   for (const auto& group : groups) flat.insert(flat.end(), group.begin(), group.end());
   auto runner = std::make_unique<StageRunner>();
@@ -38,6 +39,10 @@ std::unique_ptr<const StageRunner> make_stage_runner(const ir::UnitGraph& units,
     std::vector<UnitId> mapped;
     for (size_t i = 0; i < group.size(); ++i) mapped.push_back(stage.unit_of[position++]);
     concurrent.groups.push_back(std::move(mapped));
+  }
+  if (!threads.empty()) {
+    concurrent.threads.assign(threads.begin(), threads.end());
+    for (int k : threads) schedule.cores += k;
   }
   schedule.stages.push_back(std::move(concurrent));
   // Dependent groups are not a stage; the validator names the offending edge.

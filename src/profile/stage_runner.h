@@ -36,9 +36,12 @@ Micros percentile(std::vector<double> samples, double p);
 // Throws braid::Error: kInvalidArgument for an empty stage or group, kInvalidSchedule when the
 // groups depend on each other (the validator names the edge). Not movable once made: bundle()
 // points into it.
+// `threads`, when not empty, is an allotment: group i on threads[i] threads, the stage's cores
+// their sum (sched/schedule.h).
 std::unique_ptr<const StageRunner> make_stage_runner(const ir::UnitGraph& units,
                                                      const ir::Weights* weights,
                                                      std::span<const std::vector<UnitId>> groups,
-                                                     uint64_t input_seed);
+                                                     uint64_t input_seed,
+                                                     std::span<const int> threads = {});
 
 }  // namespace braid::profile

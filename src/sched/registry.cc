@@ -8,6 +8,7 @@
 #include "sched/hios.h"
 #include "sched/ios.h"
 #include "sched/lios.h"
+#include "sched/moldable.h"
 #include "sched/nimble.h"
 #include "sched/opara.h"
 #include "sched/optimal.h"
@@ -31,6 +32,8 @@ std::unique_ptr<Scheduler> make(const ScheduleOptions& options) {
 constexpr Entry kSchedulers[] = {
     {"sequential", make<SequentialScheduler>},
     {"greedy", make<GreedyScheduler>},
+    {"intra", make<IntraOpScheduler>},
+    {"moldable", make<MoldableScheduler>},
     {"ios", make_ios_scheduler},
     {"ios-parallel", make_ios_parallel_scheduler},
     {"ios-merge", make_ios_merge_scheduler},
@@ -63,6 +66,8 @@ std::unique_ptr<Scheduler> make_scheduler(std::string_view name, const ScheduleO
   BRAID_CHECK(options.max_group_size >= 0 && options.max_groups >= 0, ErrorCode::kInvalidArgument,
               "max_group_size and max_groups must be >= 0, got ", options.max_group_size, " and ",
               options.max_groups);
+  BRAID_CHECK(options.cores >= 0, ErrorCode::kInvalidArgument,
+              "cores must be >= 0 (0 = every core the cost model has), got ", options.cores);
   for (const Entry& e : kSchedulers)
     if (e.name == name) return e.make(options);
   std::string known;

@@ -42,6 +42,9 @@ struct ScheduleOptions {
   // Best-first IOS may return a schedule up to this fraction above the optimum (0: exact) and
   // measures far fewer stages for it; the dynamic program ignores it.
   double ios_tolerance = 0;
+  // Allotment schedulers (moldable.h): the cores the plan may use; 0: as many as the cost model
+  // prices (cost::CostModel::max_threads, the CPUs here for the CPU profiler).
+  int cores = 0;
 };
 
 // What a search did, for reports (`braid schedule --json`). Zero where it does not apply.
