@@ -45,7 +45,7 @@ void MultiModelA100(benchmark::State& state) {
   Scenario s{.models = {{"inception_v3", 60},
                         {"resnet50", 120, BlockGrouping::kStages},
                         {"squeezenet", 240}},
-             .device = "sim:a100_40gb",
+             .device = Device::simulated("a100_40gb"),
              .duration_s = duration};
   ScenarioRunner runner(s);
   const double setup_s = std::chrono::duration<double>(Clock::now() - setup_start).count();

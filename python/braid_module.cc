@@ -12,6 +12,7 @@
 #include <memory>
 #include <thread>
 
+#include "base/device.h"
 #include "base/error.h"
 #include "runtime/inbox.h"
 #include "runtime/runtime.h"
@@ -54,7 +55,7 @@ struct Options {
 
 session::SessionOptions session_options(const Options& o) {
   session::SessionOptions s{.scheduler = o.scheduler,
-                            .device = o.device,
+                            .device = parse_device(o.device),
                             .threads_per_stream = o.threads_per_stream,
                             .cost = o.cost};
   if (o.schedule_json) s.schedule = nlohmann::json::parse(*o.schedule_json);
@@ -156,7 +157,7 @@ class PySession {
     return buffers;
   }
   std::string summary() const { return session_->schedule_summary(); }
-  std::string device() const { return session_->device(); }
+  std::string device() const { return to_string(session_->device()); }
   // The model's own description, with ONNX Runtime's ModelMetadata field names.
   nb::dict metadata() const {
     const models::ModelMetadata& m = session_->metadata();
@@ -236,8 +237,8 @@ std::string bench_rows(const std::vector<std::string>& models,
   tune::BenchOptions b{.algorithms = algorithms,
                        .schedule = s.schedule_options,
                        .cost = session::cost_spec(s),
-                       .measure = {.device = device,
-                                   .graph_replay = device != "cpu",
+                       .measure = {.device = parse_device(device),
+                                   .graph_replay = parse_device(device).is_gpu(),
                                    .executor = {.threads_per_stream = o.threads_per_stream,
                                                 .pin_threads = o.pin_threads},
                                    .iters = iters,
@@ -258,7 +259,7 @@ class PyServer {
  public:
   PyServer(const std::vector<std::tuple<std::string, std::string>>& models,
            const std::string& policy, const Options& o, int max_sub_blocks, size_t queue_capacity) {
-    runtime::Scenario scenario{.device = o.device,
+    runtime::Scenario scenario{.device = parse_device(o.device),
                                .policies = {policy},
                                .max_sub_blocks = max_sub_blocks,
                                .batch = o.batch,

@@ -425,7 +425,9 @@ def bench(models: Iterable[str], algos: Sequence[str] = ("sequential", "greedy")
     """Schedulers side by side on models, as `braid bench` runs them: one flat dict per (model,
     algorithm) with search_ms, predicted_ms, predicted_speedup, measured_ms / measured_p10_ms /
     measured_p90_ms (the schedules of a model timed interleaved), measured_speedup (over
-    sequential), streams, gap_to_optimal, error. `pandas.DataFrame(braid.bench(...))` reads it."""
+    sequential), streams, gap_to_optimal, error; the model's lower bounds (critical_path_ms,
+    work_ms, bound_ms, priced by bound_cost_model) and measured_over_bound / predicted_over_bound.
+    `pandas.DataFrame(braid.bench(...))` reads it."""
     o = _options(threads=threads, cost=cost, options=dict(options or {}, streams=streams))
     rows = json.loads(_braid.bench_rows([os.fspath(m) for m in models], list(algos), o, device,
                                         int(iters), int(warmup), bool(measure)))
@@ -435,6 +437,10 @@ def bench(models: Iterable[str], algos: Sequence[str] = ("sequential", "greedy")
         if m is not None:
             r["measured_ms"], r["measured_p10_ms"], r["measured_p90_ms"] = \
                 m["median"], m["p10"], m["p90"]
+        b = r.pop("bounds")
+        r["bound_cost_model"], r["critical_path_ms"], r["bound_ms"] = \
+            b["cost_model"], b["critical_path_ms"], b["max_ms"]
+        r["work_ms"] = b.get("work_ms")
         flat.append(r)
     return flat
 

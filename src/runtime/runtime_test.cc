@@ -161,7 +161,7 @@ TEST(Runtime, CombinedBlocksKeepTheirRules) {
 
 TEST(Runtime, VirtualTimeGivesTheSameEventLogEveryTime) {
   Scenario s{.models = {{"squeezenet", 300}, {"resnet50", 150, BlockGrouping::kStages}},
-             .device = "sim:a100_40gb",
+             .device = Device::simulated("a100_40gb"),
              .duration_s = 0.3,
              .image_size = 64,
              .scheduler = "sequential"};
@@ -237,7 +237,7 @@ TEST(TopProperties, BeatSyncAndStaticOnTheSimulatedA100OverFiveSeeds) {
   Scenario s{.models = {{"inception_v3", 60},
                         {"resnet50", 120, BlockGrouping::kStages},
                         {"squeezenet", 240}},
-             .device = "sim:a100_40gb",
+             .device = Device::simulated("a100_40gb"),
              .duration_s = 2};
   ScenarioRunner runner(s);
   for (uint64_t seed = 1; seed <= 5; ++seed) {
@@ -265,7 +265,7 @@ namespace {
 // streams, block ranges replayed as CUDA Graphs; outputs against the CPU executor's.
 TEST(Runtime, OnCudaTasksMatchTheCpu) {
   try {
-    tune::require_cuda_device("cuda:0");
+    tune::require_cuda_device(Device::cuda(0));
   } catch (const Error& e) {
     GTEST_SKIP() << e.what();
   }

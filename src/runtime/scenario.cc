@@ -14,6 +14,7 @@
 #include "sim/device_spec.h"
 #include "tune/cost_models.h"
 #include "tune/measure.h"
+#include "tune/planner.h"
 
 namespace braid::runtime {
 namespace {
@@ -65,7 +66,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& where) {
     BRAID_CHECK(known, ErrorCode::kInvalidArgument, where, ": unknown field \"", key, "\"");
   }
   Scenario s;
-  s.device = field(j, "device", s.device, where);
+  if (j.contains("device")) s.device = parse_device(field<std::string>(j, "device", "", where));
   s.policies = field(j, "policies", s.policies, where);
   const std::string arrivals = field<std::string>(j, "arrivals", "periodic", where);
   BRAID_CHECK(arrivals == "periodic" || arrivals == "poisson", ErrorCode::kInvalidArgument, where,
@@ -142,7 +143,7 @@ nlohmann::json to_json(const Scenario& s) {
   for (const ScenarioModel& m : s.models)
     models.push_back({{"model", m.model}, {"fps", m.fps}, {"blocks", to_string(m.blocks)}});
   return {{"format", "braid.top/1"},
-          {"device", s.device},
+          {"device", to_string(s.device)},
           {"policies", s.policies},
           {"arrivals", to_string(s.arrivals)},
           {"duration_s", s.duration_s},
@@ -171,15 +172,17 @@ struct ScenarioRunner::Impl {
 ScenarioRunner::ScenarioRunner(Scenario scenario)
     : scenario_(std::move(scenario)), impl_(std::make_unique<Impl>()) {
   const Scenario& s = scenario_;
-  validate(s, "scenario");  // before anything is loaded or allocated
-  const std::optional<std::string> sim_name = tune::sim_device(s.device);
-  const std::optional<int> gpu = tune::cuda_device(s.device);
-  BRAID_CHECK(sim_name || gpu || s.device == "cpu", ErrorCode::kInvalidArgument, "device '",
-              s.device, "': the runtime runs on cpu, cuda:N or sim:NAME");
-  if (gpu) tune::require_cuda_device(s.device);  // "no CUDA device ..." before loading anything
-  std::string cost = s.cost;
-  if (cost.empty()) cost = sim_name ? "sim:" + *sim_name : gpu ? s.device : "roofline";
-  auto scheduler = sched::make_scheduler(s.scheduler);
+  validate(s, "scenario");              // before anything is loaded or allocated
+  tune::require_cuda_device(s.device);  // "no CUDA device ..." before loading anything
+  tune::check_algorithm_name(s.scheduler);
+  BRAID_CHECK(!s.device.is_sim() || sim::parse_device_set(s.device.sim).second == 1,
+              ErrorCode::kInvalidArgument, "device '", to_string(s.device),
+              "': the runtime runs on one device, not a set");
+  const tune::PlanOptions plan{.device = s.device,
+                               .algorithm = s.scheduler,
+                               .cost = {.name = s.cost},
+                               .measure = {.device = s.device, .graph_replay = s.device.is_gpu()},
+                               .batch = s.batch};
   for (const ScenarioModel& sm : s.models) {
     models::LoadOptions load{
         .zoo = {.batch = sm.batch > 0 ? sm.batch : s.batch, .image_size = s.image_size}};
@@ -187,14 +190,17 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
     load.inputs = sm.inputs;
     RuntimeModel& m = impl_->models.add(sm.model, {.load = load, .blocks = sm.blocks});
     auto weights = std::make_shared<const ir::Weights>(m.loaded.weights);
-    auto model_cost = tune::make_cost_model({.name = cost}, m.units(), weights);
+    auto model_cost = tune::make_plan_cost(m.units(), weights, plan);
     impl_->models.set_schedule(impl_->models.size() - 1,
-                               scheduler->schedule(m.units(), *model_cost));
+                               tune::plan_model(m.units(), weights, *model_cost, plan).schedule);
+    // The combined stages: never measured in the serving loop (see Scenario::cost).
+    if (s.device.is_cpu() && s.cost.empty())
+      model_cost = tune::make_cost_model({.name = "roofline"}, m.units(), weights);
     impl_->costs.push_back(std::move(model_cost));
   }
   CombineOptions combine{.max_sub_blocks = s.max_sub_blocks};
-  if (sim_name) {
-    auto sim = std::make_unique<SimBackend>(impl_->models, sim::load_device(*sim_name));
+  if (s.device.is_sim()) {
+    auto sim = std::make_unique<SimBackend>(impl_->models, sim::load_device(s.device.sim));
     impl_->combiner =
         std::make_unique<CombinedScheduler>(impl_->models, sim->stage_cost(), combine);
     impl_->backend = std::move(sim);
@@ -204,9 +210,10 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
     impl_->stage_cost = std::make_unique<ModelStageCost>(per_model);
     impl_->combiner =
         std::make_unique<CombinedScheduler>(impl_->models, *impl_->stage_cost, combine);
-    if (gpu)
+    if (s.device.is_cuda())
       impl_->backend = std::make_unique<ExecBackend>(
-          impl_->models, exec::make_cuda_executor({.device = *gpu, .graph = true}), s.device);
+          impl_->models, exec::make_cuda_executor({.device = s.device.index, .graph = true}),
+          to_string(s.device));
     else
       impl_->backend = std::make_unique<ExecBackend>(impl_->models);
   }

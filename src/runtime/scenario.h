@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/device.h"
 #include "models/input_shapes.h"
 #include "runtime/arrivals.h"
 #include "runtime/combined.h"
@@ -41,7 +42,7 @@ struct Scenario {
   std::vector<ScenarioModel> models;
   // sim:NAME (virtual time), cpu or cuda:N (real; cuda:N replays each block range as a CUDA
   // Graph, each instance on its own streams)
-  std::string device = "sim:a100_40gb";
+  Device device = Device::simulated("a100_40gb");
   std::vector<std::string> policies = {"top-heuristic"};
   ArrivalKind arrivals = ArrivalKind::kPeriodic;
   double duration_s = 10;
@@ -49,9 +50,14 @@ struct Scenario {
   bool drain = false;
   int max_sub_blocks = 4;  // H
   int64_t batch = 1;
-  int64_t image_size = 224;       // top.txt §VI-B: 3x224x224 for all three models
-  std::string scheduler = "ios";  // each model's own schedule (static, and the executors' plans)
-  std::string cost;  // its cost model; empty: sim:NAME on sim, cuda:N on cuda, roofline on cpu
+  int64_t image_size = 224;  // top.txt §VI-B: 3x224x224 for all three models
+  // Each model's own schedule (static, and the executors' plans), planned by tune::plan_model
+  // as every front end plans.
+  std::string scheduler = "ios";
+  // The cost model of those plans and of the combined stages; empty: the planner's default for
+  // the device (tune::default_cost_name). On the cpu the combined stages are then priced by the
+  // roofline: a measured cost model would run stages inside the serving loop.
+  std::string cost;
   double variance_threshold = 16;
   double sample_period_s = 0.1;
   size_t queue_capacity = 0;

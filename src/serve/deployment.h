@@ -4,7 +4,8 @@
 // Server runs. Under EXPLICIT model control the server deploys again on every load and unload.
 //
 //   serve::DeploySettings settings{.models = {{.model = "squeezenet"}}, .repository = "models/",
-//                                  .scenario = {.device = "cpu", .scheduler = "sequential"}};
+//                                  .scenario = {.device = Device::cpu(), .scheduler =
+//                                  "sequential"}};
 //   std::vector<serve::KnownModel> known = serve::known_models(settings);  // rescans the
 //   repository std::unique_ptr<serve::Deployment> d = serve::deploy(settings, known);  // seconds
 //   d->runner->models(), d->runner->backend(), *d->policy, d->served[m].config

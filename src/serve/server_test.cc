@@ -334,7 +334,7 @@ namespace {
 
 DeploySettings two_zoo_models() {
   return {.models = {{.model = "squeezenet"}, {.model = "googlenet"}},
-          .scenario = {.device = "cpu", .image_size = 48, .scheduler = "sequential"},
+          .scenario = {.device = Device::cpu(), .image_size = 48, .scheduler = "sequential"},
           .policy = "static"};
 }
 

@@ -9,9 +9,11 @@
 #include "exec/chrome_trace.h"
 #include "exec/cpu/cpu_executor.h"
 #include "exec/cuda/cuda_executor.h"
+#include "exec/sim/sim_executor.h"
 #include "models/onnx_import.h"
 #include "sched/lower.h"
 #include "sched/validate.h"
+#include "sim/device_spec.h"
 #include "tune/auto_schedule.h"
 #include "tune/cost_models.h"
 
@@ -24,7 +26,8 @@ struct Session::Impl {
   std::vector<TensorInfo> inputs, outputs;
   sched::Schedule schedule;
   std::string summary;
-  std::string device;
+  Device device;
+  sched::ExecutionPlan plan;  // the prepared model may keep a pointer to it
   std::unique_ptr<exec::Executor> executor;
   std::unique_ptr<exec::PreparedModel> prepared;
 
@@ -61,52 +64,23 @@ struct Outputs::Lease {
 
 namespace {
 
-std::unique_ptr<exec::Executor> make_executor(const SessionOptions& o) {
-  if (o.device == "cpu")
-    return exec::make_cpu_executor(
-        {.threads_per_stream = o.threads_per_stream, .pin_threads = o.pin_threads});
-  if (const std::optional<int> gpu = tune::cuda_device(o.device)) {
-    tune::require_cuda_device(o.device);
-    return exec::make_cuda_executor({.device = *gpu, .graph = true});
+std::unique_ptr<exec::Executor> make_executor(const SessionOptions& o, int num_devices) {
+  const exec::CpuExecutorOptions cpu{.threads_per_stream = o.threads_per_stream,
+                                     .pin_threads = o.pin_threads};
+  switch (o.device.kind) {
+    case Device::Kind::kCpu:
+      return exec::make_cpu_executor(cpu);
+    case Device::Kind::kCuda:
+      tune::require_cuda_device(o.device);
+      return exec::make_cuda_executor({.device = o.device.index, .graph = true});
+    case Device::Kind::kSim: {
+      // Simulated time, the values from the CPU executor (as tune::measure_schedule on sim).
+      exec::SimExecutorOptions sim{.graph_replay = true, .compute_values = true, .cpu = cpu};
+      sim.devices.assign(num_devices, sim::load_device(o.device.sim));
+      return exec::make_sim_executor(std::move(sim));
+    }
   }
-  BRAID_THROW(ErrorCode::kInvalidArgument, "device '", o.device,
-              "': a session runs on cpu or cuda:N");
-}
-
-// The schedule of the registry's scheduler o.scheduler (not auto) under cost_spec(o).
-sched::Schedule named_schedule(const ir::UnitGraph& units,
-                               const std::shared_ptr<const ir::Weights>& weights,
-                               const SessionOptions& o) {
-  auto cost = tune::make_cost_model(cost_spec(o), units, weights);
-  return sched::make_scheduler(o.scheduler, o.schedule_options)->schedule(units, *cost);
-}
-
-// The schedule the options ask for, and a line saying where it came from.
-std::pair<sched::Schedule, std::string> schedule_for(const Session::Impl& s,
-                                                     const SessionOptions& o) {
-  const ir::UnitGraph& units = s.model.units;
-  if (o.schedule) {
-    sched::Schedule given = sched::schedule_from_json(*o.schedule, units);
-    sched::validate_or_throw(units, given);
-    return {std::move(given), "given (" + given.algorithm + ")"};
-  }
-  tune::check_algorithm_name(o.scheduler);
-  BRAID_CHECK(o.schedule_options.num_devices == 1, ErrorCode::kInvalidArgument,
-              "a session runs on one device");
-  if (o.scheduler != tune::kAuto) return {named_schedule(units, s.weights, o), o.scheduler};
-  auto cost = tune::make_cost_model(cost_spec(o), units, s.weights);
-  tune::AutoOptions options{.schedule = o.schedule_options,
-                            .measure = {.device = o.device,
-                                        .graph_replay = o.device != "cpu",
-                                        .executor = {.threads_per_stream = o.threads_per_stream,
-                                                     .pin_threads = o.pin_threads},
-                                        .iters = tune::default_auto_rounds(o.device),
-                                        .warmup = tune::default_auto_warmup(o.device)},
-                            .max_measured = tune::default_auto_max_measured(o.device),
-                            .batch = o.load.zoo.batch,
-                            .cache_dir = cost::ProfileCache::default_dir()};
-  tune::AutoDecision decision = tune::auto_schedule(units, s.weights, *cost, options);
-  return {decision.schedule, tune::summary(decision)};
+  BRAID_THROW(ErrorCode::kInvalidArgument, "device '", to_string(o.device), "' of no kind");
 }
 
 std::shared_ptr<Session::Impl> build(models::LoadedModel model, const SessionOptions& o) {
@@ -120,11 +94,15 @@ std::shared_ptr<Session::Impl> build(models::LoadedModel model, const SessionOpt
   s->weights = std::make_shared<const ir::Weights>(std::move(s->model.weights));
   s->inputs = tensor_infos(*s->model.graph, s->model.graph->inputs());
   s->outputs = tensor_infos(*s->model.graph, s->model.graph->outputs());
-  std::tie(s->schedule, s->summary) = schedule_for(*s, o);
+  BRAID_CHECK(o.schedule_options.num_devices == 1 || o.device.is_sim(), ErrorCode::kInvalidArgument,
+              "a session on ", to_string(o.device), " runs on one device (several: sim:NAME)");
+  tune::Plan plan = tune::plan_model(s->model.units, s->weights, plan_options(o));
+  s->schedule = std::move(plan.schedule);
+  s->summary = std::move(plan.summary);
   s->device = o.device;
-  s->executor = make_executor(o);
-  const sched::ExecutionPlan plan = sched::lower(s->model.units, s->schedule);
-  s->prepared = s->executor->prepare({s->model.graph, s->weights, &s->model.units, &plan});
+  s->executor = make_executor(o, s->schedule.num_devices);
+  s->plan = sched::lower(s->model.units, s->schedule);
+  s->prepared = s->executor->prepare({s->model.graph, s->weights, &s->model.units, &s->plan});
   return s;
 }
 
@@ -139,10 +117,22 @@ std::vector<TensorInfo> tensor_infos(const ir::Graph& g, std::span<const ValueId
   return out;
 }
 
+tune::PlanOptions plan_options(const SessionOptions& o) {
+  return {.device = o.device,
+          .algorithm = o.scheduler,
+          .schedule = o.schedule,
+          .cost = {.name = o.cost},
+          .schedule_options = o.schedule_options,
+          .measure = {.device = o.device,
+                      .graph_replay = o.device.is_gpu(),
+                      .executor = {.threads_per_stream = o.threads_per_stream,
+                                   .pin_threads = o.pin_threads}},
+          .batch = o.load.zoo.batch,
+          .cache_dir = cost::ProfileCache::default_dir()};
+}
+
 tune::CostSpec cost_spec(const SessionOptions& o) {
-  tune::CostSpec spec{.name = !o.cost.empty() ? o.cost : (o.device == "cpu" ? "cpu" : o.device)};
-  spec.cpu.threads_per_stream = o.threads_per_stream;
-  return spec;
+  return tune::plan_cost_spec(plan_options(o), /*weighted_dag=*/false);
 }
 
 nlohmann::json search_schedule(std::string_view model, const SessionOptions& o) {
@@ -152,7 +142,9 @@ nlohmann::json search_schedule(std::string_view model, const SessionOptions& o) 
               "its schedule");
   models::LoadedModel m = models::load_model(model, o.load);
   auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
-  return sched::to_json(named_schedule(m.units, weights, o), m.units);
+  tune::PlanOptions plan = plan_options(o);
+  plan.schedule.reset();
+  return sched::to_json(tune::plan_model(m.units, weights, plan).schedule, m.units);
 }
 
 Session::Session(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -193,7 +185,7 @@ const ir::UnitGraph& Session::units() const {
 const models::ModelMetadata& Session::metadata() const {
   return impl_->model.metadata;
 }
-const std::string& Session::device() const {
+const Device& Session::device() const {
   return impl_->device;
 }
 

@@ -26,11 +26,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/device.h"
 #include "ir/tensor_type.h"
 #include "models/loader.h"
 #include "sched/registry.h"
 #include "sched/schedule.h"
 #include "tune/cost_models.h"
+#include "tune/planner.h"
 
 namespace braid::session {
 
@@ -38,12 +40,13 @@ struct SessionOptions {
   // "auto" (measure the best candidates here and keep the fastest; the decision is cached, as
   // `braid run` does), or a scheduler of the registry ("sequential", "ios", ...).
   std::string scheduler = "auto";
-  std::string device = "cpu";  // cpu or cuda:N
+  // cpu, cuda:N, or sim:NAME (simulated time; the values computed by the CPU executor).
+  Device device;
   int threads_per_stream = 1;
   // Pin each lane to its own CPUs, as `braid run` does by default. Off by default: sessions of
   // one process would pin their lanes to the same CPUs.
   bool pin_threads = false;
-  std::string cost;  // the cost model scheduling uses ("" : cpu on cpu, cuda:N on a GPU)
+  std::string cost;  // the cost model scheduling uses ("": the planner's default for the device)
   // A schedule to run instead of searching one (the braid.schedule/1 JSON of
   // docs/schedule-format.md); validated against the model.
   std::optional<nlohmann::json> schedule;
@@ -98,7 +101,7 @@ class Session {
   const std::string& schedule_summary() const;
   const ir::UnitGraph& units() const;
   const models::ModelMetadata& metadata() const;  // get_modelmeta()'s fields
-  const std::string& device() const;              // "cpu" or "cuda:N"
+  const Device& device() const;
 
   // One inference: `inputs` one buffer per graph input in inputs() order. Throws
   // kInvalidArgument naming the input on a dtype or size mismatch.
@@ -143,8 +146,11 @@ class Outputs {
 // The name, shape and dtype of each of `values` (graph inputs or outputs), as inputs() gives them.
 std::vector<TensorInfo> tensor_infos(const ir::Graph& graph, std::span<const ValueId> values);
 
-// The cost model a session schedules under: options.cost, or by default the measured CPU on the
-// CPU and the GPU itself on cuda:N, profiled with the session's threads per stream.
+// What a session with these options asks the planner (tune/planner.h) for: every front end
+// plans through it, so the same model, device and options get the same schedule everywhere.
+tune::PlanOptions plan_options(const SessionOptions& options);
+// The cost model a session schedules under: options.cost, or the planner's default for the
+// device, profiled with the session's threads per stream.
 tune::CostSpec cost_spec(const SessionOptions& options);
 
 // A schedule of `model` (a zoo name or .onnx file) by options.scheduler under cost_spec(options),

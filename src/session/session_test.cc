@@ -52,6 +52,23 @@ std::vector<float> plain_run(const Session& s, const std::vector<float>& x) {
   return {y.begin(), y.end()};
 }
 
+// sim:NAME: simulated time, values from the CPU executor; the outputs are the CPU session's.
+TEST(Session, RunsOnASimulatedDeviceWithTheCpusOutputs) {
+  SessionOptions on_sim = small("ios");
+  on_sim.device = parse_device("sim:a100_40gb");
+  on_sim.cost = "";  // the planner's default for the device: sim:a100_40gb
+  const Session sim = Session::open("googlenet", on_sim);
+  EXPECT_EQ(sim.device(), Device::simulated("a100_40gb"));
+  SessionOptions on_cpu = small();
+  on_cpu.schedule = sim.schedule_json();  // the same plan on the CPU
+  const Session cpu = Session::open("googlenet", on_cpu);
+  const std::vector<float> x = random_input(sim.inputs()[0], 7);
+  const std::vector<float> got = run_once(sim, x);
+  EXPECT_EQ(got, run_once(cpu, x));
+  EXPECT_EQ(got, plain_run(sim, x));
+  EXPECT_EQ(run_once(sim, x), got);  // the request is reused
+}
+
 TEST(Session, RunsGiveAPlainRunsOutputsFromManyThreads) {
   const Session s = Session::open("googlenet", small("greedy"));
   ASSERT_EQ(s.inputs().size(), 1u);
@@ -156,9 +173,9 @@ TEST(Session, BadInputsAndOptionsAreNamed) {
   };
   EXPECT_EQ(code_of("no_such_model", small()), ErrorCode::kNotFound);
   EXPECT_EQ(code_of("squeezenet", small("no-such-scheduler")), ErrorCode::kNotFound);
-  SessionOptions tpu = small();
-  tpu.device = "tpu:0";
-  EXPECT_EQ(code_of("squeezenet", tpu), ErrorCode::kInvalidArgument);
+  SessionOptions no_threads = small();
+  no_threads.threads_per_stream = 0;
+  EXPECT_EQ(code_of("squeezenet", no_threads), ErrorCode::kInvalidArgument);
   try {
     Session::from_onnx_bytes("not onnx", "junk", small());
     ADD_FAILURE() << "bytes that are not ONNX were accepted";

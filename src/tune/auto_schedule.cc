@@ -29,7 +29,7 @@ std::string settings(const cost::CostModel& cost, const AutoOptions& o) {
       "cost {} | streams {} | ios r{} s{} search {} tolerance {} | device {}{} | threads {} "
       "layout {} spin {} concat_in_place {} | candidates {} | measured {}",
       cost.name(), s.max_streams, s.max_group_size, s.max_groups, static_cast<int>(s.ios_search),
-      s.ios_tolerance, o.measure.device,
+      s.ios_tolerance, to_string(o.measure.device),
       std::string(o.measure.graph_replay ? " graph" : "") + (o.measure.allow_tf32 ? " tf32" : ""),
       e.threads_per_stream, exec::cpu::layout_name(e.layout), e.spin_us, e.concat_in_place,
       candidates, o.max_measured);
@@ -165,19 +165,18 @@ void check_algorithm_name(std::string_view name) {
   BRAID_THROW(ErrorCode::kNotFound, "unknown scheduler '", name, "' (known: ", known, ")");
 }
 
-int default_auto_rounds(const std::string& device) {
-  if (sim_device(device)) return 1;
-  return cuda_device(device) ? 200 : 20;
+int default_auto_rounds(const Device& device) {
+  if (device.is_sim()) return 1;
+  return device.is_cuda() ? 200 : 20;
 }
 
-int default_auto_max_measured(const std::string& device) {
-  const bool gpu = cuda_device(device) || sim_device(device);
-  return gpu ? static_cast<int>(std::size(kCandidates)) : 4;
+int default_auto_max_measured(const Device& device) {
+  return device.is_gpu() ? static_cast<int>(std::size(kCandidates)) : 4;
 }
 
-int default_auto_warmup(const std::string& device) {
-  if (sim_device(device)) return 0;
-  return cuda_device(device) ? 20 : 2;
+int default_auto_warmup(const Device& device) {
+  if (device.is_sim()) return 0;
+  return device.is_cuda() ? 20 : 2;
 }
 
 nlohmann::json to_json(const AutoDecision& d) {

@@ -4,7 +4,7 @@
 // the choice is never slower than sequential on the machine that measured it. The decision is
 // cached (decision_cache.h): a second call with the same key measures nothing.
 //
-//   tune::AutoOptions options{.measure = {.device = "cpu", .iters = 20}};
+//   tune::AutoOptions options{.measure = {.device = Device::cpu(), .iters = 20}};
 //   options.cache_dir = cost::ProfileCache::default_dir();
 //   tune::AutoDecision d = tune::auto_schedule(units, weights, cost, options);
 //   d.winner;   d.schedule;   d.speedup_over_sequential();   d.cached;
@@ -55,14 +55,14 @@ struct AutoOptions {
 // The interleaved rounds (MeasureOptions::iters) and warm-up runs auto uses on `device` unless
 // told otherwise: a few hundred on a GPU (a replayed graph takes about a millisecond), fewer
 // on the CPU, one on sim (deterministic).
-int default_auto_rounds(const std::string& device);
-int default_auto_warmup(const std::string& device);
+int default_auto_rounds(const Device& device);
+int default_auto_warmup(const Device& device);
 // Candidates auto runs on `device`, sequential included (AutoOptions::max_measured): every
 // distinct one on a GPU, where a round of replays costs milliseconds and the measured costs put
 // five schedulers ahead of ios on tv_inception_v3, where ios ran fastest on an H100
 // (docs/gpu.md), and on a simulated one, where a run is a millisecond of simulation; the best
 // predicted four on the CPU.
-int default_auto_max_measured(const std::string& device);
+int default_auto_max_measured(const Device& device);
 
 struct AutoCandidate {
   std::string algorithm;

@@ -47,7 +47,7 @@ struct FakeDevice {
 };
 
 AutoOptions options_for_tests() {
-  return {.measure = {.device = "cpu"},
+  return {.measure = {.device = Device::cpu()},
           .max_measured = 8,
           .device_description = "test device",
           .braid_version = "test version"};
@@ -148,10 +148,13 @@ TEST(AutoSchedule, ListsEveryCandidateAndWhyItWasNotMeasured) {
 // On a GPU every distinct candidate runs: an H100 ran ios fastest on tv_inception_v3 where the
 // measured costs put five others ahead of it (docs/gpu.md). Elsewhere sequential and three more.
 TEST(AutoSchedule, MeasuresEveryCandidateOnAGpuRealOrSimulatedAndFourOnTheCpu) {
-  EXPECT_EQ(default_auto_max_measured("cuda:0"), static_cast<int>(auto_candidates().size()));
-  EXPECT_EQ(default_auto_max_measured("cuda:3"), static_cast<int>(auto_candidates().size()));
-  EXPECT_EQ(default_auto_max_measured("cpu"), 4);
-  EXPECT_EQ(default_auto_max_measured("sim:h100"), static_cast<int>(auto_candidates().size()));
+  EXPECT_EQ(default_auto_max_measured(parse_device("cuda:0")),
+            static_cast<int>(auto_candidates().size()));
+  EXPECT_EQ(default_auto_max_measured(parse_device("cuda:3")),
+            static_cast<int>(auto_candidates().size()));
+  EXPECT_EQ(default_auto_max_measured(parse_device("cpu")), 4);
+  EXPECT_EQ(default_auto_max_measured(parse_device("sim:h100")),
+            static_cast<int>(auto_candidates().size()));
 }
 
 TEST(AutoSchedule, RejectsMultipleDevices) {

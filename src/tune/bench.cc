@@ -1,20 +1,46 @@
 #include "tune/bench.h"
 
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 
 #include "base/error.h"
-#include "sched/predict.h"
-#include "sched/validate.h"
+#include "cost/machine.h"
+#include "ir/analysis.h"
 #include "tune/auto_schedule.h"
+#include "tune/planner.h"
 
 namespace braid::tune {
+
+Bounds model_bounds(const cost::CostModel& cost, const Device& device) {
+  const ir::UnitGraph& units = cost.units();
+  std::vector<double> latency(units.num_units());
+  double work = 0;
+  for (size_t u = 0; u < latency.size(); ++u) {
+    latency[u] = cost.unit_latency(UnitId(u)).count() / 1e3;
+    work += latency[u];
+  }
+  Bounds b{.cost_model = std::string(cost.name()),
+           .critical_path_ms = ir::critical_path(units, latency).length};
+  b.lanes = cost.parallelism();
+  if (!std::isfinite(b.lanes)) b.lanes = device.is_cpu() ? cost::this_machine().num_cpus : 0;
+  if (b.lanes > 0) b.work_ms = work / b.lanes;
+  return b;
+}
+
+nlohmann::json to_json(const Bounds& b) {
+  nlohmann::json j = {{"cost_model", b.cost_model}, {"critical_path_ms", b.critical_path_ms}};
+  if (b.work_ms) j["work_ms"] = *b.work_ms, j["lanes"] = b.lanes;
+  j["max_ms"] = b.max_ms();
+  return j;
+}
 
 nlohmann::json to_json(const BenchRow& r) {
   nlohmann::json j = {{"model", r.model}, {"algorithm", r.algorithm}};
   if (r.error) {
     j["error"] = *r.error;
+    j["bounds"] = to_json(r.bounds);
     return j;
   }
   j["search_ms"] = r.search_ms;
@@ -32,6 +58,9 @@ nlohmann::json to_json(const BenchRow& r) {
     j["outputs_match_sequential"] = r.outputs_match;
   }
   if (r.gap_to_optimal) j["gap_to_optimal"] = *r.gap_to_optimal;
+  j["bounds"] = to_json(r.bounds);
+  j["predicted_over_bound"] = r.predicted_over_bound;
+  if (r.measured_over_bound) j["measured_over_bound"] = *r.measured_over_bound;
   return j;
 }
 
@@ -43,58 +72,59 @@ std::vector<BenchRow> bench(std::span<const std::string> specs, const BenchOptio
   auto step = [&](const std::string& what) {
     if (o.on_step) o.on_step(what);
   };
-  const bool simulated = sim_device(o.measure.device).has_value();
+  const bool simulated = o.measure.device.is_sim();
+  PlanOptions plan{.device = o.measure.device,
+                   .cost = o.cost,
+                   .schedule_options = o.schedule,
+                   .measure = o.measure,
+                   .batch = o.load.zoo.batch};
   std::vector<BenchRow> rows;
   for (const std::string& spec : specs) {
     models::LoadOptions load = o.load;
-    load.with_weights = !spec.ends_with(".dag.json") && (o.run || cost_needs_weights(o.cost, spec));
+    load.with_weights =
+        !spec.ends_with(".dag.json") &&
+        (o.run || cost_needs_weights(plan_cost_spec(plan, spec.ends_with(".dag.json")), spec));
     models::LoadedModel m = models::load_model(spec, load);
     auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
-    auto cost = make_cost_model(o.cost, m.units, weights);
+    auto cost = make_plan_cost(m.units, weights, plan);
+    const Bounds bounds = model_bounds(*cost, o.measure.device);
     const bool runnable = (m.graph != nullptr || simulated) && o.run;
     // Schedules first (index 0: sequential, the reference), then all of them timed together.
-    std::vector<sched::Schedule> schedules{
-        sched::make_scheduler("sequential", o.schedule)->schedule(m.units, *cost)};
-    const double sequential_predicted =
-        sched::predicted_latency(m.units, schedules[0], *cost).count() / 1e3;
+    plan.algorithm = "sequential";
+    Plan sequential = plan_model(m.units, weights, *cost, plan);
+    const double sequential_predicted = *sequential.predicted_ms;
+    std::vector<sched::Schedule> schedules{std::move(sequential.schedule)};
     std::optional<double> optimal_ms;
     const size_t first = rows.size();
     std::vector<size_t> schedule_of;  // per row of this model: its index in `schedules`
     for (const std::string& name : o.algorithms) {
-      BenchRow r{.model = m.units.name(), .algorithm = name};
+      BenchRow r{.model = m.units.name(), .algorithm = name, .bounds = bounds};
       step(fmt::format("scheduling {} with {}", r.model, name));
       size_t index = 0;
       try {
         sched::SearchStats stats;
         const cost::CostStats before = cost->stats();
         const auto begin = std::chrono::steady_clock::now();
-        sched::Schedule s;
-        if (name == kAuto) {
-          BRAID_CHECK(runnable, ErrorCode::kInvalidArgument,
-                      "auto measures its candidates: it needs a model to run and runs allowed");
-          AutoOptions auto_options{
-              .schedule = o.schedule, .measure = o.measure, .batch = o.load.zoo.batch};
-          auto_options.measure.iters = default_auto_rounds(o.measure.device);
-          auto_options.measure.warmup = default_auto_warmup(o.measure.device);
-          auto_options.max_measured = default_auto_max_measured(o.measure.device);
-          s = auto_schedule(m.units, weights, *cost, auto_options).schedule;
-          s.algorithm = fmt::format("auto ({})", s.algorithm);
-        } else {
-          s = sched::make_scheduler(name, o.schedule)->schedule(m.units, *cost, &stats);
-        }
+        BRAID_CHECK(name != kAuto || runnable, ErrorCode::kInvalidArgument,
+                    "auto measures its candidates: it needs a model to run and runs allowed");
+        plan.algorithm = name;
+        Plan p = plan_model(m.units, weights, *cost, plan, &stats);
+        sched::Schedule s = std::move(p.schedule);
+        if (name == kAuto) s.algorithm = fmt::format("auto ({})", s.algorithm);
         r.search_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
                 .count();
-        const cost::CostStats after = cost->stats();
-        sched::validate_or_throw(m.units, s);
-        r.predicted_ms = sched::predicted_latency(m.units, s, *cost).count() / 1e3;
+        const cost::CostStats after = cost->stats();  // the search's and the prediction's
+        r.predicted_ms = *p.predicted_ms;
         r.predicted_speedup = sequential_predicted / r.predicted_ms;
+        r.predicted_over_bound = r.predicted_ms / bounds.max_ms();
         r.transitions = stats.transitions;
         r.stage_queries = after.stage_queries - before.stage_queries;
         r.measurements = after.measurements - before.measurements;
         r.streams = sched::num_streams(s);
         if (name == "optimal") optimal_ms = r.predicted_ms;
         if (name == kAuto) r.algorithm = s.algorithm;
+        r.schedule = s;
         if (name != "sequential") {
           index = schedules.size();
           schedules.push_back(std::move(s));
@@ -115,6 +145,7 @@ std::vector<BenchRow> bench(std::span<const std::string> specs, const BenchOptio
         r.measured = measured[schedule_of[i - first]];
         r.measured_speedup = measured[0].median_ms / r.measured->median_ms;
         r.outputs_match = r.measured->outputs_sha256 == measured[0].outputs_sha256;
+        r.measured_over_bound = r.measured->median_ms / bounds.max_ms();
       }
     }
     if (optimal_ms)

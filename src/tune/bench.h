@@ -4,12 +4,15 @@
 // interleaved (measure_interleaved: drift hits all alike); speed-ups over sequential (always
 // scheduled first, as the reference) and the gap to `optimal` where it was computed. `auto` is
 // a row like the others (its search time includes measuring its candidates). A scheduler that
-// cannot schedule a model gives a row with its error, not an exception.
+// cannot schedule a model gives a row with its error, not an exception. Every schedule comes from
+// the planner (planner.h), as `braid run`'s and a Session's do. Each model also gets its lower
+// bounds (critical path, work over cores) and each row its distance to the larger.
 //
 //   tune::BenchOptions o{.algorithms = {"sequential", "greedy", "ios"}, .cost = {.name =
 //   "roofline"}}; for (const tune::BenchRow& r : tune::bench({"squeezenet"}, o)) ... to_json(r)
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <span>
@@ -25,6 +28,23 @@
 
 namespace braid::tune {
 
+// Lower bounds on any schedule's latency of one model, from the cost model's unit latencies:
+// no plan beats its longest dependent chain, nor its total work spread over every core.
+struct Bounds {
+  std::string cost_model;       // what priced the units (its name())
+  double critical_path_ms = 0;  // the longest path through the unit graph
+  // The summed unit latencies over `lanes`, the units that run at full speed at once: the cost
+  // model's parallelism() (the CPU profiler: CPUs over threads per stream, so the sum of
+  // one-thread latencies over the CPUs at one thread per stream), else the CPUs on the cpu
+  // device. nullopt where neither bounds it (a GPU's units share the device in other ways).
+  std::optional<double> work_ms;
+  double lanes = 0;
+  double max_ms() const { return std::max(critical_path_ms, work_ms.value_or(0)); }
+};
+Bounds model_bounds(const cost::CostModel& cost, const Device& device);
+// {"cost_model", "critical_path_ms", "work_ms", "lanes", "max_ms"} (work_ms, lanes when bounded).
+nlohmann::json to_json(const Bounds& bounds);
+
 struct BenchRow {
   std::string model, algorithm;
   std::optional<std::string> error;  // the scheduler could not schedule this model
@@ -35,16 +55,21 @@ struct BenchRow {
   bool outputs_match = true;  // outputs identical to sequential's
   double predicted_speedup = 0;
   std::optional<double> measured_speedup, gap_to_optimal;
+  std::optional<sched::Schedule> schedule;  // what the planner gave (to_json leaves it out)
+  Bounds bounds;                            // the model's
+  // The measured median (the predicted latency) over bounds.max_ms(): 1 is as fast as possible.
+  std::optional<double> measured_over_bound;
+  double predicted_over_bound = 0;
 };
 
-// {"model", "algorithm", "search_ms", "predicted_ms", ..., "measured_ms": {median, p10, p90}}, or
-// {"model", "algorithm", "error"}.
+// {"model", "algorithm", "search_ms", "predicted_ms", ..., "measured_ms": {median, p10, p90},
+// "bounds": {...}, "measured_over_bound"}, or {"model", "algorithm", "error", "bounds"}.
 nlohmann::json to_json(const BenchRow& row);
 
 struct BenchOptions {
   std::vector<std::string> algorithms = {"sequential", "greedy"};  // registry names or "auto"
   sched::ScheduleOptions schedule;
-  CostSpec cost;  // the cost model schedulers search under
+  CostSpec cost;  // the cost model schedulers search under; no name: the planner's default
   // Where and how the schedules run (its device: cpu, cuda:N or sim:NAME; iters, warm-up).
   MeasureOptions measure{.iters = 10, .warmup = 2};
   models::LoadOptions load;

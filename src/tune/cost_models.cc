@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "base/device.h"
 #include "base/error.h"
 #include "cost/dag_cost.h"
 #include "cost/hios_stage_cost.h"
@@ -41,14 +42,14 @@ std::unique_ptr<cost::CostModel> make_base(const CostSpec& spec, const ir::UnitG
     return std::make_unique<profile::CpuProfiler>(units, std::move(weights), spec.cpu);
   }
   if (name.starts_with("cuda:")) {
-    const int device = *cuda_device(name);  // throws on a malformed cuda:N
+    const int device = parse_device(name).index;  // throws on a malformed cuda:N
     BRAID_CHECK(!weighted, ErrorCode::kInvalidArgument, "--cost ", name, ": '", units.name(),
                 "' is a weighted DAG with no operators to measure");
     return std::make_unique<profile::GpuProfiler>(units, std::move(weights),
                                                   profile::GpuProfilerOptions{.device = device});
   }
   if (name.starts_with("sim:"))
-    return std::make_unique<sim::SimCostModel>(units, sim::load_device(name.substr(4)),
+    return std::make_unique<sim::SimCostModel>(units, sim::load_device(parse_device(name).sim),
                                                sim::SimCostOptions{.graph_replay = !spec.eager});
   BRAID_THROW(ErrorCode::kInvalidArgument, "unknown cost model '", name,
               "' (known: ", known_names(), ")");

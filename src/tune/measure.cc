@@ -67,8 +67,8 @@ void set_inputs(const ir::Graph& graph, const exec::PreparedModel& model, exec::
 }
 
 Measured simulate_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
-                           const sched::Schedule& schedule, const std::string& device,
-                           const MeasureOptions& options) {
+                           const sched::Schedule& schedule, const MeasureOptions& options) {
+  const std::string& device = options.device.sim;
   const sched::ExecutionPlan plan = sched::lower(units, schedule);
   exec::SimExecutorOptions sim_options;
   sim_options.devices.assign(schedule.num_devices, sim::load_device(device));
@@ -138,15 +138,6 @@ int process_rank() {
 #endif
 }
 
-std::optional<int> cuda_device(const std::string& device) {
-  return parse_cuda_device(device);
-}
-
-std::optional<std::string> sim_device(const std::string& device) {
-  if (!device.starts_with("sim:")) return std::nullopt;
-  return device.substr(4);
-}
-
 std::vector<std::string> trace_lane_names(const ir::UnitGraph& units,
                                           const sched::Schedule& schedule) {
   std::vector<std::string> names;
@@ -162,10 +153,7 @@ namespace {
 std::unique_ptr<exec::Executor> make_executor(const ir::UnitGraph& units,
                                               std::span<const sched::Schedule> schedules,
                                               const MeasureOptions& options) {
-  const std::optional<int> gpu = cuda_device(options.device);
-  BRAID_CHECK(options.device == "cpu" || gpu, ErrorCode::kNotFound, "unknown device '",
-              options.device,
-              "' (available: cpu, cuda:N, sim:NAME with NAME one of devices/ or a .json file)");
+  const bool gpu = options.device.is_cuda();
   BRAID_CHECK(!options.allow_tf32 || gpu, ErrorCode::kInvalidArgument,
               "--tf32 needs a CUDA device (cuda:N)");
   BRAID_CHECK(!options.graph_replay || gpu, ErrorCode::kInvalidArgument,
@@ -180,8 +168,9 @@ std::unique_ptr<exec::Executor> make_executor(const ir::UnitGraph& units,
   BRAID_CHECK(!mpi || !gpu, ErrorCode::kUnsupported,
               "under mpirun each rank runs the CPU executor (cuda:N ranks are not supported yet)");
   if (gpu)
-    return exec::make_cuda_executor(
-        {.device = *gpu, .graph = options.graph_replay, .allow_tf32 = options.allow_tf32});
+    return exec::make_cuda_executor({.device = options.device.index,
+                                     .graph = options.graph_replay,
+                                     .allow_tf32 = options.allow_tf32});
   if (mpi) return make_mpi_executor(options.executor);
   return exec::make_cpu_executor(options.executor);
 }
@@ -227,9 +216,9 @@ std::vector<Measured> measure_interleaved(const ir::UnitGraph& units,
                                           const MeasureOptions& options) {
   for (const sched::Schedule& schedule : schedules) sched::validate_or_throw(units, schedule);
   std::vector<Measured> results;
-  if (auto name = sim_device(options.device)) {
+  if (options.device.is_sim()) {
     for (const sched::Schedule& schedule : schedules)
-      results.push_back(simulate_schedule(units, weights, schedule, *name, options));
+      results.push_back(simulate_schedule(units, weights, schedule, options));
     return results;
   }
   auto executor = make_executor(units, schedules, options);
@@ -260,26 +249,21 @@ Measured measure_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::
   return measure_interleaved(units, std::move(weights), std::span(&schedule, 1), options).front();
 }
 
-void require_cuda_device(const std::string& device) {
-  const std::optional<int> gpu = cuda_device(device);
-  if (gpu) exec::check_cuda_device(*gpu);
+void require_cuda_device(const Device& device) {
+  if (device.is_cuda()) exec::check_cuda_device(device.index);
 }
 
-std::string describe_device(const std::string& device) {
-  if (device == "cpu") return cost::fingerprint(cost::this_machine());
-  if (auto gpu = cuda_device(device)) {
+std::string describe_device(const Device& device) {
+  if (device.is_cpu()) return cost::fingerprint(cost::this_machine());
+  if (device.is_cuda()) {
     require_cuda_device(device);
-    return exec::cuda_device_description(*gpu);
+    return exec::cuda_device_description(device.index);
   }
-  if (auto name = sim_device(device)) {
-    // The file's digest: a refit device (braid calibrate) decides afresh.
-    std::ifstream in(sim::device_path(*name));
-    std::stringstream text;
-    text << in.rdbuf();
-    return fmt::format("sim:{} | {}", *name, cost::sha256_hex(text.str()).substr(0, 16));
-  }
-  BRAID_THROW(ErrorCode::kNotFound, "unknown device '", device,
-              "' (available: cpu, cuda:N, sim:NAME)");
+  // The file's digest: a refit device (braid calibrate) decides afresh.
+  std::ifstream in(sim::device_path(device.sim));
+  std::stringstream text;
+  text << in.rdbuf();
+  return fmt::format("sim:{} | {}", device.sim, cost::sha256_hex(text.str()).substr(0, 16));
 }
 
 }  // namespace braid::tune

@@ -1,13 +1,13 @@
 // Running schedules on an executor and timing them: what `braid run`, `braid bench` and `auto`
 // (auto_schedule.h) share. Inputs are given (MeasureOptions::inputs) or uniform [-1, 1] from a
 // seed, so two schedules of one model see the same inputs and their outputs_sha256 must agree.
-//  - device "cpu": the CPU executor, wall-clock time of `iters` runs after `warmup`.
-//  - device "cuda:N": the CUDA executor (cuda_executor.h), timed like the CPU; `graph_replay`
+//  - Device cpu: the CPU executor, wall-clock time of `iters` runs after `warmup`.
+//  - Device cuda:N: the CUDA executor (cuda_executor.h), timed like the CPU; `graph_replay`
 //    captures a CUDA Graph once and replays it (the CLI's default; --eager turns it off).
 //    "no CUDA device" where there is none.
 //  - under mpirun -np M: the MPI executor, one rank per device of the schedule; every rank
 //    returns a result, rank 0's has the outputs.
-//  - device "sim:NAME" (a devices/ name or a .json path): the GPU simulator; one simulated run
+//  - Device sim:NAME (a devices/ name or a .json path): the GPU simulator; one simulated run
 //    gives the latency (it is deterministic), the CPU executor the values (weighted DAGs,
 //    which have no values, are simulated only).
 #pragma once
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/device.h"
 #include "exec/chrome_trace.h"
 #include "exec/cpu/cpu_executor.h"
 #include "ir/weights.h"
@@ -26,7 +27,7 @@
 namespace braid::tune {
 
 struct MeasureOptions {
-  std::string device = "cpu";
+  Device device;              // cpu
   bool graph_replay = false;  // cuda, sim: the plan captured once and replayed as a CUDA Graph
   bool allow_tf32 = false;    // cuda: TF32 tensor cores for convolutions and GEMMs
   std::string sim_trace;      // sim: write the kernel-level Chrome trace here
@@ -52,20 +53,14 @@ struct Measured {
   double mean_occupancy = 0;  // sim: time-weighted achieved occupancy of device 0
 };
 
-// The simulated device a --device names ("sim:v100" -> "v100"); nullopt for other devices.
-std::optional<std::string> sim_device(const std::string& device);
 // Whether this process is one of several ranks started by mpirun (initializes MPI then): the
 // schedule's devices then run one per rank (exec/mpi/mpi_executor.h) and rank 0 reports.
 bool launched_by_mpi();
 // This process's MPI rank (0 without MPI).
 int process_rank();
-// The CUDA device a --device names ("cuda:0" -> 0); nullopt for other devices. Throws
-// kInvalidArgument naming the device for an N beyond 0..kMaxCudaDevice (base/parse.h).
-std::optional<int> cuda_device(const std::string& device);
-
 // Throws braid::Error(kNotFound) when `device` names a GPU that is not here: "no CUDA device
 // (...why...)" without any, "no CUDA device N (M visible)" otherwise. Other devices pass.
-void require_cuda_device(const std::string& device);
+void require_cuda_device(const Device& device);
 
 // Validates, lowers, prepares and runs `schedule`; throws braid::Error on an invalid schedule,
 // an unknown device or a model the executor cannot run.
@@ -85,7 +80,7 @@ std::vector<Measured> measure_interleaved(const ir::UnitGraph& units,
 // model, CPUs, oneDNN and braid versions (cost::fingerprint); the GPU's name, compute
 // capability, SMs and driver; the simulated device's name and a digest of its file. Throws
 // braid::Error(kNotFound) for an unknown or absent device.
-std::string describe_device(const std::string& device);
+std::string describe_device(const Device& device);
 
 // Lane names for a Chrome trace of `schedule`'s lowered plan ("device 0 stream 1").
 std::vector<std::string> trace_lane_names(const ir::UnitGraph& units,

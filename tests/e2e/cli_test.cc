@@ -8,7 +8,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "models/loader.h"
+#include "runtime/scenario.h"
+#include "sched/schedule.h"
+#include "session/session.h"
 #include "test_env.h"
+#include "tune/bench.h"
 
 namespace braid {
 namespace {
@@ -727,6 +732,44 @@ TEST(Cli, TopRunsAScenarioAndRejectsBadInput) {
   EXPECT_EQ(e.exit_code, 2) << e.err;
   EXPECT_NE(e.err.find("unknown field \"duration\""), std::string::npos) << e.err;
   std::filesystem::remove(scenario);
+}
+
+// Issue 28: one planning pipeline. `braid run`, a Session, tune::bench and the runtime plan
+// squeezenet with ios under the roofline on the CPU, and each gets the same schedule.
+TEST(FrontEnds, SamePlanForTheSameModelDeviceAndOptions) {
+  models::LoadOptions load;
+  load.zoo.image_size = 64;
+  const models::LoadedModel m = models::load_model("squeezenet", load);
+  auto json_of = [&](const sched::Schedule& s) { return sched::to_json(s, m.units); };
+
+  const auto path = testing::scratch_dir() / "front_ends_ios.json";
+  auto run = run_command(cli() + " run squeezenet --image-size 64 --algo ios --cost roofline " +
+                         "--iters 1 --warmup 0 --save-schedule " + path.string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::ifstream in(path);
+  const nlohmann::json from_run = nlohmann::json::parse(in);
+  EXPECT_EQ(from_run["algorithm"], "ios");
+
+  session::SessionOptions so{.scheduler = "ios", .cost = "roofline"};
+  so.load = load;
+  const nlohmann::json from_session = session::Session::open("squeezenet", so).schedule_json();
+  EXPECT_EQ(from_session, from_run);
+
+  const std::vector<std::string> models = {"squeezenet"};
+  const std::vector<tune::BenchRow> rows = tune::bench(
+      models, {.algorithms = {"ios"}, .cost = {.name = "roofline"}, .load = load, .run = false});
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_TRUE(rows[0].schedule.has_value()) << rows[0].error.value_or("");
+  EXPECT_EQ(json_of(*rows[0].schedule), from_run);
+
+  runtime::ScenarioRunner runner({.models = {{.model = "squeezenet", .fps = 1}},
+                                  .device = Device::cpu(),
+                                  .image_size = 64,
+                                  .scheduler = "ios",
+                                  .cost = "roofline"});
+  const runtime::RuntimeModel& rm = runner.models().model(0);
+  EXPECT_EQ(sched::to_json(rm.schedule, rm.units()), from_run);
+  std::filesystem::remove(path);
 }
 
 }  // namespace

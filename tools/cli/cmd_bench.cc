@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "base/device.h"
 #include "base/error.h"
 #include "commands.h"
 #include "cost_flags.h"
@@ -92,21 +93,15 @@ void add_bench_command(CLI::App& app) {
     const std::vector<std::string> names = nonempty(split(algos, ','));
     BRAID_CHECK(!names.empty(), ErrorCode::kInvalidArgument, "--algos is empty");
     for (const std::string& n : names) tune::check_algorithm_name(n);  // unknown names fail now
-    cost_flags.cpu.threads_per_stream = measure.executor.threads_per_stream;
-    measure.device = !device.empty()                       ? device
-                     : cost_flags.name.starts_with("sim:") ? cost_flags.name
-                                                           : "cpu";
-    const bool simulated = sim_device(measure.device).has_value();
-    if (cuda_device(measure.device)) {
-      tune::require_cuda_device(
-          measure.device);  // fail before scheduling when there is no such GPU
-      if (cost_flags.name.empty()) cost_flags.name = measure.device;  // what this GPU measures
-    }
+    // The device runs the schedules; without --device, the --cost sim device, else the CPU.
+    measure.device = !device.empty()                       ? parse_device(device)
+                     : cost_flags.name.starts_with("sim:") ? parse_device(cost_flags.name)
+                                                           : Device::cpu();
+    const bool simulated = measure.device.is_sim();
+    tune::require_cuda_device(measure.device);  // fail before scheduling when there is no GPU
     // A CUDA Graph replay is the default wherever there is a GPU, real or simulated.
-    if ((simulated || cuda_device(measure.device)) && !eager) measure.graph_replay = true;
-    cost_flags.eager = eager;  // sim:NAME prices the plans as they will run
-    apply_device_set(cost_flags.name, options);
-    apply_device_set(measure.device, options);
+    if (measure.device.is_gpu() && !eager) measure.graph_replay = true;
+    cost_flags.eager = eager;
     if (simulated) measure.iters = 1, measure.warmup = 0;  // deterministic
     std::unique_ptr<Progress> progress;
     const std::vector<Row> rows = tune::bench(specs, {.algorithms = names,
@@ -129,20 +124,22 @@ void add_bench_command(CLI::App& app) {
       BRAID_CHECK(csv.good(), ErrorCode::kInvalidArgument, "cannot write '", csv_path, "'");
       csv << "model,algorithm,search_ms,predicted_ms,predicted_speedup,measured_ms,measured_p10_ms,"
              "measured_p90_ms,measured_speedup,gap_to_optimal,streams,transitions,outputs_match,"
-             "error\n";
+             "bound_cost_model,critical_path_ms,work_ms,measured_over_bound,error\n";
       for (const Row& r : rows) {
         auto measured = [&](double Measured::*field) {
           return r.measured ? std::optional<double>((*r.measured).*field) : std::nullopt;
         };
-        csv << fmt::format(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", r.model, r.algorithm,
-            r.error ? "" : fmt::format("{:.6g}", r.search_ms),
-            r.error ? "" : fmt::format("{:.6g}", r.predicted_ms),
-            r.error ? "" : fmt::format("{:.6g}", r.predicted_speedup),
-            csv_cell(measured(&Measured::median_ms)), csv_cell(measured(&Measured::p10_ms)),
-            csv_cell(measured(&Measured::p90_ms)), csv_cell(r.measured_speedup),
-            csv_cell(r.gap_to_optimal), r.streams, r.transitions,
-            r.measured ? (r.outputs_match ? "yes" : "NO") : "", r.error ? *r.error : "");
+        csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},\"{}\"\n",
+                           r.model, r.algorithm, r.error ? "" : fmt::format("{:.6g}", r.search_ms),
+                           r.error ? "" : fmt::format("{:.6g}", r.predicted_ms),
+                           r.error ? "" : fmt::format("{:.6g}", r.predicted_speedup),
+                           csv_cell(measured(&Measured::median_ms)),
+                           csv_cell(measured(&Measured::p10_ms)),
+                           csv_cell(measured(&Measured::p90_ms)), csv_cell(r.measured_speedup),
+                           csv_cell(r.gap_to_optimal), r.streams, r.transitions,
+                           r.measured ? (r.outputs_match ? "yes" : "NO") : "", r.bounds.cost_model,
+                           r.bounds.critical_path_ms, csv_cell(r.bounds.work_ms),
+                           csv_cell(r.measured_over_bound), r.error ? *r.error : "");
       }
     }
     if (!png_path.empty()) {
@@ -157,20 +154,32 @@ void add_bench_command(CLI::App& app) {
       std::cout << out.dump(2) << "\n";
       return;
     }
-    fmt::print("{:<16} {:<14} {:>10} {:>12} {:>8} {:>12} {:>8} {:>8} {:>7} {}\n", "model",
+    fmt::print("{:<16} {:<14} {:>10} {:>12} {:>8} {:>12} {:>8} {:>8} {:>8} {:>7} {}\n", "model",
                "algorithm", "search ms", "predicted ms", "x seq", "measured ms", "x seq", "vs opt",
-               "streams", "outputs");
+               "x bound", "streams", "outputs");
+    std::string bounded;  // the model whose bounds were printed last
     for (const Row& r : rows) {
+      if (r.model != bounded) {
+        bounded = r.model;
+        const tune::Bounds& b = r.bounds;
+        fmt::print("{:<16} bounds under {}: critical path {:.3f} ms, work {} -> {:.3f} ms\n",
+                   r.model, b.cost_model, b.critical_path_ms,
+                   b.work_ms ? fmt::format("{:.3f} ms over {:g} lanes", *b.work_ms, b.lanes)
+                             : std::string("unbounded"),
+                   b.max_ms());
+      }
       if (r.error) {
         fmt::print("{:<16} {:<14} error: {}\n", r.model, r.algorithm, *r.error);
         continue;
       }
-      fmt::print("{:<16} {:<14} {:>10.3f} {:>12.3f} {:>8.2f} {:>12} {:>8} {:>8} {:>7} {}\n",
-                 r.model, r.algorithm, r.search_ms, r.predicted_ms, r.predicted_speedup,
-                 r.measured ? fmt::format("{:.3f}", r.measured->median_ms) : "-",
-                 r.measured_speedup ? fmt::format("{:.2f}", *r.measured_speedup) : "-",
-                 r.gap_to_optimal ? fmt::format("{:+.1f}%", 100 * *r.gap_to_optimal) : "-",
-                 r.streams, r.measured ? (r.outputs_match ? "identical" : "DIFFERENT") : "-");
+      fmt::print(
+          "{:<16} {:<14} {:>10.3f} {:>12.3f} {:>8.2f} {:>12} {:>8} {:>8} {:>8.2f} {:>7} {}\n",
+          r.model, r.algorithm, r.search_ms, r.predicted_ms, r.predicted_speedup,
+          r.measured ? fmt::format("{:.3f}", r.measured->median_ms) : "-",
+          r.measured_speedup ? fmt::format("{:.2f}", *r.measured_speedup) : "-",
+          r.gap_to_optimal ? fmt::format("{:+.1f}%", 100 * *r.gap_to_optimal) : "-",
+          r.measured_over_bound.value_or(r.predicted_over_bound), r.streams,
+          r.measured ? (r.outputs_match ? "identical" : "DIFFERENT") : "-");
     }
   });
 }

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/device.h"
 #include "base/error.h"
 #include "commands.h"
 #include "exec/cuda/cuda_calibration.h"
@@ -45,13 +46,13 @@ void add_calibrate_command(CLI::App& app) {
       if (measurements.empty()) return;
     }
     if (!measure_on.empty()) {
-      const std::optional<int> gpu = cuda_device(measure_on);
-      BRAID_CHECK(gpu.has_value(), ErrorCode::kInvalidArgument, "--measure ", measure_on,
+      const Device gpu = parse_device(measure_on);
+      BRAID_CHECK(gpu.is_cuda(), ErrorCode::kInvalidArgument, "--measure ", measure_on,
                   ": expected cuda:N");
       if (measurements.empty()) measurements = "calibration.json";
       std::ofstream out(measurements);
       BRAID_CHECK(out.good(), ErrorCode::kInvalidArgument, "cannot write '", measurements, "'");
-      out << exec::measure_cuda_calibration(*gpu).dump(2) << "\n";
+      out << exec::measure_cuda_calibration(gpu.index).dump(2) << "\n";
     }
     BRAID_CHECK(!measurements.empty(), ErrorCode::kInvalidArgument,
                 "give MEASUREMENTS (or --measure cuda:N, or --emit-simulated FILE)");

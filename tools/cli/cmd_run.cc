@@ -4,6 +4,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "base/device.h"
 #include "base/error.h"
 #include "commands.h"
 #include "cost/profile_cache.h"
@@ -17,6 +18,7 @@
 #include "sched/registry.h"
 #include "sched/validate.h"
 #include "tune/auto_schedule.h"
+#include "tune/planner.h"
 #include "tune/tensor_files.h"
 
 namespace braid::cli {
@@ -27,7 +29,7 @@ void add_run_command(CLI::App& app) {
       "Run a model under a schedule on the CPU, a GPU (cuda:N) or a simulated GPU (sim:NAME) and "
       "time it; without --algo or --schedule, auto picks the schedule by measuring");
   static ModelFlags flags;
-  static std::string algo, schedule_path, trace_path, device = "cpu", output_dir;
+  static std::string algo, schedule_path, save_path, trace_path, device_text = "cpu", output_dir;
   static std::vector<std::string> input_specs;
   static sched::ScheduleOptions sched_options;
   static exec::CpuExecutorOptions exec_options;
@@ -44,7 +46,7 @@ void add_run_command(CLI::App& app) {
       "scheduler, runs the best few here and keeps the fastest (docs/schedulers.md)");
   auto* file_opt = cmd->add_option("--schedule", schedule_path, "Run this schedule file");
   algo_opt->excludes(file_opt);
-  cmd->add_option("--device", device,
+  cmd->add_option("--device", device_text,
                   "Executor: cpu, cuda:N (a GPU), or sim:NAME (the GPU simulator; NAME from "
                   "devices/, e.g. v100, or a .json file; the cost model then defaults to it)")
       ->capture_default_str();
@@ -94,22 +96,16 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--output-dir", output_dir,
                   "Write each output as DIR/NAME.npy (characters other than letters, digits, "
                   "_ - . in NAME become _)");
+  cmd->add_option("--save-schedule", save_path,
+                  "Write the schedule it runs (braid.schedule/1, as `braid schedule -o`) to FILE");
   cmd->add_option("--trace", trace_path, "Write a Chrome trace (JSON) of the timed runs");
   cmd->add_flag("--json", json, "Print latency_ms {median,p10,p90}, peak_bytes, outputs_sha256");
   cmd->callback([] {
     if (algo.empty() && schedule_path.empty()) algo = tune::kAuto;
     if (!algo.empty()) tune::check_algorithm_name(algo);
-    const std::optional<std::string> sim = sim_device(device);
-    BRAID_CHECK(sim || device == "cpu" || cuda_device(device), ErrorCode::kNotFound,
-                "unknown device '", device, "' (available: cpu, cuda:N, sim:NAME)");
-    if (sim && cost_flags.name.empty()) cost_flags.name = device;
-    apply_device_set(device, sched_options);
-    apply_device_set(cost_flags.name, sched_options);
-    if (cuda_device(device)) {
-      tune::require_cuda_device(device);  // fail before scheduling when there is no such GPU
-      // Schedule with what this GPU measures unless a cost model is named.
-      if (cost_flags.name.empty()) cost_flags.name = device;
-    }
+    const Device device = parse_device(device_text);
+    const bool sim = device.is_sim(), gpu = device.is_gpu();
+    tune::require_cuda_device(device);  // fail before scheduling when there is no such GPU
     models::LoadedModel m = models::load_model(flags.spec, flags.options);
     BRAID_CHECK(m.graph != nullptr || sim, ErrorCode::kInvalidArgument, "'", flags.spec,
                 "' is a weighted DAG: it has no operators to run (simulate it with --device "
@@ -126,43 +122,8 @@ void add_run_command(CLI::App& app) {
                    m.graph->value(m.graph->inputs()[i]).name);
     auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
     // A CUDA Graph replay is the default wherever there is a GPU, real or simulated.
-    const bool gpu = sim || cuda_device(device);
     const bool graph_replay = graph_flag || (gpu && !eager);
-    sched::Schedule s;
-    std::optional<tune::AutoDecision> decision;
-    if (schedule_path.empty()) {
-      Progress progress(fmt::format("scheduling {} with {}", m.units.name(), algo));
-      cost_flags.cpu.threads_per_stream = exec_options.threads_per_stream;
-      cost_flags.cpu.layout = exec_options.layout;  // profile units as they will run
-      cost_flags.eager = eager;                     // sim:NAME prices them so too
-      auto cost = make_cost_model(cost_flags, m.units, weights);
-      if (algo == tune::kAuto) {
-        BRAID_CHECK(!launched_by_mpi(), ErrorCode::kInvalidArgument,
-                    "auto runs on one device: under mpirun give --algo or --schedule");
-        tune::AutoOptions options{
-            .schedule = sched_options,
-            .measure = {.device = device,
-                        .graph_replay = graph_replay,
-                        .allow_tf32 = tf32,
-                        .executor = exec_options,
-                        .iters = auto_rounds > 0 ? auto_rounds : tune::default_auto_rounds(device),
-                        .warmup = tune::default_auto_warmup(device),
-                        .input_seed = input_seed,
-                        .inputs = inputs},
-            .max_measured = tune::default_auto_max_measured(device),
-            .batch = flags.options.zoo.batch,
-            .cache_dir = cost::ProfileCache::default_dir(),
-            .reuse_cached = !retune};
-        decision = tune::auto_schedule(m.units, weights, *cost, options);
-        s = decision->schedule;
-      } else {
-        s = sched::make_scheduler(algo, sched_options)->schedule(m.units, *cost);
-      }
-    } else {
-      s = sched::read_schedule_file(schedule_path, m.units);
-    }
-    exec::ChromeTrace trace(m.units, fmt::format("{} {}", m.units.name(), s.algorithm),
-                            trace_lane_names(m.units, s));
+    cost_flags.eager = eager;  // sim:NAME prices kernels as they will launch
     MeasureOptions measure{.device = device,
                            .graph_replay = graph_replay,
                            .allow_tf32 = tf32,
@@ -172,8 +133,28 @@ void add_run_command(CLI::App& app) {
                            .warmup = warmup,
                            .input_seed = input_seed,
                            .inputs = std::move(inputs),
-                           .keep_outputs = !output_dir.empty(),
-                           .trace = trace_path.empty() || sim ? nullptr : &trace};
+                           .keep_outputs = !output_dir.empty()};
+    std::optional<Progress> progress;
+    if (schedule_path.empty())
+      progress.emplace(fmt::format("scheduling {} with {}", m.units.name(), algo));
+    const tune::Plan plan = tune::plan_model(m.units, weights,
+                                             {.device = device,
+                                              .algorithm = algo,
+                                              .schedule_file = schedule_path,
+                                              .cost = cost_flags,
+                                              .schedule_options = sched_options,
+                                              .measure = measure,
+                                              .auto_rounds = auto_rounds,
+                                              .batch = flags.options.zoo.batch,
+                                              .cache_dir = cost::ProfileCache::default_dir(),
+                                              .reuse_cached = !retune});
+    progress.reset();
+    const sched::Schedule& s = plan.schedule;
+    const std::optional<tune::AutoDecision>& decision = plan.decision;
+    if (!save_path.empty()) sched::write_schedule_file(s, m.units, save_path);
+    exec::ChromeTrace trace(m.units, fmt::format("{} {}", m.units.name(), s.algorithm),
+                            trace_lane_names(m.units, s));
+    measure.trace = trace_path.empty() || sim ? nullptr : &trace;
     const Measured r = measure_schedule(m.units, weights, s, measure);
     if (process_rank() != 0) return;  // under mpirun, rank 0 reports
     if (!trace_path.empty() && !sim) trace.write(trace_path);
@@ -188,18 +169,20 @@ void add_run_command(CLI::App& app) {
       }
     const double median = r.median_ms, p10 = r.p10_ms, p90 = r.p90_ms;
     if (json) {
-      nlohmann::json j = {
-          {"model", m.units.name()},
-          {"algorithm", s.algorithm},
-          {"device", launched_by_mpi() ? "mpi x" + std::to_string(s.num_devices) : device},
-          {"streams", r.lanes},
-          {"threads_per_stream", exec_options.threads_per_stream},
-          {"iters", r.simulated ? 1 : iters},
-          {"latency_ms", {{"median", median}, {"p10", p10}, {"p90", p90}}},
-          {"peak_bytes", r.peak_bytes},
-          {"outputs_sha256", r.outputs_sha256},
-          {"outputs", outputs}};
+      nlohmann::json j = {{"model", m.units.name()},
+                          {"algorithm", s.algorithm},
+                          {"device", launched_by_mpi() ? "mpi x" + std::to_string(s.num_devices)
+                                                       : to_string(device)},
+                          {"streams", r.lanes},
+                          {"threads_per_stream", exec_options.threads_per_stream},
+                          {"iters", r.simulated ? 1 : iters},
+                          {"latency_ms", {{"median", median}, {"p10", p10}, {"p90", p90}}},
+                          {"peak_bytes", r.peak_bytes},
+                          {"outputs_sha256", r.outputs_sha256},
+                          {"outputs", outputs}};
       if (decision) j["auto"] = tune::to_json(*decision);
+      if (!plan.cost_model.empty()) j["cost_model"] = plan.cost_model;
+      if (plan.predicted_ms) j["predicted_ms"] = *plan.predicted_ms;
       if (gpu) j["graph_replay"] = graph_replay;
       if (r.simulated) {
         j["simulated"] = true;
@@ -217,14 +200,14 @@ void add_run_command(CLI::App& app) {
       fmt::print(
           "{} {} on {}{} ({} streams, {} kernels): simulated {:.3f} ms, mean occupancy "
           "{:.1f}%\n",
-          m.units.name(), s.algorithm, device, graph_replay ? " (graph replay)" : "", r.lanes,
-          r.kernels, median, 100 * r.mean_occupancy);
+          m.units.name(), s.algorithm, to_string(device), graph_replay ? " (graph replay)" : "",
+          r.lanes, r.kernels, median, 100 * r.mean_occupancy);
       return;
     }
     fmt::print(
         "{} {} on {}{} ({} streams x {} threads): median {:.3f} ms (p10 {:.3f}, p90 {:.3f}), "
         "activations {:.1f} MiB\n",
-        m.units.name(), s.algorithm, device,
+        m.units.name(), s.algorithm, to_string(device),
         gpu ? (graph_replay ? " (graph replay)" : " (eager)") : "", r.lanes,
         exec_options.threads_per_stream, median, p10, p90, r.peak_bytes / 1048576.0);
   });

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/device.h"
 #include "base/error.h"
 #include "commands.h"
 #include "runtime/scenario.h"
@@ -86,14 +87,13 @@ void add_serve_command(CLI::App& app) {
                   "for all)");
   cmd->callback([] {
     serve::DeploySettings settings{.repository = repository,
-                                   .scenario = {.device = device,
+                                   .scenario = {.device = parse_device(device),
                                                 .max_sub_blocks = max_sub_blocks,
                                                 .batch = batch,
                                                 .image_size = image_size,
                                                 .scheduler = scheduler,
                                                 .cost = cost},
                                    .policy = policy};
-    tune::cuda_device(device);  // a malformed cuda:N fails before any model loads
     for (const std::string& spec : nonempty(split(models_flag, ','))) {
       const std::vector<std::string> parts = split(spec, ':');
       runtime::ScenarioModel m{.model = parts[0], .inputs = inputs};

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/device.h"
 #include "base/error.h"
 #include "commands.h"
 #include "runtime/scenario.h"
@@ -100,12 +101,11 @@ void add_top_command(CLI::App& app) {
     BRAID_CHECK(!s.models.empty(), ErrorCode::kInvalidArgument,
                 "give models with --model NAME:FPS or a --scenario file");
     for (runtime::ScenarioModel& m : s.models) m.inputs = inputs;  // --shape/--dim: every model
-    if (!device.empty()) s.device = device;
+    if (!device.empty()) s.device = parse_device(device);
     if (!policies.empty()) s.policies = split(policies, ',');
     if (poisson) s.arrivals = runtime::ArrivalKind::kPoisson;
     // The limits (FPS, duration, the task count they make, ...) before anything is loaded.
     runtime::validate(s, scenario_file.empty() ? "top" : scenario_file);
-    tune::cuda_device(s.device);  // a malformed cuda:N fails before the models load
     for (const std::string& p : s.policies) runtime::make_policy(p);  // unknown names fail early
 
     runtime::ScenarioRunner runner(s);

@@ -5,14 +5,12 @@
 
 namespace braid::cli {
 
-using tune::cuda_device;
 using tune::launched_by_mpi;
 using tune::measure_interleaved;
 using tune::measure_schedule;
 using tune::Measured;
 using tune::MeasureOptions;
 using tune::process_rank;
-using tune::sim_device;
 using tune::trace_lane_names;
 
 }  // namespace braid::cli
