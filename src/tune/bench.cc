@@ -15,15 +15,21 @@ namespace braid::tune {
 
 Bounds model_bounds(const cost::CostModel& cost, const Device& device) {
   const ir::UnitGraph& units = cost.units();
-  std::vector<double> latency(units.num_units());
+  // Where units are moldable, a unit on the critical path may take every core, and the work is
+  // what each unit costs on one.
+  const int cores = cost.max_threads();
+  std::vector<double> fastest(units.num_units());
   double work = 0;
-  for (size_t u = 0; u < latency.size(); ++u) {
-    latency[u] = cost.unit_latency(UnitId(u)).count() / 1e3;
-    work += latency[u];
+  for (size_t u = 0; u < fastest.size(); ++u) {
+    const UnitId unit{static_cast<uint32_t>(u)};
+    const double alone = cost.unit_latency(unit).count() / 1e3;
+    fastest[u] =
+        cores > 1 ? std::min(alone, cost.unit_latency_at(unit, cores).count() / 1e3) : alone;
+    work += cores > 1 ? cost.unit_latency_at(unit, 1).count() / 1e3 : alone;
   }
   Bounds b{.cost_model = std::string(cost.name()),
-           .critical_path_ms = ir::critical_path(units, latency).length};
-  b.lanes = cost.parallelism();
+           .critical_path_ms = ir::critical_path(units, fastest).length};
+  b.lanes = cores > 1 ? cores : cost.parallelism();
   if (!std::isfinite(b.lanes)) b.lanes = device.is_cpu() ? cost::this_machine().num_cpus : 0;
   if (b.lanes > 0) b.work_ms = work / b.lanes;
   return b;

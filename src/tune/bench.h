@@ -31,12 +31,14 @@ namespace braid::tune {
 // Lower bounds on any schedule's latency of one model, from the cost model's unit latencies:
 // no plan beats its longest dependent chain, nor its total work spread over every core.
 struct Bounds {
-  std::string cost_model;       // what priced the units (its name())
-  double critical_path_ms = 0;  // the longest path through the unit graph
-  // The summed unit latencies over `lanes`, the units that run at full speed at once: the cost
-  // model's parallelism() (the CPU profiler: CPUs over threads per stream, so the sum of
-  // one-thread latencies over the CPUs at one thread per stream), else the CPUs on the cpu
-  // device. nullopt where neither bounds it (a GPU's units share the device in other ways).
+  std::string cost_model;  // what priced the units (its name())
+  // The longest path through the unit graph, each unit at its fastest: on all max_threads()
+  // cores where the cost model prices allotments, else its unit_latency.
+  double critical_path_ms = 0;
+  // The summed one-core unit latencies over `lanes`, the cores the run may use (max_threads()
+  // where the cost model prices allotments; else its parallelism(), the CPU profiler's CPUs
+  // over threads per stream, its units priced at that many threads; else the CPUs on the cpu
+  // device). nullopt where none bounds it (a GPU's units share the device in other ways).
   std::optional<double> work_ms;
   double lanes = 0;
   double max_ms() const { return std::max(critical_path_ms, work_ms.value_or(0)); }

@@ -7,6 +7,8 @@
 
 #include "base/error.h"
 #include "cost/dag_cost.h"
+#include "cost/roofline.h"
+#include "ir/analysis.h"
 #include "models/dag_json.h"
 #include "models/loader.h"
 #include "sched/schedule.h"
@@ -87,6 +89,27 @@ TEST(BenchBounds, CriticalPathAndWorkOverLanes) {
   const nlohmann::json j = to_json(on_cpu);
   EXPECT_EQ(j["cost_model"], std::string(dag.name()));
   EXPECT_DOUBLE_EQ(j["max_ms"].get<double>(), on_cpu.max_ms());
+}
+
+// Moldable units (the roofline on 4 cores): the critical path takes each unit on all of them,
+// the work is each unit on one over the 4.
+TEST(BenchBounds, AllotmentsBoundAtEveryCoreAndAtOne) {
+  models::LoadOptions load;
+  load.zoo.image_size = 64;
+  load.with_weights = false;
+  const models::LoadedModel m = models::load_model("squeezenet", load);
+  const cost::RooflineCostModel roofline(m.units, {.cores = 4});
+  const Bounds b = model_bounds(roofline, Device::cpu());
+  EXPECT_EQ(b.lanes, 4);
+  std::vector<double> on_all;
+  double work = 0;
+  for (size_t u = 0; u < m.units.num_units(); ++u) {
+    on_all.push_back(roofline.unit_latency_at(UnitId(u), 4).count() / 1e3);
+    work += roofline.unit_latency_at(UnitId(u), 1).count() / 1e3;
+  }
+  EXPECT_DOUBLE_EQ(b.critical_path_ms, ir::critical_path(m.units, on_all).length);
+  ASSERT_TRUE(b.work_ms.has_value());
+  EXPECT_DOUBLE_EQ(*b.work_ms, work / 4);
 }
 
 // Each bench row carries its model's bounds and its distance to the larger; no prediction beats
