@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "ir/analysis.h"
 #include "sched/merge.h"
+#include "sched/moldable.h"
 
 namespace braid::sched {
 namespace {
@@ -141,7 +142,17 @@ struct Limits {
   int group_size = kIosMaxPartSize;   // r: units per group of a concurrent stage
   int groups = kIosMaxPartSize;       // min(s, max_streams): groups of a concurrent stage
   int merge_units = kIosMaxPartSize;  // s: units of a merge stage (one group each)
+  int cores = 0;                      // ios-threads: the cores a stage's groups share; 0: none
 };
+
+// The thread counts a group of an allotted stage may get out of `cores`: every count up to 8
+// cores, then powers of two and `cores` itself (a stage of g groups has C(cores, g) allotments).
+std::vector<int> thread_choices(int cores) {
+  std::vector<int> out;
+  for (int k = 1; k <= cores; ++k)
+    if (cores <= 8 || std::has_single_bit(static_cast<unsigned>(k)) || k == cores) out.push_back(k);
+  return out;
+}
 
 // The search over one part: Algorithm 1's recurrence (SCHEDULER, GENERATESTAGE) evaluated
 // either as the memoized dynamic program or best-first (ios.h).
@@ -269,6 +280,7 @@ class PartSearch {
           stage.groups.push_back({part_.units[lowest(m)]});
       } else {
         stage.groups = groups_of(step.units);
+        if (const std::vector<int>* threads = allotment_.find(step.units)) stage.threads = *threads;
       }
       out.push_back(std::move(stage));
     }
@@ -344,7 +356,8 @@ class PartSearch {
     } else {
       for (Mask m = sinks; m != 0; m &= m - 1) visit(bit(lowest(m)), StageKind::kConcurrent, true);
     }
-    if (variant_ != IosVariant::kParallel) enumerate_merges(s, sinks, visit);
+    if (variant_ == IosVariant::kBoth || variant_ == IosVariant::kMerge)
+      enumerate_merges(s, sinks, visit);
   }
 
   // The units of `within` connected to `start` (a non-empty subset of `within`).
@@ -446,12 +459,47 @@ class PartSearch {
     if (priced_by_bounds_) return stage_bound(ending, kind);
     MaskMap<double>& cache = kind == StageKind::kMerge ? merge_cache_ : concurrent_cache_;
     if (const double* cached = cache.find(ending)) return *cached;
-    const double latency = kind == StageKind::kMerge
-                               ? cost_.merge_latency(units_of(ending)).count()
-                               : cost_.stage_latency(groups_of(ending)).count();
+    const double latency = kind == StageKind::kMerge ? cost_.merge_latency(units_of(ending)).count()
+                           : limits_.cores > 0       ? allotted_latency(ending)
+                                               : cost_.stage_latency(groups_of(ending)).count();
     ++stage_queries_;
     cache.insert(ending, latency);
     return latency;
+  }
+  // ios-threads: the stage at its best allotment (one thread count per group, summing to at
+  // most the cores), which allotment_ records. A cost model that measures is asked for the one
+  // allotment its unit latencies predict fastest; one that computes, for every allotment.
+  double allotted_latency(Mask ending) {
+    const std::vector<std::vector<UnitId>> groups = groups_of(ending);
+    const std::vector<int> choices = thread_choices(limits_.cores);
+    std::vector<int> threads(groups.size(), 0), best_threads;
+    double best = kInfinity;
+    auto predicted = [&] {
+      return cost_.measures() ? cost_.cost::CostModel::stage_latency_at(groups, threads).count()
+                              : cost_.stage_latency_at(groups, threads).count();
+    };
+    auto assign = [&](auto& self, size_t g, int left) -> void {
+      if (g == groups.size()) {
+        const double t = predicted();
+        if (best_threads.empty() || t < best - 1e-9 * std::max(1.0, best))
+          best = t, best_threads = threads;
+        return;
+      }
+      const int others = static_cast<int>(groups.size() - g - 1);  // each needs a core
+      for (int k : choices) {
+        if (k > left - others) break;
+        threads[g] = k;
+        self(self, g + 1, left - k);
+      }
+    };
+    assign(assign, 0, limits_.cores);
+    BRAID_ASSERT(!best_threads.empty(), "ios-threads: a stage of ", groups.size(), " groups on ",
+                 limits_.cores, " cores");
+    allotment_.insert(ending, best_threads);
+    if (cost_.measures()) best = cost_.stage_latency_at(groups, best_threads).count();
+    // Never below the bound the best-first search prices it by, so its heuristic stays
+    // consistent (a measurement may come out under it by noise).
+    return std::max(best, stage_bound(ending, StageKind::kConcurrent));
   }
   const double* known_latency(Mask ending, StageKind kind) const {
     return (kind == StageKind::kMerge ? merge_cache_ : concurrent_cache_).find(ending);
@@ -462,9 +510,30 @@ class PartSearch {
     if (const double* cached = cache.find(ending)) return *cached;
     const double bound = kind == StageKind::kMerge
                              ? cost_.merge_lower_bound(units_of(ending)).count()
-                             : cost_.stage_lower_bound(groups_of(ending)).count();
+                         : limits_.cores > 0 ? allotted_bound(ending)
+                                             : cost_.stage_lower_bound(groups_of(ending)).count();
     cache.insert(ending, bound);
     return bound;
+  }
+  // ios-threads: no allotment runs a stage faster than its slowest group with every unit at its
+  // fastest thread count, or than its least work (threads x latency) over the cores.
+  double allotted_bound(Mask ending) {
+    double slowest = 0, work = 0;
+    for (const std::vector<UnitId>& group : groups_of(ending)) {
+      double sum = 0;
+      for (UnitId u : group) {
+        double fastest = kInfinity, least = kInfinity;
+        for (int k : thread_choices(limits_.cores)) {
+          const double t = cost_.unit_latency_at(u, k).count();
+          fastest = std::min(fastest, t);
+          least = std::min(least, k * t);
+        }
+        sum += fastest;
+        work += least;
+      }
+      slowest = std::max(slowest, sum);
+    }
+    return std::max(slowest, work / limits_.cores);
   }
   double heuristic(Mask s) { return weight_ * lower_bound(s); }
 
@@ -490,9 +559,10 @@ class PartSearch {
   MaskMap<Choice> memo_;  // cost[S] and choice[S] of Algorithm 1
   MaskMap<double> concurrent_cache_, merge_cache_;
   MaskMap<double> concurrent_bound_, merge_bound_;  // priced_by_bounds_ only
-  MaskMap<uint8_t> centered_;           // 1: centered (not vector<bool>: find returns a pointer)
-  const bool priced_by_bounds_;         // stage latencies are the cost model's lower bounds
-  std::unique_ptr<PartSearch> bounds_;  // the best-first heuristic's search
+  MaskMap<uint8_t> centered_;            // 1: centered (not vector<bool>: find returns a pointer)
+  MaskMap<std::vector<int>> allotment_;  // ios-threads: each concurrent stage's best threads
+  const bool priced_by_bounds_;          // stage latencies are the cost model's lower bounds
+  std::unique_ptr<PartSearch> bounds_;   // the best-first heuristic's search
   int64_t transitions_ = 0;
   int64_t states_ = 0;
   int64_t stage_queries_ = 0;
@@ -590,6 +660,8 @@ std::string_view IosScheduler::name() const {
       return "ios-parallel";
     case IosVariant::kMerge:
       return "ios-merge";
+    case IosVariant::kThreads:
+      return "ios-threads";
   }
   return "ios";
 }
@@ -604,17 +676,23 @@ Schedule IosScheduler::schedule(const ir::UnitGraph& graph, const cost::CostMode
   limits.group_size = bound(options_.max_group_size);
   limits.groups = std::min(bound(options_.max_groups), bound(options_.max_streams));
   limits.merge_units = bound(options_.max_groups);
+  if (variant_ == IosVariant::kThreads) {
+    limits.cores = allotment_cores(options_, cost);
+    limits.groups = std::min(limits.groups, limits.cores);  // every group needs a core
+  }
 
   Schedule s;
   s.algorithm = std::string(name());
   s.model = graph.name();
+  s.cores = limits.cores;
   double total = 0;
   int64_t transitions = 0, states = 0, stage_queries = 0;
   const std::vector<std::vector<UnitId>> parts = ios_parts(graph, max_part_size_);
   const bool best_first = options_.ios_search == IosSearch::kBestFirst ||
                           (options_.ios_search == IosSearch::kAuto && cost.measures());
   for (const std::vector<UnitId>& units : parts) {
-    const Part part = make_part(graph, units, variant_ != IosVariant::kParallel);
+    const Part part =
+        make_part(graph, units, variant_ == IosVariant::kBoth || variant_ == IosVariant::kMerge);
     PartSearch search(part, cost, variant_, limits, options_.ios_tolerance);
     const Mask all = units.size() == 64 ? ~Mask{0} : bit(units.size()) - 1;
     const PartSearch::Result result =
@@ -647,6 +725,9 @@ std::unique_ptr<Scheduler> make_ios_parallel_scheduler(const ScheduleOptions& op
 }
 std::unique_ptr<Scheduler> make_ios_merge_scheduler(const ScheduleOptions& options) {
   return std::make_unique<IosScheduler>(options, IosVariant::kMerge);
+}
+std::unique_ptr<Scheduler> make_ios_threads_scheduler(const ScheduleOptions& options) {
+  return std::make_unique<IosScheduler>(options, IosVariant::kThreads);
 }
 
 }  // namespace braid::sched

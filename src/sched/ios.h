@@ -25,7 +25,15 @@
 // Variants (registry names):
 //  - "ios": concurrent and merge stages (IOS-Both);
 //  - "ios-parallel": concurrent stages only;
-//  - "ios-merge": merge stages plus single-unit stages, so that every graph can be scheduled.
+//  - "ios-merge": merge stages plus single-unit stages, so that every graph can be scheduled;
+//  - "ios-threads": concurrent stages with an allotment (schedule.h): every stage also chooses
+//    each group's threads, at most ScheduleOptions::cores (else the cost model's max_threads)
+//    in all, so at most that many groups; the stage costs its best allotment
+//    (cost::CostModel::stage_latency_at). Every allotment is priced under a cost model that
+//    computes; one that measures is asked only for the allotment its unit latencies
+//    (unit_latency_at) predict fastest. Beyond 8 cores a group's choices are powers of two and
+//    all the cores. The best-first bound of a stage is its slowest group at each unit's fastest
+//    thread count, and its least work over the cores.
 //
 // Block-wise search: ir::block_partition cuts the graph at its cut units; each block is
 // optimized on its own and the stage lists are concatenated (ios.txt §4.2). A block of more
@@ -75,7 +83,7 @@
 
 namespace braid::sched {
 
-enum class IosVariant : uint8_t { kBoth, kParallel, kMerge };
+enum class IosVariant : uint8_t { kBoth, kParallel, kMerge, kThreads };
 
 inline constexpr int kIosMaxPartSize = 64;  // units per part: one uint64_t bit mask
 inline constexpr int kIosDefaultPartSize = 50;
@@ -106,5 +114,6 @@ std::vector<std::vector<UnitId>> ios_parts(const ir::UnitGraph& graph, int max_p
 std::unique_ptr<Scheduler> make_ios_scheduler(const ScheduleOptions& options);
 std::unique_ptr<Scheduler> make_ios_parallel_scheduler(const ScheduleOptions& options);
 std::unique_ptr<Scheduler> make_ios_merge_scheduler(const ScheduleOptions& options);
+std::unique_ptr<Scheduler> make_ios_threads_scheduler(const ScheduleOptions& options);
 
 }  // namespace braid::sched

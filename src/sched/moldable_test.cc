@@ -9,6 +9,8 @@
 #include "models/loader.h"
 #include "models/zoo.h"
 #include "sched/lower.h"
+#include "sched/predict.h"
+#include "sched/test_graphs.h"
 #include "sched/validate.h"
 
 namespace braid::sched {
@@ -116,6 +118,101 @@ TEST(Moldable, ValidOnZooModels) {
       }
     }
   }
+}
+
+// Every stage schedule of `rest` (the units left, closed under predecessors) with every
+// allotment: the last stage is any non-empty set of units of `rest` none of whose successors
+// stay behind, its groups the connected parts, their threads any counts of at least one
+// summing to at most `cores`. Each complete schedule is priced by predicted_latency, not by
+// the recurrence the DP evaluates.
+void brute_force(const ir::UnitGraph& g, const cost::CostModel& cost, int cores, uint32_t rest,
+                 std::vector<Stage>& tail, double& best) {
+  if (rest == 0) {
+    Schedule s;
+    s.cores = cores;
+    s.stages.assign(tail.rbegin(), tail.rend());
+    best = std::min(best, predicted_latency(g, s, cost).count());
+    return;
+  }
+  const size_t n = g.num_units();
+  for (uint32_t ending = rest; ending != 0; ending = (ending - 1) & rest) {
+    bool closed = true;
+    for (size_t u = 0; u < n && closed; ++u)
+      if (ending >> u & 1)
+        for (UnitId v : g.successors(make_id<UnitId>(u)))
+          if ((rest >> index(v) & 1) && !(ending >> index(v) & 1)) closed = false;
+    if (!closed) continue;
+    // Connected parts of the ending, each in id (topological) order.
+    std::vector<int> part(n, -1);
+    int parts = 0;
+    for (size_t u = 0; u < n; ++u) {
+      if (!(ending >> u & 1) || part[u] >= 0) continue;
+      std::vector<size_t> stack = {u};
+      part[u] = parts;
+      while (!stack.empty()) {
+        const size_t x = stack.back();
+        stack.pop_back();
+        auto visit = [&](UnitId y) {
+          if ((ending >> index(y) & 1) && part[index(y)] < 0) {
+            part[index(y)] = parts;
+            stack.push_back(index(y));
+          }
+        };
+        for (UnitId y : g.successors(make_id<UnitId>(x))) visit(y);
+        for (UnitId y : g.predecessors(make_id<UnitId>(x))) visit(y);
+      }
+      ++parts;
+    }
+    if (parts > cores) continue;
+    Stage stage;
+    stage.groups.resize(parts);
+    for (size_t u = 0; u < n; ++u)
+      if (part[u] >= 0) stage.groups[part[u]].push_back(make_id<UnitId>(u));
+    stage.threads.assign(parts, 1);
+    // Every allotment of the parts: counts 1..cores with a sum of at most cores.
+    auto assign = [&](auto& self, int k, int left) -> void {
+      if (k == parts) {
+        tail.push_back(stage);
+        brute_force(g, cost, cores, rest & ~ending, tail, best);
+        tail.pop_back();
+        return;
+      }
+      for (int t = 1; t <= left - (parts - k - 1); ++t) {
+        stage.threads[k] = t;
+        self(self, k + 1, left - t);
+      }
+    };
+    assign(assign, 0, cores);
+  }
+}
+
+// ios-threads evaluates the same space by its recurrence (memoized on the units left, each
+// stage at its best allotment): on small DAGs its optimum is the brute force's.
+TEST(IosThreads, EqualsBruteForceOnSmallDags) {
+  int compared = 0, widened = 0;
+  for (uint64_t seed = 0; seed < 60; ++seed) {
+    const ir::UnitGraph g = testing::random_graph(5000 + seed, 3, 6, 4);
+    std::mt19937_64 rng(seed);
+    std::vector<double> scaling(g.num_units());
+    for (double& x : scaling) x = (rng() % 5) / 4.0;  // 0, 0.25, ..., 1
+    for (int cores : {2, 3}) {
+      const ScalingCost cost(g, scaling, cores);
+      const ScheduleOptions options{.max_streams = 0, .max_group_size = 0, .max_groups = 0};
+      const Schedule s = make_scheduler("ios-threads", options)->schedule(g, cost);
+      ASSERT_TRUE(first_error_free(g, s)) << "seed " << seed;
+      std::vector<Stage> tail;
+      double best = std::numeric_limits<double>::infinity();
+      brute_force(g, cost, cores, (1u << g.num_units()) - 1, tail, best);
+      EXPECT_NEAR(s.predicted_latency->count(), best, 1e-6 * best)
+          << "seed " << seed << ", " << cores << " cores\n"
+          << to_string(s, g);
+      EXPECT_NEAR(predicted_latency(g, s, cost).count(), best, 1e-6 * best) << "seed " << seed;
+      ++compared;
+      for (int k : unit_threads(s, g.num_units(), 1)) widened += k > 1;
+    }
+  }
+  EXPECT_EQ(compared, 120);
+  EXPECT_GT(widened, 100);  // the allotments matter: many units run on more than one core
 }
 
 }  // namespace

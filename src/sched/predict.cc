@@ -35,6 +35,8 @@ Micros predict_stages(const ir::UnitGraph& units, const Schedule& s, const cost:
       for (const auto& group : stage.groups)
         merged.insert(merged.end(), group.begin(), group.end());
       duration = cost.merge_latency(merged);
+    } else if (!stage.threads.empty()) {
+      duration = cost.stage_latency_at(stage.groups, stage.threads);
     } else {
       duration = cost.stage_latency(stage.groups);
     }
@@ -51,6 +53,10 @@ Micros predict_lanes(const ir::UnitGraph& units, const Schedule& s, const cost::
   std::vector<std::optional<Micros>> finish(n);
   std::vector<size_t> next(s.lanes.size(), 0);
   std::vector<Micros> lane_free(s.lanes.size(), Micros{0});
+  // Syncs that are not graph edges also delay their `to` (an allotment's shared cores).
+  std::vector<std::vector<UnitId>> waits(n);
+  for (const SyncEdge& e : s.syncs) waits[index(e.to)].push_back(e.from);
+  const std::vector<int> threads = unit_threads(s, n, 0);
   // Advance every lane as far as its next unit's predecessors allow, until all are done; a
   // valid schedule never deadlocks (its lanes follow a topological order of the cross-lane
   // waits).
@@ -74,8 +80,17 @@ Micros predict_lanes(const ir::UnitGraph& units, const Schedule& s, const cost::
           if (where[index(edge.from)]->device != lane.device) at += cost.transfer_latency(edge);
           start = std::max(start, at);
         }
+        for (UnitId from : waits[index(u)]) {
+          if (!ready || !finish[index(from)]) {
+            ready = false;
+            break;
+          }
+          start = std::max(start, *finish[index(from)]);
+        }
         if (!ready) break;
-        finish[index(u)] = start + cost.unit_latency(u);
+        finish[index(u)] =
+            start + (threads[index(u)] > 0 ? cost.unit_latency_at(u, threads[index(u)])
+                                           : cost.unit_latency(u));
         lane_free[l] = *finish[index(u)];
         makespan = std::max(makespan, lane_free[l]);
         ++next[l];

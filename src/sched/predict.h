@@ -7,8 +7,9 @@
 // (concurrent) or merge_latency (merge); a stage also waits for the stages on other devices
 // that produce its inputs, plus their transfer latency. Stream form (LIOS, Nimble, Opara):
 // every lane runs its units in order; a unit starts when its lane is free and every
-// predecessor has finished (plus the transfer from another device): the list-scheduling model
-// of lios.txt §IV, with no contention between lanes.
+// predecessor and every sync's `from` has finished (plus the transfer from another device): the
+// list-scheduling model of lios.txt §IV, with no contention between lanes. Under an allotment
+// (schedule.h) a unit takes unit_latency_at its threads, a stage stage_latency_at its groups'.
 #pragma once
 
 #include "base/units.h"

@@ -37,6 +37,7 @@ constexpr Entry kSchedulers[] = {
     {"ios", make_ios_scheduler},
     {"ios-parallel", make_ios_parallel_scheduler},
     {"ios-merge", make_ios_merge_scheduler},
+    {"ios-threads", make_ios_threads_scheduler},
     {"optimal", make<OptimalScheduler>},
     {"lios", make_lios_scheduler<LiosVariant::kLios>},
     {"lios-rand1", make_lios_scheduler<LiosVariant::kRand1>},
