@@ -15,16 +15,45 @@
 namespace braid::tune {
 namespace {
 
-constexpr std::array<std::string_view, 8> kCandidates = {
-    "sequential", "greedy", "nimble", "lios", "opara", "heft", "ios", "optimal"};
+constexpr std::array<std::string_view, 11> kCandidates = {
+    "sequential", "intra", "moldable", "ios-threads", "greedy", "nimble",
+    "lios",       "opara", "heft",     "ios",         "optimal"};
+
+// The schedulers that plan an allotment: candidates only where units can take several cores.
+bool allots(std::string_view scheduler) {
+  return scheduler == "intra" || scheduler == "moldable" || scheduler == "ios-threads";
+}
+
+// One candidate: a scheduler, and for `intra` the cores every unit takes ("intra@2").
+struct Spec {
+  std::string label;
+  std::string_view scheduler;
+  int cores = 0;
+};
+
+// sequential, intra@1..cores (but the one sequential already is), the other allotment
+// schedulers on `cores`, then the inter-operator ones.
+std::vector<Spec> candidate_specs(int cores, int threads_per_stream) {
+  std::vector<Spec> specs;
+  for (std::string_view c : kCandidates) {
+    if (allots(c) && cores < 2) continue;
+    if (c != "intra") {
+      specs.push_back({std::string(c), c, allots(c) ? cores : 0});
+      continue;
+    }
+    for (int k = 1; k <= cores; ++k)
+      if (k != threads_per_stream) specs.push_back({fmt::format("intra@{}", k), c, k});
+  }
+  return specs;
+}
 
 // Everything besides the model and the device that changes the candidates or their latencies.
-std::string settings(const cost::CostModel& cost, const AutoOptions& o) {
+std::string settings(const cost::CostModel& cost, const AutoOptions& o, int cores) {
   const sched::ScheduleOptions& s = o.schedule;
   const exec::CpuExecutorOptions& e = o.measure.executor;
   std::string candidates;
-  for (std::string_view c : kCandidates)
-    candidates += (candidates.empty() ? "" : ",") + std::string(c);
+  for (const Spec& c : candidate_specs(cores, e.threads_per_stream))
+    candidates += (candidates.empty() ? "" : ",") + c.label;
   return fmt::format(
       "cost {} | streams {} | ios r{} s{} search {} tolerance {} | device {}{} | threads {} "
       "layout {} spin {} concat_in_place {} | candidates {} | measured {}",
@@ -33,6 +62,12 @@ std::string settings(const cost::CostModel& cost, const AutoOptions& o) {
       std::string(o.measure.graph_replay ? " graph" : "") + (o.measure.allow_tf32 ? " tf32" : ""),
       e.threads_per_stream, exec::cpu::layout_name(e.layout), e.spin_us, e.concat_in_place,
       candidates, o.max_measured);
+}
+
+size_t units_in(const sched::Schedule& s) {
+  size_t n = 0;
+  for (UnitId u : sched::scheduled_units(s)) n = std::max(n, static_cast<size_t>(index(u)) + 1);
+  return n;
 }
 
 // What the executor runs of a schedule: two schedulers that place and order alike are one
@@ -51,6 +86,9 @@ std::string placement_key(const sched::Schedule& s) {
     key += fmt::format("L{}.{}:", lane.device, lane.stream);
     ids(lane.units);
   }
+  // The allotment: where units take other thread counts, the executor runs another plan.
+  key += fmt::format("C{}", s.cores);
+  for (int k : sched::unit_threads(s, units_in(s), 0)) key += fmt::format("{},", k);
   for (const sched::SyncEdge& e : s.syncs)
     key += fmt::format("E{}>{}", static_cast<uint32_t>(e.from), static_cast<uint32_t>(e.to));
   key += "O";
@@ -63,13 +101,17 @@ std::string placement_key(const sched::Schedule& s) {
 std::vector<sched::Schedule> schedule_candidates(const ir::UnitGraph& units,
                                                  const cost::CostModel& cost,
                                                  const sched::ScheduleOptions& options,
-                                                 AutoDecision& d) {
-  std::vector<sched::Schedule> schedules(kCandidates.size());
-  for (size_t i = 0; i < kCandidates.size(); ++i) {
+                                                 std::span<const Spec> specs, AutoDecision& d) {
+  std::vector<sched::Schedule> schedules(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
     AutoCandidate& c = d.candidates.emplace_back();
-    c.algorithm = kCandidates[i];
+    c.algorithm = specs[i].label;
+    c.intra_operator = specs[i].scheduler == "sequential" || specs[i].scheduler == "intra";
     try {
-      schedules[i] = sched::make_scheduler(c.algorithm, options)->schedule(units, cost);
+      sched::ScheduleOptions o = options;
+      o.cores = specs[i].cores;
+      schedules[i] = sched::make_scheduler(specs[i].scheduler, o)->schedule(units, cost);
+      schedules[i].algorithm = specs[i].label;
       sched::validate_or_throw(units, schedules[i]);
       c.predicted_ms = sched::predicted_latency(units, schedules[i], cost).count() / 1e3;
     } catch (const Error& e) {
@@ -82,31 +124,35 @@ std::vector<sched::Schedule> schedule_candidates(const ir::UnitGraph& units,
   return schedules;
 }
 
-// Which candidates run on the device: sequential (index 0), then the others by predicted
-// latency (ties in list order), one per distinct placement, at most `max_measured` in all. The
-// others get the reason in `skipped`.
+// Which candidates run on the device: the intra-operator runs (sequential, index 0, and intra
+// at every other thread count), then the others by predicted latency (ties in list order), one
+// per distinct placement, max_measured - 1 of them. The others get the reason in `skipped`.
 std::vector<size_t> choose_to_measure(std::span<const sched::Schedule> schedules, int max_measured,
                                       AutoDecision& d) {
-  std::vector<size_t> order;
-  for (size_t i = 1; i < schedules.size(); ++i)
-    if (d.candidates[i].skipped.empty()) order.push_back(i);
+  std::vector<size_t> order, intra;
+  for (size_t i = 0; i < schedules.size(); ++i)
+    if (d.candidates[i].skipped.empty())
+      (d.candidates[i].intra_operator ? intra : order).push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return *d.candidates[a].predicted_ms < *d.candidates[b].predicted_ms;
   });
-  order.insert(order.begin(), 0);
+  order.insert(order.begin(), intra.begin(), intra.end());
   std::vector<size_t> chosen;
   std::vector<std::string> placements;
+  size_t others = 0;
   for (size_t i : order) {
     std::string placement = placement_key(schedules[i]);
     auto same = std::find(placements.begin(), placements.end(), placement);
-    if (same != placements.end())
+    if (same != placements.end()) {
       d.candidates[i].skipped =
           "same schedule as " + d.candidates[chosen[same - placements.begin()]].algorithm;
-    else if (chosen.size() == static_cast<size_t>(max_measured))
+    } else if (!d.candidates[i].intra_operator && others + 1 >= static_cast<size_t>(max_measured)) {
       d.candidates[i].skipped = fmt::format(
-          "predicted no faster than the {} measured beside sequential", chosen.size() - 1);
-    else
+          "predicted no faster than the {} measured beside the intra-operator runs", others);
+    } else {
+      others += !d.candidates[i].intra_operator;
       chosen.push_back(i), placements.push_back(std::move(placement));
+    }
   }
   return chosen;
 }
@@ -127,10 +173,13 @@ std::optional<AutoDecision> from_cache(const nlohmann::json& j, const ir::UnitGr
     sched::validate_or_throw(units, d.schedule);
     d.sequential_ms = j.at("sequential_ms").get<double>();
     d.winner_ms = j.at("winner_ms").get<double>();
+    d.best_intra = j.at("best_intra").get<std::string>();
+    d.best_intra_ms = j.at("best_intra_ms").get<double>();
     for (const auto& c : j.at("candidates")) {
       AutoCandidate& a = d.candidates.emplace_back();
       a.algorithm = c.at("algorithm").get<std::string>();
       a.skipped = c.value("skipped", "");
+      a.intra_operator = c.value("intra_operator", false);
       if (c.contains("predicted_ms")) a.predicted_ms = c["predicted_ms"].get<double>();
       if (c.contains("measured_ms"))
         a.measured = Measured{.median_ms = c["measured_ms"].at("median").get<double>(),
@@ -149,6 +198,12 @@ std::optional<AutoDecision> from_cache(const nlohmann::json& j, const ir::UnitGr
 
 std::span<const std::string_view> auto_candidates() {
   return kCandidates;
+}
+
+std::vector<std::string> auto_candidate_labels(int cores, int threads_per_stream) {
+  std::vector<std::string> labels;
+  for (const Spec& s : candidate_specs(cores, threads_per_stream)) labels.push_back(s.label);
+  return labels;
 }
 
 std::vector<std::string_view> algorithm_names() {
@@ -174,6 +229,11 @@ int default_auto_max_measured(const Device& device) {
   return device.is_gpu() ? static_cast<int>(std::size(kCandidates)) : 4;
 }
 
+int auto_cores(const cost::CostModel& cost, const AutoOptions& options) {
+  const int most = std::max(1, cost.max_threads());
+  return options.schedule.cores > 0 ? std::min(options.schedule.cores, most) : most;
+}
+
 int default_auto_warmup(const Device& device) {
   if (device.is_sim()) return 0;
   return device.is_cuda() ? 20 : 2;
@@ -186,6 +246,7 @@ nlohmann::json to_json(const AutoDecision& d) {
     if (c.predicted_ms) j["predicted_ms"] = *c.predicted_ms;
     if (c.measured) j["measured_ms"] = to_json(*c.measured);
     if (!c.skipped.empty()) j["skipped"] = c.skipped;
+    if (c.intra_operator) j["intra_operator"] = true;
     candidates.push_back(std::move(j));
   }
   return {{"winner", d.winner},
@@ -193,6 +254,9 @@ nlohmann::json to_json(const AutoDecision& d) {
           {"sequential_ms", d.sequential_ms},
           {"winner_ms", d.winner_ms},
           {"speedup_over_sequential", d.speedup_over_sequential()},
+          {"best_intra", d.best_intra},
+          {"best_intra_ms", d.best_intra_ms},
+          {"speedup_over_intra", d.speedup_over_intra()},
           {"candidates", std::move(candidates)}};
 }
 
@@ -202,9 +266,11 @@ std::string summary(const AutoDecision& d) {
     if (c.measured)
       measured += fmt::format("{}{} {:.3f} ms", measured.empty() ? "" : ", ", c.algorithm,
                               c.measured->median_ms);
-  return fmt::format("{} ({} {:.2f}x over sequential; candidates: {})", d.winner,
-                     d.cached ? "cached decision, measured" : "measured",
-                     d.speedup_over_sequential(), measured);
+  return fmt::format(
+      "{} ({} {:.2f}x over the best intra-operator run, {}, and {:.2f}x over sequential; "
+      "candidates: {})",
+      d.winner, d.cached ? "cached decision, measured" : "measured", d.speedup_over_intra(),
+      d.best_intra, d.speedup_over_sequential(), measured);
 }
 
 AutoDecision auto_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights,
@@ -228,7 +294,7 @@ AutoDecision auto_schedule(const ir::UnitGraph& units, const cost::CostModel& co
       .device = options.device_description.empty() ? describe_device(options.measure.device)
                                                    : options.device_description,
       .braid_version = options.braid_version.empty() ? braid_version() : options.braid_version,
-      .settings = settings(cost, options)};
+      .settings = settings(cost, options, auto_cores(cost, options))};
   std::optional<DecisionCache> cache;
   if (options.cache_dir) {
     cache.emplace(*options.cache_dir);
@@ -237,21 +303,29 @@ AutoDecision auto_schedule(const ir::UnitGraph& units, const cost::CostModel& co
   }
 
   AutoDecision d;
-  std::vector<sched::Schedule> schedules = schedule_candidates(units, cost, options.schedule, d);
+  const std::vector<Spec> specs =
+      candidate_specs(auto_cores(cost, options), options.measure.executor.threads_per_stream);
+  std::vector<sched::Schedule> schedules =
+      schedule_candidates(units, cost, options.schedule, specs, d);
   const std::vector<size_t> chosen = choose_to_measure(schedules, options.max_measured, d);
   std::vector<sched::Schedule> timed;
   for (size_t i : chosen) timed.push_back(schedules[i]);
   const std::vector<Measured> measured = measure(timed);
   BRAID_ASSERT(measured.size() == timed.size(), "one measurement per candidate");
-  size_t best = 0;
+  size_t best = 0, best_intra = 0;
   for (size_t k = 0; k < chosen.size(); ++k) {
     d.candidates[chosen[k]].measured = measured[k];
     if (measured[k].median_ms < measured[best].median_ms) best = k;
+    if (d.candidates[chosen[k]].intra_operator &&
+        measured[k].median_ms < measured[best_intra].median_ms)
+      best_intra = k;
   }
   d.winner = d.candidates[chosen[best]].algorithm;
   d.schedule = std::move(schedules[chosen[best]]);
   d.sequential_ms = measured[0].median_ms;
   d.winner_ms = measured[best].median_ms;
+  d.best_intra = d.candidates[chosen[best_intra]].algorithm;
+  d.best_intra_ms = measured[best_intra].median_ms;
   if (cache) {
     nlohmann::json stored = to_json(d);
     stored.erase("cached");

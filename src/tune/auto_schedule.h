@@ -29,8 +29,14 @@ namespace braid::tune {
 
 // The schedulers auto tries, in this order: every single-device scheduler of the registry
 // except the randomized ablations (lios-rand*) and those IOS's own search already covers
-// (ios-parallel, ios-merge: subsets of ios's choices under the same cost model).
+// (ios-parallel, ios-merge: subsets of ios's choices under the same cost model). The
+// allotment schedulers (intra, moldable, ios-threads) only where units can take several cores
+// (the cost model's max_threads, capped by ScheduleOptions::cores).
 std::span<const std::string_view> auto_candidates();
+// The candidates as auto lists them on `cores` cores: sequential (at the executor's threads per
+// stream), intra@K for every other K from 1 to cores (every unit on K threads), moldable and
+// ios-threads on `cores`, then the inter-operator schedulers.
+std::vector<std::string> auto_candidate_labels(int cores, int threads_per_stream);
 
 inline constexpr std::string_view kAuto = "auto";
 // What --algo accepts where auto can run (braid run, braid bench): "auto", then the registry.
@@ -61,11 +67,18 @@ int default_auto_warmup(const Device& device);
 // distinct one on a GPU, where a round of replays costs milliseconds and the measured costs put
 // five schedulers ahead of ios on tv_inception_v3, where ios ran fastest on an H100
 // (docs/gpu.md), and on a simulated one, where a run is a millisecond of simulation; the best
-// predicted four on the CPU.
+// predicted four on the CPU. The intra-operator runs are measured beyond these: max_measured
+// counts sequential and the max_measured - 1 others.
 int default_auto_max_measured(const Device& device);
+// The cores auto's allotment candidates plan for: the cost model's max_threads (the CPUs here,
+// under the CPU profiler; 1 on GPUs and simulators), capped by options.schedule.cores (--threads).
+int auto_cores(const cost::CostModel& cost, const AutoOptions& options);
 
 struct AutoCandidate {
-  std::string algorithm;
+  std::string algorithm;  // the label: a scheduler's name, or intra@K
+  // sequential or intra@K: intra-operator parallelism only. Always measured: they are the
+  // runs auto must never lose to.
+  bool intra_operator = false;
   // Why it was not measured: the scheduler's error, "same schedule as X", or "predicted no
   // faster than the N measured beside sequential". Empty for a measured candidate.
   std::string skipped;
@@ -79,7 +92,10 @@ struct AutoDecision {
   std::vector<AutoCandidate> candidates;
   bool cached = false;  // read from the decision cache: nothing was scheduled or measured
   double sequential_ms = 0, winner_ms = 0;  // measured medians
+  std::string best_intra;                   // the fastest intra-operator candidate
+  double best_intra_ms = 0;
   double speedup_over_sequential() const { return sequential_ms / winner_ms; }
+  double speedup_over_intra() const { return best_intra_ms / winner_ms; }
 };
 
 // "winner": ..., "cached": ..., "sequential_ms", "winner_ms", "speedup_over_sequential",

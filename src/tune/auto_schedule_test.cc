@@ -125,7 +125,8 @@ TEST(AutoSchedule, ListsEveryCandidateAndWhyItWasNotMeasured) {
   AutoOptions options = options_for_tests();
   options.max_measured = 2;
   const AutoDecision d = auto_schedule(units, cost, options, device.measure());
-  ASSERT_EQ(d.candidates.size(), auto_candidates().size());
+  // The dag cost model prices one thread per unit: no allotment candidates.
+  ASSERT_EQ(d.candidates.size(), auto_candidate_labels(1, 1).size());
   size_t measured = 0;
   for (const AutoCandidate& c : d.candidates) {
     measured += c.measured.has_value();
@@ -143,6 +144,61 @@ TEST(AutoSchedule, ListsEveryCandidateAndWhyItWasNotMeasured) {
   EXPECT_EQ(j["winner"], d.winner);
   EXPECT_EQ(j["cached"], false);
   EXPECT_EQ(j["candidates"].size(), d.candidates.size());
+}
+
+// Where units can take two cores, auto also tries sequential at two threads (intra@2) and the
+// allotment schedulers, always measures the intra-operator runs, keeps the measured fastest and
+// says by how much it beats the best intra-operator run.
+TEST(AutoSchedule, TriesIntraOperatorPlansAndKeepsTheMeasuredFastest) {
+  const ir::UnitGraph units = wide_dag();
+  const cost::RooflineCostModel cost(units, {.cores = 2});
+  EXPECT_EQ(auto_candidate_labels(2, 1),
+            (std::vector<std::string>{"sequential", "intra@2", "moldable", "ios-threads", "greedy",
+                                      "nimble", "lios", "opara", "heft", "ios", "optimal"}));
+  EXPECT_EQ(auto_candidate_labels(3, 2)[1], "intra@1");
+  EXPECT_EQ(auto_candidate_labels(3, 2)[2], "intra@3");
+  for (const auto& [fastest, fastest_ms] :
+       std::vector<std::pair<std::string, double>>{{"intra@2", 4.0}, {"moldable", 3.0}}) {
+    std::map<std::string, double> ms = {{"sequential", 10}, {"intra@2", 6}, {"moldable", 5}};
+    ms[fastest] = fastest_ms;
+    std::vector<std::string> asked;
+    MeasureCandidates measure = [&](std::span<const sched::Schedule> schedules) {
+      std::vector<Measured> out;
+      for (const sched::Schedule& s : schedules) {
+        asked.push_back(s.algorithm);
+        const double t = ms.count(s.algorithm) ? ms[s.algorithm] : 8.0;
+        out.push_back({.median_ms = t, .p10_ms = t, .p90_ms = t});
+      }
+      return out;
+    };
+    AutoOptions options = options_for_tests();
+    options.max_measured = 1;  // sequential alone, besides the intra-operator runs
+    const AutoDecision only_intra = auto_schedule(units, cost, options, measure);
+    EXPECT_EQ(asked, (std::vector<std::string>{"sequential", "intra@2"}))
+        << "the intra-operator runs are always measured";
+    EXPECT_EQ(only_intra.winner, "intra@2");
+    asked.clear();
+    options.max_measured = 20;  // every distinct candidate
+    const AutoDecision d = auto_schedule(units, cost, options, measure);
+    ASSERT_GE(asked.size(), 3u);
+    EXPECT_EQ(asked[0], "sequential");
+    EXPECT_EQ(asked[1], "intra@2");
+    EXPECT_NE(std::find(asked.begin(), asked.end(), "moldable"), asked.end());
+    expect_winner_is_measured_argmin(d);
+    EXPECT_EQ(d.winner, fastest);
+    EXPECT_EQ(d.schedule.algorithm, fastest);
+    EXPECT_EQ(d.best_intra, "intra@2");
+    EXPECT_DOUBLE_EQ(d.best_intra_ms, ms["intra@2"]);
+    EXPECT_DOUBLE_EQ(d.speedup_over_intra(), ms["intra@2"] / fastest_ms);
+    if (fastest == "intra@2") {
+      EXPECT_EQ(d.schedule.cores, 2);
+      for (int k : sched::unit_threads(d.schedule, units.num_units(), 0)) EXPECT_EQ(k, 2);
+    }
+    EXPECT_NE(summary(d).find("over the best intra-operator run, intra@2"), std::string::npos)
+        << summary(d);
+    const nlohmann::json j = to_json(d);
+    EXPECT_EQ(j["best_intra"], "intra@2");
+  }
 }
 
 // On a GPU every distinct candidate runs: an H100 ran ios fastest on tv_inception_v3 where the
