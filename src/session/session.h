@@ -97,7 +97,8 @@ class Session {
   const std::vector<TensorInfo>& outputs() const;
   const sched::Schedule& schedule() const;
   nlohmann::json schedule_json() const;  // braid.schedule/1, as `braid schedule --json` writes
-  // auto: "WINNER (measured X.XXx over the best intra-operator run, ...)"; otherwise the scheduler's name.
+  // auto: "WINNER (measured X.XXx over the best intra-operator run, ...)"; otherwise the
+  // scheduler's name.
   const std::string& schedule_summary() const;
   const ir::UnitGraph& units() const;
   const models::ModelMetadata& metadata() const;  // get_modelmeta()'s fields

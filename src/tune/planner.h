@@ -54,7 +54,8 @@ struct Plan {
   std::optional<AutoDecision> decision;  // auto's: the candidates, measured and skipped
   std::string cost_model;                // the name of the cost model that priced it; "" if given
   std::optional<double> predicted_ms;    // its latency under that cost model
-  // auto: "WINNER (measured X.XXx over the best intra-operator run, ...)"; given: "given (ALGO)"; else the name.
+  // auto: "WINNER (measured X.XXx over the best intra-operator run, ...)"; given: "given (ALGO)";
+  // else the name.
   std::string summary;
 };
 

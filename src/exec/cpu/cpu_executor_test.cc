@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 
+#include "cost/roofline.h"
 #include "exec/ref/ref_executor.h"
 #include "models/zoo.h"
 #include "sched/lower.h"
@@ -117,6 +118,12 @@ TEST_P(CpuExecutorZoo, MatchesReferenceUnderEverySchedule) {
                            sched::make_scheduler("greedy")->schedule(m.units), 2, 5)),
             sequential)
       << "random allotment on greedy's stages";
+  // The allotment schedulers on two cores (roofline costs).
+  const cost::RooflineCostModel two_cores(m.units, {.cores = 2});
+  for (const char* name : {"intra", "moldable", "ios-threads"})
+    EXPECT_EQ(run_cpu(m, sched::make_scheduler(name, {.cores = 2})->schedule(m.units, two_cores)),
+              sequential)
+        << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CpuExecutorZoo,
