@@ -181,6 +181,7 @@ void add_run_command(CLI::App& app) {
                           {"outputs_sha256", r.outputs_sha256},
                           {"outputs", outputs}};
       if (decision) j["auto"] = tune::to_json(*decision);
+      if (s.has_allotment()) j["cores"] = s.cores;  // units at their own threads within them
       if (!plan.cost_model.empty()) j["cost_model"] = plan.cost_model;
       if (plan.predicted_ms) j["predicted_ms"] = *plan.predicted_ms;
       if (gpu) j["graph_replay"] = graph_replay;
@@ -204,12 +205,16 @@ void add_run_command(CLI::App& app) {
           r.lanes, r.kernels, median, 100 * r.mean_occupancy);
       return;
     }
+    // An allotment gives each unit its threads within the plan's cores.
+    const std::string threads =
+        s.has_allotment() && !gpu
+            ? fmt::format("{} streams, {} cores allotted", r.lanes, s.cores)
+            : fmt::format("{} streams x {} threads", r.lanes, exec_options.threads_per_stream);
     fmt::print(
-        "{} {} on {}{} ({} streams x {} threads): median {:.3f} ms (p10 {:.3f}, p90 {:.3f}), "
-        "activations {:.1f} MiB\n",
+        "{} {} on {}{} ({}): median {:.3f} ms (p10 {:.3f}, p90 {:.3f}), activations {:.1f} MiB\n",
         m.units.name(), s.algorithm, to_string(device),
-        gpu ? (graph_replay ? " (graph replay)" : " (eager)") : "", r.lanes,
-        exec_options.threads_per_stream, median, p10, p90, r.peak_bytes / 1048576.0);
+        gpu ? (graph_replay ? " (graph replay)" : " (eager)") : "", threads, median, p10, p90,
+        r.peak_bytes / 1048576.0);
   });
 }
 

@@ -40,7 +40,7 @@ inline constexpr int64_t kMaxRandwireNodes = 4096;
 // memory). Each is checked before anything is allocated; none is near what a real run uses.
 inline constexpr int64_t kMaxIters = 1'000'000;   // --iters, --warmup, --runs, --number, rounds
 inline constexpr int64_t kMaxStreams = 256;       // --streams: a thread pool each
-inline constexpr int64_t kMaxThreads = 1024;      // --threads-per-stream, --http-threads
+inline constexpr int64_t kMaxThreads = 1024;      // --threads-per-stream, --threads, --http-threads
 inline constexpr int64_t kMaxSpinUs = 1'000'000;  // --spin-us: a second
 inline constexpr int64_t kMaxDevices = 64;        // --devices (HIOS)
 inline constexpr int64_t kMaxGroupLimit = 4096;   // --max-group-size, --max-groups, --window
@@ -62,7 +62,7 @@ CLI::Validator non_negative_int();
 
 // --ios-search auto|dp|best-first and --ios-tolerance: shared by schedule and bench.
 void add_ios_search_flags(CLI::App& cmd, sched::ScheduleOptions& options);
-// --devices M and --window w (HIOS).
+// --devices M and --window w (HIOS), and --threads N (the cores of an allotment).
 void add_multi_device_flags(CLI::App& cmd, sched::ScheduleOptions& options);
 
 void add_models_command(CLI::App& app);
