@@ -71,7 +71,6 @@ std::unique_ptr<exec::Executor> make_executor(const SessionOptions& o, int num_d
     case Device::Kind::kCpu:
       return exec::make_cpu_executor(cpu);
     case Device::Kind::kCuda:
-      tune::require_cuda_device(o.device);
       return exec::make_cuda_executor({.device = o.device.index, .graph = true});
     case Device::Kind::kSim: {
       // Simulated time, the values from the CPU executor (as tune::measure_schedule on sim).
@@ -96,6 +95,7 @@ std::shared_ptr<Session::Impl> build(models::LoadedModel model, const SessionOpt
   s->outputs = tensor_infos(*s->model.graph, s->model.graph->outputs());
   BRAID_CHECK(o.schedule_options.num_devices == 1 || o.device.is_sim(), ErrorCode::kInvalidArgument,
               "a session on ", to_string(o.device), " runs on one device (several: sim:NAME)");
+  tune::require_cuda_device(o.device);  // "no CUDA device" before a search that needs it
   tune::Plan plan = tune::plan_model(s->model.units, s->weights, plan_options(o));
   s->schedule = std::move(plan.schedule);
   s->summary = std::move(plan.summary);
