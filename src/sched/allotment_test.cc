@@ -7,26 +7,15 @@
 #include "models/dag_json.h"
 #include "sched/concurrency.h"
 #include "sched/schedule.h"
+#include "sched/test_graphs.h"
 #include "sched/validate.h"
 
 namespace braid::sched {
 namespace {
 
-// a -> {b, c} -> d: ids a=0, b=1, c=2, d=3.
-ir::UnitGraph diamond() {
-  return models::parse_dag_json_text(R"({"format": "braid.dag/1", "name": "diamond",
-      "nodes": [{"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"}],
-      "edges": [{"from": "a", "to": "b"}, {"from": "a", "to": "c"}, {"from": "b", "to": "d"},
-                {"from": "c", "to": "d"}]})",
-                                     "diamond");
-}
+using testing::diamond;
+using testing::first_error;
 constexpr UnitId kA{0}, kB{1}, kC{2}, kD{3};
-
-std::string first_error(const ir::UnitGraph& g, const Schedule& s) {
-  for (const Diagnostic& d : check(g, s))
-    if (d.severity == Severity::kError) return d.message;
-  return "(valid)";
-}
 
 // Every subset of a random order on n <= 12 elements: the heaviest pairwise unordered one.
 TEST(HeaviestConcurrentSet, EqualsBruteForce) {

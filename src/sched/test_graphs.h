@@ -6,8 +6,12 @@
 #include <cstdint>
 #include <random>
 
+#include <string>
+
 #include "ir/unit_graph.h"
+#include "models/dag_json.h"
 #include "models/random_dag.h"
+#include "sched/validate.h"
 
 namespace braid::testing {
 
@@ -24,6 +28,22 @@ inline ir::UnitGraph random_graph(uint64_t seed, int min_ops = 3, int max_ops = 
   o.seed = seed;
   return models::random_dag_near(
       o, o.ops - 1 + static_cast<int>(rng() % static_cast<uint64_t>(2 * o.ops)));
+}
+
+// a -> {b, c} -> d: ids a=0, b=1, c=2, d=3 (the validator's and the allotments' examples).
+inline ir::UnitGraph diamond() {
+  return models::parse_dag_json_text(R"({"format": "braid.dag/1", "name": "diamond",
+      "nodes": [{"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"}],
+      "edges": [{"from": "a", "to": "b"}, {"from": "a", "to": "c"}, {"from": "b", "to": "d"},
+                {"from": "c", "to": "d"}]})",
+                                     "diamond");
+}
+
+// The first error of sched::check(), the one validate_or_throw reports; "(valid)" for none.
+inline std::string first_error(const ir::UnitGraph& g, const sched::Schedule& s) {
+  for (const sched::Diagnostic& d : sched::check(g, s))
+    if (d.severity == sched::Severity::kError) return d.message;
+  return "(valid)";
 }
 
 }  // namespace braid::testing

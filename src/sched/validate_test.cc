@@ -5,26 +5,14 @@
 #include "base/error.h"
 #include "ir/graph.h"
 #include "models/dag_json.h"
+#include "sched/test_graphs.h"
 
 namespace braid::sched {
 namespace {
 
-// a -> {b, c} -> d: ids a=0, b=1, c=2, d=3.
-ir::UnitGraph diamond() {
-  return models::parse_dag_json_text(R"({"format": "braid.dag/1", "name": "diamond",
-      "nodes": [{"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"}],
-      "edges": [{"from": "a", "to": "b"}, {"from": "a", "to": "c"}, {"from": "b", "to": "d"},
-                {"from": "c", "to": "d"}]})",
-                                     "diamond");
-}
+using testing::diamond;
+using testing::first_error;
 constexpr UnitId kA{0}, kB{1}, kC{2}, kD{3};
-
-// The first error of check(), the one validate_or_throw reports.
-std::string first_error(const ir::UnitGraph& g, const Schedule& s) {
-  for (const Diagnostic& d : check(g, s))
-    if (d.severity == Severity::kError) return d.message;
-  return "(valid)";
-}
 
 Schedule two_streams() {  // a, b, d on stream 0; c on stream 1
   Schedule s;
