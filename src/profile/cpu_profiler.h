@@ -42,7 +42,10 @@
 // `braid run` executes, and libgomp reads OMP_WAIT_POLICY / GOMP_SPINCOUNT once, at load, so a
 // process cannot change its own. It is part of the machine fingerprint. With one thread per
 // stream (the default) it does not matter, as a team of one never spins; with more, set
-// OMP_WAIT_POLICY=passive on a shared machine (`braid profile` says so).
+// OMP_WAIT_POLICY=passive on a shared machine (`braid profile` says so). Allotment plans widen
+// and narrow teams unit by unit, and a team's idle thread spins on the CPU the next, narrower
+// unit of another lane wants: moldable on Inception V3 ran 146 ms with libgomp's default spin
+// and 124 ms passive (one noisy run each, 2026-11-27).
 #pragma once
 
 #include <cstdint>

@@ -750,14 +750,22 @@ TEST(FrontEnds, SamePlanForTheSameModelDeviceAndOptions) {
   const nlohmann::json from_run = nlohmann::json::parse(in);
   EXPECT_EQ(from_run["algorithm"], "ios");
 
-  session::SessionOptions so{.scheduler = "ios", .cost = "roofline"};
+  // Assigned one by one: GCC 12 sees a designated initializer's Device string as maybe
+  // uninitialized (-Wmaybe-uninitialized, fatal under BRAID_WERROR).
+  session::SessionOptions so;
+  so.scheduler = "ios";
+  so.cost = "roofline";
   so.load = load;
   const nlohmann::json from_session = session::Session::open("squeezenet", so).schedule_json();
   EXPECT_EQ(from_session, from_run);
 
   const std::vector<std::string> models = {"squeezenet"};
-  const std::vector<tune::BenchRow> rows = tune::bench(
-      models, {.algorithms = {"ios"}, .cost = {.name = "roofline"}, .load = load, .run = false});
+  tune::BenchOptions bench_options;
+  bench_options.algorithms = {"ios"};
+  bench_options.cost.name = "roofline";
+  bench_options.load = load;
+  bench_options.run = false;
+  const std::vector<tune::BenchRow> rows = tune::bench(models, bench_options);
   ASSERT_EQ(rows.size(), 1u);
   ASSERT_TRUE(rows[0].schedule.has_value()) << rows[0].error.value_or("");
   EXPECT_EQ(json_of(*rows[0].schedule), from_run);
