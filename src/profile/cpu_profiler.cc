@@ -140,9 +140,19 @@ Micros CpuProfiler::unit_latency_at(UnitId unit, int threads) const {
               " CPUs");
   if (threads == options_.threads_per_stream) return unit_latency(unit);
   count_unit_query();
+  // Like profile_unit's memo: the allotment schedulers ask every unit at every thread count
+  // many times, and cache_key builds the stage's key text on each lookup.
+  const std::pair<size_t, int> key(index(unit), threads);
+  {
+    std::lock_guard lock(memo_mutex_);
+    if (auto it = unit_at_memo_.find(key); it != unit_at_memo_.end()) return it->second;
+  }
   const std::vector<std::vector<UnitId>> stage = {{unit}};
   const int allotment[] = {threads};
-  return lookup_or_measure(stage, allotment).median;
+  const Micros latency = lookup_or_measure(stage, allotment).median;
+  std::lock_guard lock(memo_mutex_);
+  unit_at_memo_.emplace(key, latency);
+  return latency;
 }
 
 Micros CpuProfiler::stage_latency_at(std::span<const std::vector<UnitId>> groups,

@@ -136,11 +136,12 @@ class CpuProfiler final : public cost::CostModel {
   cost::Machine machine_;
   std::vector<exec::TensorLayout> model_layouts_;  // per ValueId of the model
   std::unique_ptr<cost::ProfileCache> cache_;
-  mutable std::mutex memo_mutex_;     // guards memo_, unit_memo_
+  mutable std::mutex memo_mutex_;     // guards memo_, unit_memo_, unit_at_memo_
   mutable std::mutex measure_mutex_;  // one measurement at a time: two would disturb each other
   mutable std::map<std::string, cost::Measurement> memo_;  // by cache_key
   mutable std::vector<std::optional<cost::Measurement>> unit_memo_;
-  mutable int64_t suspect_ = 0;       // measure_mutex_
+  mutable std::map<std::pair<size_t, int>, Micros> unit_at_memo_;  // (unit, threads) -> median
+  mutable int64_t suspect_ = 0;                                    // measure_mutex_
   mutable bool busy_streak_ = false;  // the last measurement stayed suspect (measure_mutex_)
 };
 

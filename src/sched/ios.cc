@@ -518,12 +518,13 @@ class PartSearch {
   // ios-threads: no allotment runs a stage faster than its slowest group with every unit at its
   // fastest thread count, or than its least work (threads x latency) over the cores.
   double allotted_bound(Mask ending) {
+    const std::vector<int> choices = thread_choices(limits_.cores);
     double slowest = 0, work = 0;
     for (const std::vector<UnitId>& group : groups_of(ending)) {
       double sum = 0;
       for (UnitId u : group) {
         double fastest = kInfinity, least = kInfinity;
-        for (int k : thread_choices(limits_.cores)) {
+        for (int k : choices) {
           const double t = cost_.unit_latency_at(u, k).count();
           fastest = std::min(fastest, t);
           least = std::min(least, k * t);

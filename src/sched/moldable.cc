@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <numeric>
-#include <set>
 
 #include "base/error.h"
+#include "sched/lanes.h"
 
 namespace braid::sched {
 
@@ -90,11 +90,11 @@ Schedule MoldableScheduler::schedule(const ir::UnitGraph& graph, const cost::Cos
   const Levels l = levels(graph, latency);
   std::vector<double> core_free(static_cast<size_t>(cores), 0);
   std::vector<int> core_last(static_cast<size_t>(cores), -1);  // the unit that ran last there
-  std::vector<double> start(n, 0), finish(n, 0);
+  std::vector<Micros> start(n), finish(n);                     // planned, as the lanes carry them
   std::vector<int> lane_of(n, 0), used(n, 0);
-  std::vector<std::vector<int>> cores_of(n);
   std::vector<size_t> waiting(n);
-  std::vector<size_t> ready, order;
+  std::vector<size_t> ready;
+  std::vector<UnitId> order;
   for (size_t u = 0; u < n; ++u) {
     waiting[u] = graph.predecessors(make_id<UnitId>(u)).size();
     if (waiting[u] == 0) ready.push_back(u);
@@ -109,7 +109,7 @@ Schedule MoldableScheduler::schedule(const ir::UnitGraph& graph, const cost::Cos
     ready.erase(pick);
     double data_ready = 0;
     for (UnitId p : graph.predecessors(make_id<UnitId>(u)))
-      data_ready = std::max(data_ready, finish[index(p)]);
+      data_ready = std::max(data_ready, finish[index(p)].count());
     // Cores by the time they come free (ties: lowest core).
     std::vector<int> by_free(static_cast<size_t>(cores));
     std::iota(by_free.begin(), by_free.end(), 0);
@@ -124,8 +124,8 @@ Schedule MoldableScheduler::schedule(const ir::UnitGraph& graph, const cost::Cos
     }
     std::vector<int> taken(by_free.begin(), by_free.begin() + best_k);
     std::sort(taken.begin(), taken.end());
-    start[u] = best_start;
-    finish[u] = best_finish;
+    start[u] = Micros{best_start};
+    finish[u] = Micros{best_finish};
     used[u] = best_k;
     lane_of[u] = taken.front();
     for (int c : taken) {
@@ -134,14 +134,14 @@ Schedule MoldableScheduler::schedule(const ir::UnitGraph& graph, const cost::Cos
       core_last[c] = static_cast<int>(u);
       core_free[c] = best_finish;
     }
-    cores_of[u] = std::move(taken);
-    order.push_back(u);
+    order.push_back(make_id<UnitId>(u));
     for (UnitId s : graph.successors(make_id<UnitId>(u)))
       if (--waiting[index(s)] == 0) ready.push_back(index(s));
   }
   BRAID_ASSERT(order.size() == n, "moldable: the unit graph has a cycle");
-  for (const ir::UnitEdge& e : graph.edges())
-    if (lane_of[index(e.from)] != lane_of[index(e.to)]) syncs.push_back({e.from, e.to});
+  // A unit runs on the stream of its lowest core; besides the core waits, every edge between
+  // streams waits.
+  for (const SyncEdge& e : cross_lane_syncs(graph, lane_of)) syncs.push_back(e);
   std::sort(syncs.begin(), syncs.end(), [](const SyncEdge& a, const SyncEdge& b) {
     return std::pair(index(a.to), index(a.from)) < std::pair(index(b.to), index(b.from));
   });
@@ -151,26 +151,12 @@ Schedule MoldableScheduler::schedule(const ir::UnitGraph& graph, const cost::Cos
   s.algorithm = std::string(name());
   s.model = graph.name();
   s.cores = cores;
-  // Streams numbered densely by core; units in the order they were placed (their start order
-  // on that core).
-  std::vector<int> stream_of_core(static_cast<size_t>(cores), -1);
-  for (size_t u : order)
-    if (stream_of_core[lane_of[u]] < 0) {
-      stream_of_core[lane_of[u]] = static_cast<int>(s.lanes.size());
-      s.lanes.push_back({.stream = static_cast<int>(s.lanes.size())});
-    }
+  s.lanes = make_lanes(lane_of, order, start, finish);
   if (s.lanes.empty()) s.lanes.push_back({});  // a model without units: one empty stream
-  double makespan = 0;
-  for (size_t u : order) {
-    Lane& lane = s.lanes[stream_of_core[lane_of[u]]];
-    lane.units.push_back(make_id<UnitId>(u));
-    lane.threads.push_back(used[u]);
-    lane.start.push_back(Micros{start[u]});
-    lane.finish.push_back(Micros{finish[u]});
-    makespan = std::max(makespan, finish[u]);
-  }
+  for (Lane& lane : s.lanes)
+    for (UnitId u : lane.units) lane.threads.push_back(used[index(u)]);
   s.syncs = std::move(syncs);
-  s.predicted_latency = Micros{makespan};
+  s.predicted_latency = n == 0 ? Micros{0} : *std::max_element(finish.begin(), finish.end());
   int widened = 0;
   for (size_t u = 0; u < n; ++u) widened += used[u] > 1;
   s.stats = {{"cores", cores}, {"widened_units", widened}};
