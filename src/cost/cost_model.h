@@ -39,6 +39,9 @@ struct CostStats {
   int64_t stage_queries = 0;  // stage_latency calls
   int64_t measurements = 0;   // stages actually run on the device (0 when all were cached)
   int64_t cache_hits = 0;     // answers found in the disk cache
+  // Stages priced from their units instead of measured: the CPU profiler's measuring budget
+  // was spent (profile::CpuProfilerOptions::stage_budget_s).
+  int64_t estimates = 0;
 };
 
 class CostModel {
@@ -111,7 +114,8 @@ class CostModel {
 
   const ir::UnitGraph& units() const { return *units_; }
   virtual CostStats stats() const {
-    return {unit_queries_.load(), stage_queries_.load(), measurements_.load(), cache_hits_.load()};
+    return {unit_queries_.load(), stage_queries_.load(), measurements_.load(), cache_hits_.load(),
+            estimates_.load()};
   }
 
  protected:
@@ -119,11 +123,12 @@ class CostModel {
   void count_stage_query() const { ++stage_queries_; }
   void count_measurement() const { ++measurements_; }
   void count_cache_hit() const { ++cache_hits_; }
+  void count_estimate() const { ++estimates_; }
 
  private:
   const ir::UnitGraph* units_;
   mutable std::atomic<int64_t> unit_queries_{0}, stage_queries_{0}, measurements_{0},
-      cache_hits_{0};
+      cache_hits_{0}, estimates_{0};
 };
 
 }  // namespace braid::cost

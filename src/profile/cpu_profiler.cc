@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "base/error.h"
@@ -235,6 +236,9 @@ cost::Measurement CpuProfiler::lookup_or_measure(std::span<const std::vector<Uni
     std::lock_guard lock(memo_mutex_);
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   }
+  // Priced before taking measure_mutex_: from_units measures units, which takes it.
+  const bool several = (groups.size() > 1 || groups[0].size() > 1) && options_.stage_budget_s > 0;
+  const Micros units_price = several ? from_units(groups, threads) : Micros{0};
   std::lock_guard measuring(measure_mutex_);
   {
     // Another thread may have measured it while this one waited.
@@ -243,17 +247,59 @@ cost::Measurement CpuProfiler::lookup_or_measure(std::span<const std::vector<Uni
   }
   cost::Measurement m;
   std::optional<cost::Measurement> cached = cache_ ? cache_->find(key) : std::nullopt;
+  const bool spent = stage_seconds_ >= options_.stage_budget_s;
   if (cached && !(cached->suspect && options_.remeasure_suspect)) {
     m = *cached;
     count_cache_hit();
+  } else if (several && spent) {
+    m = estimate(units_price);
+    count_estimate();
+    std::lock_guard lock(memo_mutex_);
+    memo_.emplace(key, m);  // never on disk: it was not measured
+    return m;
   } else {
+    const auto begin = Clock::now();
     m = measure(groups, threads);
+    if (several) stage_seconds_ += std::chrono::duration<double>(Clock::now() - begin).count();
     count_measurement();
     if (m.suspect) ++suspect_;
     if (cache_) cache_->insert(key, m, describe(units(), groups));
   }
+  if (several && units_price > Micros{0}) stage_ratios_.push_back(m.median / units_price);
   std::lock_guard lock(memo_mutex_);
   memo_.emplace(key, m);
+  return m;
+}
+
+Micros CpuProfiler::from_units(std::span<const std::vector<UnitId>> groups,
+                               std::span<const int> threads) const {
+  if (threads.empty()) return stage_lower_bound(groups);  // CPUs shared as the executor pins
+  Micros slowest{0};
+  for (size_t g = 0; g < groups.size(); ++g) {
+    Micros sum{0};
+    for (UnitId u : groups[g]) sum += unit_latency_at(u, threads[g]);
+    slowest = std::max(slowest, sum);
+  }
+  return slowest;
+}
+
+cost::Measurement CpuProfiler::estimate(Micros units_price) const {
+  double ratio = 1;
+  if (!stage_ratios_.empty()) {
+    std::vector<double> r = stage_ratios_;
+    std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
+    ratio = r[r.size() / 2];
+  }
+  if (!budget_noted_) {
+    budget_noted_ = true;
+    std::fprintf(stderr,
+                 "braid: note: the CPU profiler spent its %g s budget measuring stages of '%s'; "
+                 "stages not measured yet are priced from their units (x%.2f, the median over "
+                 "%zu measured stages); --profile-budget changes it\n",
+                 options_.stage_budget_s, units().name().c_str(), ratio, stage_ratios_.size());
+  }
+  cost::Measurement m;
+  m.median = m.p10 = m.p90 = units_price * ratio;
   return m;
 }
 

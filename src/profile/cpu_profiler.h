@@ -38,6 +38,16 @@
 // Not used for the verdict: the 1-minute load average (it lags; `braid profile` only reports
 // it) and /proc/stat CPU times (a 10 ms tick cannot resolve stages of a few milliseconds).
 //
+// Measuring budget. IOS's DP asks for thousands of stages on a large model (RandWire: 2,406 in
+// 22 minutes and not done, 2026-11-27), each measured for about half a second. Once the profiler
+// has spent `stage_budget_s` measuring stages of several units, a stage it has not measured is
+// priced from its units instead: its slowest group's summed unit latencies (at the group's
+// threads), times the median ratio of measured to so-priced over the stages measured so far
+// (1 before any). Units alone are always measured. Estimates are kept in memory for the
+// profiler's life (a search sees one consistent price per stage) but never cached on disk,
+// and are counted in stats().estimates. auto measures its candidates' plans afterwards, so an
+// estimate shapes a candidate but never picks the winner.
+//
 // The OpenMP wait policy is left as the environment sets it: the profile must describe how
 // `braid run` executes, and libgomp reads OMP_WAIT_POLICY / GOMP_SPINCOUNT once, at load, so a
 // process cannot change its own. It is part of the machine fingerprint. With one thread per
@@ -77,6 +87,9 @@ struct CpuProfilerOptions {
   double busy_load_threshold = 0.25;
   int suspect_retries = 1;
   bool remeasure_suspect = false;
+  // Seconds spent measuring stages of several units after which further ones are estimated
+  // (see above); 0: no limit.
+  double stage_budget_s = 120;
 };
 
 class CpuProfiler final : public cost::CostModel {
@@ -128,6 +141,11 @@ class CpuProfiler final : public cost::CostModel {
                                       std::span<const int> threads = {}) const;
   cost::Measurement measure(std::span<const std::vector<UnitId>> groups,
                             std::span<const int> threads) const;
+  // The budget's price of a stage not measured (see above).
+  cost::Measurement estimate(Micros units_price) const;
+  // Its slowest group's summed unit latencies at the group's threads.
+  Micros from_units(std::span<const std::vector<UnitId>> groups,
+                    std::span<const int> threads) const;
   std::string cache_key(std::span<const std::vector<UnitId>> groups,
                         std::span<const int> threads) const;
 
@@ -143,6 +161,11 @@ class CpuProfiler final : public cost::CostModel {
   mutable std::map<std::pair<size_t, int>, Micros> unit_at_memo_;  // (unit, threads) -> median
   mutable int64_t suspect_ = 0;                                    // measure_mutex_
   mutable bool busy_streak_ = false;  // the last measurement stayed suspect (measure_mutex_)
+  // The budget (measure_mutex_): seconds spent measuring stages of several units, and the
+  // ratios measured / from_units of those stages, measured or read from the cache.
+  mutable double stage_seconds_ = 0;
+  mutable std::vector<double> stage_ratios_;
+  mutable bool budget_noted_ = false;
 };
 
 }  // namespace braid::profile

@@ -40,13 +40,13 @@ std::filesystem::path fresh_dir(const std::string& name) {
   return dir;
 }
 
-// Two units of squeezenet that can run concurrently: the two expands of the first fire module.
-std::vector<std::vector<UnitId>> two_expands(const ir::UnitGraph& units) {
+// Two units of squeezenet that can run concurrently: the two expands of the `nth` fire module.
+std::vector<std::vector<UnitId>> two_expands(const ir::UnitGraph& units, int nth = 0) {
   for (size_t i = 0; i < units.num_units(); ++i) {
     auto succ = units.successors(make_id<UnitId>(i));
-    if (succ.size() == 2) return {{succ[0]}, {succ[1]}};
+    if (succ.size() == 2 && nth-- == 0) return {{succ[0]}, {succ[1]}};
   }
-  ADD_FAILURE() << "no fork in squeezenet";
+  ADD_FAILURE() << "no such fork in squeezenet";
   return {};
 }
 
@@ -111,8 +111,9 @@ TEST(CpuProfiler, MeasuresPositiveLatenciesAndCachesThem) {
     EXPECT_EQ(profiler.stage_latency(alone), first_unit);
     cost::CostStats stats = profiler.stats();
     EXPECT_EQ(stats.measurements, 4);
-    // 2 direct; 2 per bound of the two-unit stage (two stage_latency, one stage_lower_bound).
-    EXPECT_EQ(stats.unit_queries, 2 + 3 * 2);
+    // 2 direct; 2 per bound of the two-unit stage (two stage_latency, one stage_lower_bound),
+    // and 2 when it was first measured (priced from its units for the measuring budget).
+    EXPECT_EQ(stats.unit_queries, 2 + 4 * 2);
     EXPECT_EQ(stats.stage_queries, 3);
     EXPECT_EQ(stats.cache_hits, 0);
   }
@@ -129,6 +130,41 @@ TEST(CpuProfiler, MeasuresPositiveLatenciesAndCachesThem) {
   CpuProfiler wider(m.units, m.weights, two_threads);
   wider.unit_latency(UnitId{0});
   EXPECT_EQ(wider.stats().measurements, 1);
+}
+
+// Once the budget is spent, a stage of several units not measured yet is priced from its units
+// at the ratio the measured stages showed, counted as an estimate and never written to disk.
+TEST(CpuProfiler, PricesStagesFromTheirUnitsOnceTheBudgetIsSpent) {
+  Model m = make_model("squeezenet", 64);
+  auto dir = fresh_dir("budget");
+  const auto first = two_expands(m.units, 0), second = two_expands(m.units, 1);
+  auto options = fast_options(dir);
+  options.stage_budget_s = 1e-9;  // spent by the first stage measured
+  {
+    CpuProfiler profiler(m.units, m.weights, options);
+    const Micros measured = profiler.profile_stage(first).median;
+    const double ratio = measured / profiler.stage_lower_bound(first);
+    const int64_t measurements = profiler.stats().measurements;  // the stage and its 2 units
+    EXPECT_EQ(measurements, 3);
+    EXPECT_EQ(profiler.stats().estimates, 0);
+    const cost::Measurement priced = profiler.profile_stage(second);
+    EXPECT_EQ(profiler.stats().estimates, 1);
+    EXPECT_EQ(profiler.stats().measurements, measurements + 2);  // only the second's units
+    EXPECT_NEAR(priced.median.count(), profiler.stage_lower_bound(second).count() * ratio,
+                1e-6 * priced.median.count());
+    EXPECT_EQ(priced.runs, 0);  // not measured
+    // Asked again, the same price: a search sees one price per stage.
+    EXPECT_EQ(profiler.profile_stage(second).median, priced.median);
+    EXPECT_EQ(profiler.stats().estimates, 1);
+    // Units alone are always measured.
+    EXPECT_GT(profiler.unit_latency_at(second[0][0], 1).count(), 0);
+  }
+  // On disk are the measurements only: without a budget the second stage gets measured.
+  options.stage_budget_s = 0;
+  CpuProfiler unlimited(m.units, m.weights, options);
+  EXPECT_GT(unlimited.profile_stage(second).runs, 0);
+  EXPECT_EQ(unlimited.stats().estimates, 0);
+  EXPECT_EQ(unlimited.stats().measurements, 1);  // the stage itself
 }
 
 TEST(CpuProfiler, WorksWithoutTheDiskCache) {

@@ -134,6 +134,7 @@ void add_schedule_command(CLI::App& app) {
                           {"states", stats.states},
                           {"stage_queries", cost_after.stage_queries - cost_before.stage_queries},
                           {"measurements", cost_after.measurements - cost_before.measurements},
+                          {"estimates", cost_after.estimates - cost_before.estimates},
                           {"schedule", sched::to_json(s, m.units)}};
       std::cout << j.dump(2) << "\n";
       return;
