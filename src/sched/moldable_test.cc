@@ -40,28 +40,7 @@ bool first_error_free(const ir::UnitGraph& g, const Schedule& s) {
   return true;
 }
 
-// The DAG's latencies at one core; `scaling[u]` of the ideal speed-up at k cores.
-class ScalingCost final : public cost::CostModel {
- public:
-  ScalingCost(const ir::UnitGraph& g, std::vector<double> scaling, int cores)
-      : CostModel(g), scaling_(std::move(scaling)), cores_(cores) {}
-  std::string_view name() const override { return "scaling"; }
-  Micros unit_latency(UnitId u) const override { return *units().unit(u).latency; }
-  Micros stage_latency(std::span<const std::vector<UnitId>> groups) const override {
-    std::vector<int> ones(groups.size(), 1);
-    return stage_latency_at(groups, ones);
-  }
-  int max_threads() const override { return cores_; }
-  Micros unit_latency_at(UnitId u, int k) const override {
-    EXPECT_LE(k, cores_);
-    const double s = scaling_[index(u)];
-    return unit_latency(u) / (1 + s * (k - 1));
-  }
-
- private:
-  std::vector<double> scaling_;
-  int cores_;
-};
+using testing::ScalingCost;
 
 TEST(Moldable, WidensTheBigUnitAndRunsBranchesSideBySide) {
   const ir::UnitGraph g = fork();
@@ -81,6 +60,21 @@ TEST(Moldable, WidensTheBigUnitAndRunsBranchesSideBySide) {
   const double intra = IntraOpScheduler().schedule(g, cost).predicted_latency->count();
   EXPECT_NEAR(intra, 13000, 1);
   EXPECT_NEAR(s.predicted_latency->count(), 10000, 1) << to_string(s, g);
+  EXPECT_NO_THROW(lower(g, s));
+}
+
+// optimal-threads (optimal.h) finds what CPA's early stop misses: 18 ms of least work on two
+// cores cannot take less than 9 ms, and head and tail on both cores, big on both, then the
+// branches side by side reach it (0.5 + 4 + 4 + 0.5).
+TEST(OptimalThreads, ReachesTheAreaBoundWhereMoldableStopsEarly) {
+  const ir::UnitGraph g = fork();
+  const ScalingCost cost(g, {1, 1, 0, 0, 0, 0, 1}, 2);
+  const Schedule s = make_scheduler("optimal-threads")->schedule(g, cost);
+  ASSERT_TRUE(first_error_free(g, s));
+  EXPECT_EQ(s.cores, 2);
+  EXPECT_NEAR(s.predicted_latency->count(), 9000, 1e-6) << to_string(s, g);
+  EXPECT_NEAR(predicted_latency(g, s, cost).count(), 9000, 1e-6);
+  EXPECT_NEAR(MoldableScheduler().schedule(g, cost).predicted_latency->count(), 10000, 1);
   EXPECT_NO_THROW(lower(g, s));
 }
 
@@ -106,8 +100,10 @@ TEST(Moldable, CoresComeFromOptionsOrTheCostModel) {
   EXPECT_THROW(make_scheduler("moldable", {.cores = -1}), Error);
 }
 
-// Valid on every zoo model under the roofline on 2 and 4 cores.
+// Valid on every zoo model under the roofline on 2 and 4 cores (optimal-threads where its
+// blocks fit its search, never worse than moldable there).
 TEST(Moldable, ValidOnZooModels) {
+  int exact = 0;
   for (const models::ZooEntry& e : models::zoo()) {
     const models::LoadedModel m = models::load_model(e.name, {.with_weights = false});
     for (int cores : {2, 4}) {
@@ -116,8 +112,23 @@ TEST(Moldable, ValidOnZooModels) {
         const Schedule s = make_scheduler(name, {.cores = cores})->schedule(m.units, cost);
         EXPECT_TRUE(first_error_free(m.units, s)) << e.name << ", " << name << ", " << cores;
       }
+      try {
+        const Schedule s =
+            make_scheduler("optimal-threads", {.cores = cores})->schedule(m.units, cost);
+        EXPECT_TRUE(first_error_free(m.units, s)) << e.name << ", optimal-threads, " << cores;
+        EXPECT_LE(
+            s.predicted_latency->count(),
+            MoldableScheduler({.cores = cores}).schedule(m.units, cost).predicted_latency->count() *
+                (1 + 1e-9))
+            << e.name << ", " << cores;
+        ++exact;
+      } catch (const Error& error) {
+        EXPECT_NE(std::string(error.what()).find("max_block_units"), std::string::npos)
+            << error.what();
+      }
     }
   }
+  EXPECT_GT(exact, 0);
 }
 
 // Every stage schedule of `rest` (the units left, closed under predecessors) with every

@@ -4,12 +4,16 @@
 #include <bit>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <span>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "base/error.h"
 #include "ir/analysis.h"
+#include "sched/moldable.h"
 
 namespace braid::sched {
 namespace {
@@ -23,29 +27,36 @@ constexpr size_t kMemoTimes = size_t{1} << 22;
 
 // One block as the search sees it: local indices 0..m-1 in unit id order (topological). Edges
 // from earlier blocks come only from the cut that closed the previous block, which finishes
-// last: the block starts at time 0 with every lane free.
+// last: the block starts at time 0 with every core free. `optimal` is the case of one thread
+// per unit, its lanes the cores.
 struct Problem {
   std::vector<UnitId> units;
-  std::vector<Micros> latency;
+  std::vector<std::vector<Micros>> latency;  // [unit][threads - 1]
+  // The thread counts worth trying, ascending: each runs the unit faster than every fewer.
+  std::vector<std::vector<int>> choices;
+  std::vector<Micros> fastest;  // the lowest latency over the choices
+  std::vector<Micros> area;     // the least work, threads x latency, over the choices
   std::vector<std::vector<int>> preds;
   std::vector<Mask> pred_mask, succ_mask;
   std::vector<Mask> ancestors, descendants;  // transitive, the unit itself excluded
-  // Identical twins (same predecessors, successors and latency) of lower index: they are
+  // Identical twins (same predecessors, successors and latencies) of lower index: they are
   // interchangeable, so the search places twins in index order.
   std::vector<Mask> twins_before;
-  std::vector<Micros> tail;  // the longest path from the unit to a sink, the unit included
-  int lanes = 1;
+  // The longest path from the unit to a sink, the unit included, each unit at its fastest.
+  std::vector<Micros> tail;
+  int cores = 1;
 };
 
-struct LaneChoice {
+// A unit placed on cores (ascending).
+struct Placed {
   int unit = 0;  // local index while searching, UnitId index once assembled
-  int lane = 0;
+  std::vector<int> cores;
 };
 
 struct Solution {
-  // Placement order: each unit after its predecessors and the units before it on its lane,
-  // i.e. a linear extension of every edge and lane order (the launch order).
-  std::vector<LaneChoice> placements;
+  // Placement order: each unit after its predecessors and the units before it on its cores,
+  // i.e. a linear extension of every edge and core order (the launch order).
+  std::vector<Placed> placements;
   Micros makespan = kInfinity;
 };
 
@@ -53,14 +64,27 @@ Mask bit(int i) {
   return Mask{1} << i;
 }
 
-Micros work_of(const Problem& p, Mask set) {
+Micros area_of(const Problem& p, Mask set) {
   Micros sum{0};
-  for (; set != 0; set &= set - 1) sum += p.latency[std::countr_zero(set)];
+  for (; set != 0; set &= set - 1) sum += p.area[std::countr_zero(set)];
   return sum;
 }
 
+// The thread counts of `latency` (at 1, 2, ... threads) that beat every smaller count.
+std::vector<int> thread_choices(std::span<const Micros> latency) {
+  std::vector<int> choices;
+  Micros best = kInfinity;
+  for (size_t k = 1; k <= latency.size(); ++k)
+    if (latency[k - 1] < best) {
+      best = latency[k - 1];
+      choices.push_back(static_cast<int>(k));
+    }
+  return choices;
+}
+
+// `latency[u]`: unit u's latency at 1, 2, ... threads.
 Problem make_problem(const ir::UnitGraph& graph, const ir::Block& block,
-                     std::span<const Micros> latency, int max_streams) {
+                     std::span<const std::vector<Micros>> latency, int cores) {
   Problem p;
   const int m = static_cast<int>(block.units.size());
   std::vector<int> local(graph.num_units(), -1);
@@ -70,7 +94,13 @@ Problem make_problem(const ir::UnitGraph& graph, const ir::Block& block,
   p.pred_mask.assign(m, 0);
   p.succ_mask.assign(m, 0);
   for (int i = 0; i < m; ++i) {
-    p.latency.push_back(latency[index(block.units[i])]);
+    const std::vector<Micros>& at = latency[index(block.units[i])];
+    p.latency.push_back(at);
+    p.choices.push_back(thread_choices(at));
+    p.fastest.push_back(at[p.choices[i].back() - 1]);
+    Micros least = kInfinity;
+    for (int k : p.choices[i]) least = std::min(least, static_cast<double>(k) * at[k - 1]);
+    p.area.push_back(least);
     for (UnitId u : graph.predecessors(block.units[i])) {
       const int q = local[index(u)];
       if (q < 0) continue;  // the previous block's closing cut
@@ -92,7 +122,7 @@ Problem make_problem(const ir::UnitGraph& graph, const ir::Block& block,
         longest = std::max(longest, p.tail[v]);
         p.descendants[i] |= p.descendants[v] | bit(v);
       }
-    p.tail[i] = p.latency[i] + longest;
+    p.tail[i] = p.fastest[i] + longest;
   }
   p.twins_before.assign(m, 0);
   for (int i = 0; i < m; ++i)
@@ -100,17 +130,37 @@ Problem make_problem(const ir::UnitGraph& graph, const ir::Block& block,
       if (p.pred_mask[j] == p.pred_mask[i] && p.succ_mask[j] == p.succ_mask[i] &&
           p.latency[j] == p.latency[i])
         p.twins_before[i] |= bit(j);
-  // More lanes than units never help.
-  p.lanes = max_streams == 0 ? m : std::min(max_streams, m);
+  p.cores = cores;
   return p;
 }
 
+// The k cores a unit starting at `start` takes: among those free by then (`free`, at least k
+// of them), the latest free (best fit: it leaves the earlier ones for later units), the lowest
+// index on ties. Ascending in `cores`.
+void take_cores(std::span<const Micros> free, Micros start, int k, std::vector<int>& cores) {
+  cores.clear();
+  for (int c = 0; c < static_cast<int>(free.size()); ++c)
+    if (free[c] <= start) cores.push_back(c);
+  BRAID_ASSERT(static_cast<int>(cores.size()) >= k, k, " cores wanted at ", start.count(), " us, ",
+               cores.size(), " free");
+  std::partial_sort(cores.begin(), cores.begin() + k, cores.end(),
+                    [&](int a, int b) { return free[a] != free[b] ? free[a] > free[b] : a < b; });
+  cores.resize(k);
+  std::sort(cores.begin(), cores.end());
+}
+
+// The k-th earliest of the cores' free times (k >= 1).
+Micros kth_free(std::vector<Micros> free, int k) {
+  std::nth_element(free.begin(), free.begin() + (k - 1), free.end());
+  return free[k - 1];
+}
+
 // The initial incumbent: list scheduling by critical-path priority (the longest tail first,
-// then the lowest index), each unit on the lane where it starts (so finishes) earliest, the
-// latest-free such lane on ties (it leaves emptier lanes for later units).
+// then the lowest index), each unit at the thread count and on the cores where it finishes
+// earliest (the fewest threads on ties), the latest-free such cores (take_cores).
 Solution greedy(const Problem& p) {
   const int m = static_cast<int>(p.units.size());
-  std::vector<Micros> finish(m), lane_free(p.lanes, Micros{0});
+  std::vector<Micros> finish(m), core_free(p.cores, Micros{0});
   Mask placed = 0;
   Solution s;
   s.makespan = Micros{0};
@@ -122,16 +172,18 @@ Solution greedy(const Problem& p) {
         unit = v;
     Micros ready{0};
     for (int q : p.preds[unit]) ready = std::max(ready, finish[q]);
-    int lane = 0;
-    for (int l = 1; l < p.lanes; ++l) {
-      const Micros start = std::max(lane_free[l], ready);
-      const Micros best = std::max(lane_free[lane], ready);
-      if (start < best || (start == best && lane_free[l] > lane_free[lane])) lane = l;
+    int threads = 0;
+    Micros start{0};
+    for (int k : p.choices[unit]) {
+      const Micros at = std::max(ready, kth_free(core_free, k));
+      if (threads == 0 || at + p.latency[unit][k - 1] < finish[unit])
+        threads = k, start = at, finish[unit] = at + p.latency[unit][k - 1];
     }
-    finish[unit] = std::max(lane_free[lane], ready) + p.latency[unit];
-    lane_free[lane] = finish[unit];
+    Placed placement{unit, {}};
+    take_cores(core_free, start, threads, placement.cores);
+    for (int c : placement.cores) core_free[c] = finish[unit];
     placed |= bit(unit);
-    s.placements.push_back({unit, lane});
+    s.placements.push_back(std::move(placement));
     s.makespan = std::max(s.makespan, finish[unit]);
   }
   return s;
@@ -140,31 +192,34 @@ Solution greedy(const Problem& p) {
 // Depth-first branch and bound (see optimal.h).
 //
 // The search runs in "clamped" time: a placement starts at max(previous placement's start,
-// lane free, predecessors done), so starts never decrease along a path and lane free times
-// below the last start act as the last start. Clamping only ever delays a path, and any lane
-// schedule placed in order of its (semi-active) starts is a path that clamping leaves
-// unchanged, so the best path is an optimal lane schedule.
+// cores free, predecessors done), so starts never decrease along a path and core free times
+// below the last start act as the last start. Clamping only ever delays a path, and any
+// timetable placed in order of its (semi-active) starts is a path that clamping leaves
+// unchanged, so the best path is an optimal timetable.
 //
-// The future of a node depends only on its state: the placed set, the last start, the lanes'
-// free times (as a multiset: lanes are interchangeable) and, for each unplaced unit, when its
+// The future of a node depends only on its state: the placed set, the last start, the cores'
+// free times (as a multiset: cores are interchangeable) and, for each unplaced unit, when its
 // placed predecessors are done. With the same placed set, a state no later in any of these
 // leads to a schedule no longer (replay the other's choices: every start is a max of these
-// times plus latencies). Two pruning rules follow:
-//  - a unit goes on the lane that frees up last by the time it is ready (best fit), or, when
-//    every lane is busy then, the lane that frees up first: any other lane gives a later
-//    state, lane by lane;
+// times plus latencies). Pruning rules that follow:
+//  - a unit at k threads starts as early as it can, on the k cores that free up last by then
+//    (best fit): any other cores, or a later start, give a later state, core by core. With one
+//    thread: the lane that frees up last by the time the unit is ready, or, when every lane is
+//    busy then, the lane that frees up first;
 //  - a node whose state is no earlier than one visited before is skipped (memo).
 class Search {
  public:
-  Search(const Problem& p, Solution incumbent, int64_t max_nodes)
+  Search(const Problem& p, Solution incumbent, int64_t max_nodes, std::string_view name)
       : p_(p),
         max_nodes_(max_nodes),
+        name_(name),
         m_(static_cast<int>(p.units.size())),
         all_(m_ == kMaxMaskUnits ? ~Mask{0} : bit(m_) - 1),
         finish_(m_),
-        lane_free_(p.lanes, Micros{0}),
+        core_free_(p.cores, Micros{0}),
         est_(m_),
-        sorted_free_(p.lanes),
+        sorted_free_(p.cores),
+        free_at_(p.cores),
         children_(m_ + 1),
         best_(std::move(incumbent)) {}
 
@@ -178,20 +233,21 @@ class Search {
   struct Child {
     Micros start;
     int unit;
-    int lane;
+    int threads;
   };
 
   void visit(int depth) {
-    BRAID_CHECK(++nodes_ <= max_nodes_ || max_nodes_ == 0, ErrorCode::kInvalidArgument,
-                "optimal: gave up after max_nodes = ", max_nodes_, " search nodes on a block of ",
-                m_, " units (", p_.lanes, " streams)");
+    BRAID_CHECK(++nodes_ <= max_nodes_ || max_nodes_ == 0, ErrorCode::kInvalidArgument, name_,
+                ": gave up after max_nodes = ", max_nodes_, " search nodes on a block of ", m_,
+                " units (", p_.cores, name_ == "optimal" ? " streams)" : " cores)");
     if (placed_ == all_) {
-      const Micros makespan = *std::max_element(lane_free_.begin(), lane_free_.end());
-      if (makespan < best_.makespan) best_ = {path_, makespan};
+      const Micros makespan = *std::max_element(core_free_.begin(), core_free_.end());
+      if (makespan < best_.makespan) record(makespan);
       return;
     }
     if (lower_bound() >= best_.makespan || dominated()) return;
 
+    // sorted_free_ holds the clamped core free times, ascending (lower_bound's).
     std::vector<Child>& children = children_[depth];
     children.clear();
     for (int u = 0; u < m_; ++u) {
@@ -200,73 +256,92 @@ class Search {
         continue;
       Micros ready = last_start_;
       for (int q : p_.preds[u]) ready = std::max(ready, finish_[q]);
-      int fit = -1, first = 0;  // ties: the lowest index
-      for (int l = 0; l < p_.lanes; ++l) {
-        if (free_at(l) <= ready && (fit < 0 || free_at(l) > free_at(fit))) fit = l;
-        if (free_at(l) < free_at(first)) first = l;
-      }
-      if (fit >= 0)
-        children.push_back({ready, u, fit});
-      else
-        children.push_back({free_at(first), u, first});
+      for (int k : p_.choices[u]) children.push_back({std::max(ready, sorted_free_[k - 1]), u, k});
     }
-    // Early starts and long tails first, to meet good schedules early.
+    // Early starts and long tails first, to meet good schedules early; a unit's thread counts
+    // by finish.
     std::sort(children.begin(), children.end(), [&](const Child& a, const Child& b) {
       if (a.start != b.start) return a.start < b.start;
       if (p_.tail[a.unit] != p_.tail[b.unit]) return p_.tail[a.unit] > p_.tail[b.unit];
-      return a.unit < b.unit;
+      if (a.unit != b.unit) return a.unit < b.unit;
+      return a.start + latency(a) < b.start + latency(b);
     });
     for (const Child& c : children) {
-      if (c.start + p_.tail[c.unit] >= best_.makespan) continue;
-      const Micros saved_free = lane_free_[c.lane], saved_start = last_start_;
-      finish_[c.unit] = c.start + p_.latency[c.unit];
-      lane_free_[c.lane] = finish_[c.unit];
+      // The unit at these threads, then its successors at their fastest.
+      if (c.start + p_.tail[c.unit] + (latency(c) - p_.fastest[c.unit]) >= best_.makespan) continue;
+      for (int l = 0; l < p_.cores; ++l) free_at_[l] = free_at(l);
+      const size_t first = path_cores_.size();
+      take_cores(free_at_, c.start, c.threads, taken_);
+      const Micros saved_start = last_start_;
+      finish_[c.unit] = c.start + latency(c);
+      for (int l : taken_) {
+        path_cores_.push_back(l);
+        saved_free_.push_back(core_free_[l]);
+        core_free_[l] = finish_[c.unit];
+      }
       last_start_ = c.start;
       placed_ |= bit(c.unit);
-      path_.push_back({c.unit, c.lane});
+      path_.push_back(c);
       visit(depth + 1);
       path_.pop_back();
       placed_ &= ~bit(c.unit);
       last_start_ = saved_start;
-      lane_free_[c.lane] = saved_free;
+      for (size_t i = path_cores_.size(); i-- > first;) {
+        core_free_[path_cores_[i]] = saved_free_.back();
+        saved_free_.pop_back();
+      }
+      path_cores_.resize(first);
     }
   }
 
-  Micros free_at(int lane) const { return std::max(lane_free_[lane], last_start_); }
+  Micros latency(const Child& c) const { return p_.latency[c.unit][c.threads - 1]; }
+  Micros free_at(int core) const { return std::max(core_free_[core], last_start_); }
 
-  // The earliest time by which the lanes (free times sorted_free_, ascending) can have done
-  // `work` more: the water level L with sum over lanes of max(0, L - free) = work.
+  void record(Micros makespan) {
+    best_.placements.clear();
+    size_t at = 0;
+    for (const Child& c : path_) {
+      best_.placements.push_back({c.unit,
+                                  {path_cores_.begin() + static_cast<ptrdiff_t>(at),
+                                   path_cores_.begin() + static_cast<ptrdiff_t>(at + c.threads)}});
+      at += static_cast<size_t>(c.threads);
+    }
+    best_.makespan = makespan;
+  }
+
+  // The earliest time by which the cores (free times sorted_free_, ascending) can have done
+  // `work` more: the water level L with sum over cores of max(0, L - free) = work.
   Micros level(Micros work) const {
     Micros sum{0};
-    for (int j = 1; j <= p_.lanes; ++j) {
+    for (int j = 1; j <= p_.cores; ++j) {
       sum += sorted_free_[j - 1];
       const Micros l = (sum + work) / j;
-      if (j == p_.lanes || l <= sorted_free_[j]) return l;
+      if (j == p_.cores || l <= sorted_free_[j]) return l;
     }
     return kInfinity;  // not reached
   }
 
   // The largest of: the current makespan; every unplaced unit's earliest start (after its
-  // predecessors, and after the lanes could have run all its unplaced ancestors) plus its
-  // tail; the same start plus its latency plus its unplaced descendants spread over all lanes;
-  // the water level of all remaining work.
+  // predecessors, and after the cores could have run all its unplaced ancestors) plus its
+  // tail; the same start plus its latency plus its unplaced descendants spread over all cores;
+  // the water level of all remaining work. Latencies are each unit's fastest, work its least.
   Micros lower_bound() {
-    for (int l = 0; l < p_.lanes; ++l) sorted_free_[l] = free_at(l);
+    for (int l = 0; l < p_.cores; ++l) sorted_free_[l] = free_at(l);
     std::sort(sorted_free_.begin(), sorted_free_.end());
     Micros bound = sorted_free_.back(), work{0};
     for (int v = 0; v < m_; ++v) {
       if (placed_ & bit(v)) continue;
       Micros start = sorted_free_.front();
       for (int q : p_.preds[v])
-        start = std::max(start, (placed_ & bit(q)) ? finish_[q] : est_[q] + p_.latency[q]);
+        start = std::max(start, (placed_ & bit(q)) ? finish_[q] : est_[q] + p_.fastest[q]);
       est_[v] = start;
       const Mask before = p_.ancestors[v] & ~placed_;
-      if (before != 0) start = std::max(start, level(work_of(p_, before)));
+      if (before != 0) start = std::max(start, level(area_of(p_, before)));
       bound = std::max(bound, start + p_.tail[v]);
       const Mask after = p_.descendants[v] & ~placed_;
       if (after != 0)
-        bound = std::max(bound, est_[v] + p_.latency[v] + work_of(p_, after) / p_.lanes);
-      work += p_.latency[v];
+        bound = std::max(bound, est_[v] + p_.fastest[v] + area_of(p_, after) / p_.cores);
+      work += p_.area[v];
     }
     return std::max(bound, level(work));
   }
@@ -276,7 +351,7 @@ class Search {
   bool dominated() {
     key_.clear();
     key_.push_back(last_start_.count());
-    for (int l = 0; l < p_.lanes; ++l) key_.push_back(sorted_free_[l].count());  // lower_bound's
+    for (int l = 0; l < p_.cores; ++l) key_.push_back(sorted_free_[l].count());  // lower_bound's
     for (int v = 0; v < m_; ++v) {
       if ((placed_ & bit(v)) || (p_.pred_mask[v] & placed_) == 0) continue;
       Micros done = last_start_;
@@ -304,15 +379,20 @@ class Search {
 
   const Problem& p_;
   const int64_t max_nodes_;
+  const std::string_view name_;
   const int m_;
   const Mask all_;
   Mask placed_ = 0;
   std::vector<Micros> finish_;     // of placed units
-  std::vector<Micros> lane_free_;  // the finish of each lane's last unit
+  std::vector<Micros> core_free_;  // the finish of each core's last unit
   Micros last_start_{0};
   std::vector<Micros> est_, sorted_free_;     // lower_bound scratch
+  std::vector<Micros> free_at_;               // visit scratch
+  std::vector<int> taken_;                    // visit scratch
   std::vector<std::vector<Child>> children_;  // per depth, reused
-  std::vector<LaneChoice> path_;
+  std::vector<Child> path_;                   // the placements so far
+  std::vector<int> path_cores_;               // their cores, back to back
+  std::vector<Micros> saved_free_;            // the core free times they replaced
   Solution best_;
   int64_t nodes_ = 0;
   std::unordered_map<Mask, std::vector<double>> memo_;  // placed set -> keys, back to back
@@ -321,28 +401,29 @@ class Search {
 };
 
 // Minimal syncs by vector clocks: seen[u][l] = how many units of lane l happen before u or are
-// u. A cross-lane edge needs a sync only when its producer is not already among them.
-std::vector<SyncEdge> minimal_syncs(const ir::UnitGraph& graph, std::span<const LaneChoice> order,
+// u. A unit must follow each unit of `waits` (its producers, and the last unit of each core it
+// takes); one on another lane needs a sync only when it is not already among them.
+std::vector<SyncEdge> minimal_syncs(std::span<const int> order,
+                                    std::span<const std::vector<UnitId>> waits,
                                     std::span<const int> lane_of, std::span<const int> position,
                                     size_t num_lanes) {
-  const size_t n = graph.num_units();
+  const size_t n = order.size();
   std::vector<std::vector<uint32_t>> seen(n, std::vector<uint32_t>(num_lanes, 0));
   std::vector<int> rank(n);  // position in `order`
-  for (size_t i = 0; i < order.size(); ++i) rank[order[i].unit] = static_cast<int>(i);
+  for (size_t i = 0; i < order.size(); ++i) rank[order[i]] = static_cast<int>(i);
   std::vector<int> lane_last(num_lanes, -1);
   std::vector<SyncEdge> syncs;
-  std::vector<UnitId> preds;
-  for (const LaneChoice& pl : order) {
-    const size_t v = static_cast<size_t>(pl.unit);
+  std::vector<UnitId> before;
+  for (int unit : order) {
+    const size_t v = static_cast<size_t>(unit);
     const int lane = lane_of[v];
     if (lane_last[lane] >= 0) seen[v] = seen[lane_last[lane]];
     seen[v][lane] = static_cast<uint32_t>(position[v] + 1);
-    // The latest-placed producers first: they carry the most knowledge.
-    preds.assign(graph.predecessors(make_id<UnitId>(v)).begin(),
-                 graph.predecessors(make_id<UnitId>(v)).end());
-    std::sort(preds.begin(), preds.end(),
+    // The latest-placed first: they carry the most knowledge.
+    before.assign(waits[v].begin(), waits[v].end());
+    std::sort(before.begin(), before.end(),
               [&](UnitId a, UnitId b) { return rank[index(a)] > rank[index(b)]; });
-    for (UnitId u : preds) {
+    for (UnitId u : before) {
       const size_t q = index(u);
       if (seen[v][lane_of[q]] >= static_cast<uint32_t>(position[q] + 1)) continue;
       syncs.push_back({u, make_id<UnitId>(v)});
@@ -354,6 +435,127 @@ std::vector<SyncEdge> minimal_syncs(const ir::UnitGraph& graph, std::span<const 
     return a.from != b.from ? a.from < b.from : a.to < b.to;
   });
   return syncs;
+}
+
+// Both schedulers: `cores` > 0 plans an allotment on that many cores (optimal-threads), 0 one
+// thread per unit on at most `max_streams` lanes (optimal).
+Schedule solve(std::string_view name, const ir::UnitGraph& graph, const cost::CostModel& cost,
+               const OptimalOptions& options, int max_streams, int cores, SearchStats* stats) {
+  const bool allotment = cores > 0;
+  Schedule s;
+  s.algorithm = std::string(name);
+  s.model = graph.name();
+  s.cores = cores;
+  const size_t n = graph.num_units();
+  if (n == 0) return s;
+  const std::vector<ir::Block> blocks = ir::block_partition(graph);
+  // With one core every order without idle time is optimal: nothing to search.
+  auto searched_block = [&](const ir::Block& b) { return !b.is_chain && cores != 1; };
+  // Refuse before searching anything.
+  size_t largest = 0;
+  for (const ir::Block& b : blocks) {
+    if (!searched_block(b)) continue;
+    BRAID_CHECK(b.units.size() <= static_cast<size_t>(options.max_block_units),
+                ErrorCode::kInvalidArgument, name, ": graph '", graph.name(), "' has a block of ",
+                b.units.size(), " units (", graph.unit(b.units.front()).name, " .. ",
+                graph.unit(b.units.back()).name,
+                "), more than max_block_units = ", options.max_block_units,
+                "; the exact search is exponential and meant for small "
+                "graphs");
+    largest = std::max(largest, b.units.size());
+  }
+
+  // latency[u][k - 1]: unit u at k threads.
+  std::vector<std::vector<Micros>> latency(n);
+  for (size_t i = 0; i < n; ++i) {
+    const UnitId u = make_id<UnitId>(i);
+    if (!allotment) latency[i] = {cost.unit_latency(u)};
+    for (int k = 1; allotment && k <= cores; ++k) latency[i].push_back(cost.unit_latency_at(u, k));
+  }
+  std::vector<Placed> order;  // global unit indices, search cores
+  int64_t nodes = 0;
+  Micros searched{0};  // the sum of the blocks' minima
+  for (const ir::Block& b : blocks) {
+    if (!searched_block(b)) {
+      // Every core is free when a chain unit starts: each at its fastest.
+      for (UnitId u : b.units) {
+        const int k = thread_choices(latency[index(u)]).back();
+        Placed placement{static_cast<int>(index(u)), std::vector<int>(k)};
+        std::iota(placement.cores.begin(), placement.cores.end(), 0);
+        order.push_back(std::move(placement));
+        searched += latency[index(u)][k - 1];
+      }
+      continue;
+    }
+    // More lanes than units never help; more cores may (a unit widens).
+    const int m = static_cast<int>(b.units.size());
+    const int block_cores = allotment ? cores : max_streams == 0 ? m : std::min(max_streams, m);
+    const Problem p = make_problem(graph, b, latency, block_cores);
+    Solution best = Search(p, greedy(p), options.max_nodes, name).run(&nodes);
+    for (Placed& pl : best.placements) {
+      pl.unit = static_cast<int>(index(p.units[pl.unit]));
+      order.push_back(std::move(pl));
+    }
+    searched += best.makespan;
+  }
+
+  // Lanes, one per lowest core, in order of first use, with semi-active times (predict.h's): a
+  // unit starts when its cores are free and its predecessors are done. It waits for its
+  // producers and for the last unit of each core it takes.
+  std::vector<int> lane_index, lane_of(n), position(n), threads(n), units_order, core_last;
+  std::vector<std::vector<UnitId>> waits(n);
+  std::vector<Micros> finish(n);
+  Micros makespan{0};
+  for (const Placed& pl : order) {
+    const int lowest = pl.cores.front();
+    if (static_cast<size_t>(lowest) >= lane_index.size()) lane_index.resize(lowest + 1, -1);
+    if (lane_index[lowest] < 0) {
+      lane_index[lowest] = static_cast<int>(s.lanes.size());
+      s.lanes.push_back({.device = 0, .stream = lane_index[lowest]});
+    }
+    Lane& lane = s.lanes[lane_index[lowest]];
+    const UnitId u = make_id<UnitId>(pl.unit);
+    const int k = static_cast<int>(pl.cores.size());
+    Micros start{0};
+    for (int c : pl.cores) {
+      if (static_cast<size_t>(c) >= core_last.size()) core_last.resize(c + 1, -1);
+      if (core_last[c] < 0) continue;
+      start = std::max(start, finish[core_last[c]]);
+      waits[pl.unit].push_back(make_id<UnitId>(core_last[c]));
+    }
+    for (UnitId q : graph.predecessors(u)) {
+      start = std::max(start, finish[index(q)]);
+      waits[pl.unit].push_back(q);
+    }
+    for (int c : pl.cores) core_last[c] = pl.unit;
+    finish[pl.unit] = start + latency[pl.unit][k - 1];
+    lane_of[pl.unit] = lane_index[lowest];
+    position[pl.unit] = static_cast<int>(lane.units.size());
+    threads[pl.unit] = k;
+    lane.units.push_back(u);
+    lane.start.push_back(start);
+    lane.finish.push_back(finish[pl.unit]);
+    if (allotment) lane.threads.push_back(k);
+    s.launch_order.push_back(u);
+    units_order.push_back(pl.unit);
+    makespan = std::max(makespan, finish[pl.unit]);
+  }
+  BRAID_ASSERT(order.size() == n, "every unit is placed once");
+  // Clamped search times are never earlier than the semi-active ones, and both are minimal.
+  BRAID_ASSERT(makespan <= searched + Micros{1e-9} * std::max(1.0, searched.count()), name,
+               ": lanes take ", makespan.count(), " us, the search found ", searched.count());
+  s.syncs = minimal_syncs(units_order, waits, lane_of, position, s.lanes.size());
+  s.predicted_latency = makespan;
+  s.stats["nodes"] = nodes;
+  s.stats["blocks"] = blocks.size();
+  s.stats["largest_block"] = largest;
+  if (allotment) {
+    s.stats["cores"] = cores;
+    s.stats["widened_units"] =
+        std::count_if(threads.begin(), threads.end(), [](int k) { return k > 1; });
+  }
+  if (stats) stats->nodes += nodes;
+  return s;
 }
 
 }  // namespace
@@ -372,82 +574,27 @@ OptimalScheduler::OptimalScheduler(const ScheduleOptions& options, OptimalOption
 
 Schedule OptimalScheduler::schedule(const ir::UnitGraph& graph, const cost::CostModel& cost,
                                     SearchStats* stats) const {
-  Schedule s;
-  s.algorithm = std::string(name());
-  s.model = graph.name();
-  const size_t n = graph.num_units();
-  if (n == 0) return s;
-  const std::vector<ir::Block> blocks = ir::block_partition(graph);
-  // Refuse before searching anything.
-  size_t largest = 0;
-  for (const ir::Block& b : blocks) {
-    if (b.is_chain) continue;
-    BRAID_CHECK(b.units.size() <= static_cast<size_t>(optimal_.max_block_units),
-                ErrorCode::kInvalidArgument, "optimal: graph '", graph.name(), "' has a block of ",
-                b.units.size(), " units (", graph.unit(b.units.front()).name, " .. ",
-                graph.unit(b.units.back()).name,
-                "), more than max_block_units = ", optimal_.max_block_units,
-                "; the exact search is exponential and meant for small "
-                "graphs");
-    largest = std::max(largest, b.units.size());
-  }
+  return solve(name(), graph, cost, optimal_, options_.max_streams, 0, stats);
+}
 
-  std::vector<Micros> latency(n);
-  for (size_t i = 0; i < n; ++i) latency[i] = cost.unit_latency(make_id<UnitId>(i));
-  std::vector<LaneChoice> order;  // global unit indices, search lanes
-  int64_t nodes = 0;
-  Micros searched{0};  // the sum of the blocks' minima
-  for (const ir::Block& b : blocks) {
-    if (b.is_chain) {
-      for (UnitId u : b.units) {
-        order.push_back({static_cast<int>(index(u)), 0});
-        searched += latency[index(u)];
-      }
-      continue;
-    }
-    const Problem p = make_problem(graph, b, latency, options_.max_streams);
-    Solution best = Search(p, greedy(p), optimal_.max_nodes).run(&nodes);
-    for (const LaneChoice& pl : best.placements)
-      order.push_back({static_cast<int>(index(p.units[pl.unit])), pl.lane});
-    searched += best.makespan;
-  }
+OptimalThreadsScheduler::OptimalThreadsScheduler(const ScheduleOptions& options,
+                                                 OptimalOptions optimal)
+    : options_(options), optimal_(optimal) {
+  BRAID_CHECK(options.cores >= 0, ErrorCode::kInvalidArgument,
+              "optimal-threads: cores must be >= 0 (0 = every core the cost model has), got ",
+              options.cores);
+  BRAID_CHECK(optimal.max_block_units >= 1 && optimal.max_block_units <= kMaxMaskUnits,
+              ErrorCode::kInvalidArgument, "optimal-threads: max_block_units must be in [1, ",
+              kMaxMaskUnits, "], got ", optimal.max_block_units);
+  BRAID_CHECK(options.num_devices == 1, ErrorCode::kUnsupported,
+              "optimal-threads: searches one device only (its model has no transfers), got "
+              "num_devices = ",
+              options.num_devices);
+}
 
-  // Lanes in order of first use, with semi-active times (predict.h's): a unit starts when its
-  // lane is free and its predecessors are done.
-  std::vector<int> lane_index, lane_of(n), position(n);
-  std::vector<Micros> finish(n);
-  Micros makespan{0};
-  for (const LaneChoice& pl : order) {
-    if (static_cast<size_t>(pl.lane) >= lane_index.size()) lane_index.resize(pl.lane + 1, -1);
-    if (lane_index[pl.lane] < 0) {
-      lane_index[pl.lane] = static_cast<int>(s.lanes.size());
-      s.lanes.push_back({.device = 0, .stream = lane_index[pl.lane]});
-    }
-    Lane& lane = s.lanes[lane_index[pl.lane]];
-    const UnitId u = make_id<UnitId>(pl.unit);
-    Micros start = lane.finish.empty() ? Micros{0} : lane.finish.back();
-    for (UnitId q : graph.predecessors(u)) start = std::max(start, finish[index(q)]);
-    finish[pl.unit] = start + latency[pl.unit];
-    lane_of[pl.unit] = lane_index[pl.lane];
-    position[pl.unit] = static_cast<int>(lane.units.size());
-    lane.units.push_back(u);
-    lane.start.push_back(start);
-    lane.finish.push_back(finish[pl.unit]);
-    s.launch_order.push_back(u);
-    makespan = std::max(makespan, finish[pl.unit]);
-  }
-  BRAID_ASSERT(order.size() == n, "every unit is placed once");
-  // Clamped search times are never earlier than the semi-active ones, and both are minimal.
-  BRAID_ASSERT(makespan <= searched + Micros{1e-9} * std::max(1.0, searched.count()),
-               "optimal: lanes take ", makespan.count(), " us, the search found ",
-               searched.count());
-  s.syncs = minimal_syncs(graph, order, lane_of, position, s.lanes.size());
-  s.predicted_latency = makespan;
-  s.stats["nodes"] = nodes;
-  s.stats["blocks"] = blocks.size();
-  s.stats["largest_block"] = largest;
-  if (stats) stats->nodes += nodes;
-  return s;
+Schedule OptimalThreadsScheduler::schedule(const ir::UnitGraph& graph, const cost::CostModel& cost,
+                                           SearchStats* stats) const {
+  return solve(name(), graph, cost, optimal_, 0, allotment_cores(options_, cost), stats);
 }
 
 }  // namespace braid::sched

@@ -20,6 +20,15 @@
 // the sum of the blocks' minima is the whole graph's minimum. A chain block needs no search; a
 // block of more than max_block_units units is refused with kInvalidArgument. With two or three
 // streams, random 14-unit blocks take milliseconds to a second (optimal_test.cc has timings).
+//
+// `optimal-threads` (OptimalThreadsScheduler) is the same search on P identical cores
+// (allotment_cores, moldable.h) where each unit also picks its threads k in 1..P and takes k
+// cores for cost::CostModel::unit_latency_at(u, k): P|prec, moldable|Cmax, the allotment
+// schedulers' model (moldable.h), solved exactly. Its plan runs a unit on the stream of its
+// lowest core, after the last unit of every core it takes (validate.h rule 9 holds).
+//
+//   OptimalThreadsScheduler exact({.cores = 2});
+//   Schedule plan = exact.schedule(units, cost);   // plan.cores == 2, per-unit Lane::threads
 #pragma once
 
 #include <cstdint>
@@ -61,6 +70,38 @@ class OptimalScheduler final : public Scheduler {
   std::string_view name() const override { return "optimal"; }
   using Scheduler::schedule;
   // Throws braid::Error(kInvalidArgument) naming the first block larger than max_block_units.
+  Schedule schedule(const ir::UnitGraph& graph, const cost::CostModel& cost,
+                    SearchStats* stats = nullptr) const override;
+
+ private:
+  ScheduleOptions options_;
+  OptimalOptions optimal_;
+};
+
+// The branch and bound above with lanes become cores: P = allotment_cores(options, cost)
+// identical cores (max_streams is not used: the plan has at most P streams). A child places a
+// ready unit u on k cores, for each k whose unit_latency_at(u, k) is below that of every
+// smaller k (more cores and no faster is dominated: give the unit the fewer cores at the same
+// start and nothing else moves), at start max(ready, last start, the k-th earliest core free
+// time), on the k latest-free cores among those free by then. Exactness, as for lanes: placed
+// in start order, an optimal timetable (with each unit's allotment reduced to its fastest
+// smaller one) is a path whose states are never later than its own, since in clamped time every
+// core free by the start counts as free at the start, so which k of them a unit takes changes
+// nothing that follows. Bounds use each unit's fastest latency (paths) and its least work
+// min_k k x latency spread over the P cores (areas); twins need equal latencies at every k.
+// Chain blocks take each unit at its fastest k, on cores 0..k-1. With P = 1 (the default under
+// a cost model whose max_threads() is 1) every order is optimal: one lane in id order, no search
+// and no block limit. Under a cost model where no unit gains from threads it is `optimal` with
+// max_streams = P.
+class OptimalThreadsScheduler final : public Scheduler {
+ public:
+  // Throws braid::Error: kInvalidArgument for bad options, kUnsupported for num_devices > 1.
+  explicit OptimalThreadsScheduler(const ScheduleOptions& options = {},
+                                   OptimalOptions optimal = {});
+  std::string_view name() const override { return "optimal-threads"; }
+  using Scheduler::schedule;
+  // Throws braid::Error(kInvalidArgument) naming the first block larger than max_block_units
+  // (with P >= 2).
   Schedule schedule(const ir::UnitGraph& graph, const cost::CostModel& cost,
                     SearchStats* stats = nullptr) const override;
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -15,6 +16,8 @@
 #include "ir/analysis.h"
 #include "models/random_dag.h"
 #include "sched/predict.h"
+#include "sched/registry.h"
+#include "sched/test_graphs.h"
 #include "sched/validate.h"
 
 namespace braid::sched {
@@ -325,6 +328,257 @@ TEST(Optimal, FourteenUnitBlocks) {
   }
 }
 
+// optimal-threads: P|prec, moldable|Cmax on the allotment schedulers' cost (test_graphs.h).
+
+// Seeded scalings for ScalingCost: 0, 1/4, ..., 1 of the ideal speed-up.
+std::vector<double> random_scalings(uint64_t seed, size_t n) {
+  std::mt19937_64 rng(seed);
+  std::vector<double> scaling(n);
+  for (double& x : scaling) x = static_cast<double>(rng() % 5) / 4;
+  return scaling;
+}
+
+// The reference, written independently of the search: every placement order (a topological
+// order), every thread count and every core subset of each unit, each unit listed at its
+// earliest start on its subset (after its predecessors and its cores' last units). Cores that
+// come free at the same time are interchangeable, so a subset takes the lowest of them
+// (cores_ at the same time as a taken one and below it are taken too). A branch whose finish
+// is at or above the best makespan so far is cut: makespans only grow along it.
+class ThreadsBruteForce {
+ public:
+  ThreadsBruteForce(const ir::UnitGraph& g, const cost::CostModel& cost, int cores)
+      : g_(g), n_(static_cast<int>(g.num_units())), cores_(cores), latency_(g.num_units()) {
+    for (int u = 0; u < n_; ++u)
+      for (int k = 1; k <= cores; ++k)
+        latency_[u].push_back(cost.unit_latency_at(make_id<UnitId>(u), k).count());
+  }
+
+  double minimum() {
+    std::vector<double> finish(n_, 0), core_free(cores_, 0);
+    best_ = std::numeric_limits<double>::infinity();
+    place(0, finish, core_free, 0);
+    return best_;
+  }
+
+ private:
+  void place(uint32_t placed, std::vector<double>& finish, std::vector<double>& core_free,
+             double makespan) {
+    if (placed == (1u << n_) - 1) {
+      best_ = std::min(best_, makespan);
+      return;
+    }
+    for (int u = 0; u < n_; ++u) {
+      if (placed >> u & 1) continue;
+      double ready = 0;
+      bool ok = true;
+      for (UnitId p : g_.predecessors(make_id<UnitId>(u))) {
+        ok = ok && (placed >> index(p) & 1);
+        ready = std::max(ready, finish[index(p)]);
+      }
+      if (!ok) continue;
+      for (uint32_t subset = 1; subset < (1u << cores_); ++subset) {
+        bool canonical = true;
+        double start = ready;
+        for (int c = 0; c < cores_; ++c) {
+          if (!(subset >> c & 1)) continue;
+          start = std::max(start, core_free[c]);
+          for (int d = 0; d < c; ++d)
+            canonical = canonical && (core_free[d] != core_free[c] || (subset >> d & 1));
+        }
+        if (!canonical) continue;
+        const double end = start + latency_[u][std::popcount(subset) - 1];
+        if (std::max(makespan, end) >= best_) continue;
+        const std::vector<double> saved = core_free;
+        for (int c = 0; c < cores_; ++c)
+          if (subset >> c & 1) core_free[c] = end;
+        finish[u] = end;
+        place(placed | 1u << u, finish, core_free, std::max(makespan, end));
+        core_free = saved;
+      }
+    }
+  }
+
+  const ir::UnitGraph& g_;
+  const int n_, cores_;
+  std::vector<std::vector<double>> latency_;
+  double best_ = 0;
+};
+
+// An allotment plan on `cores` that passes the validator without a warning, one thread count
+// per unit, no more streams than cores, and a predicted latency that is predict.h's.
+void expect_allotment_well_formed(const ir::UnitGraph& g, const cost::CostModel& cost,
+                                  const Schedule& s, int cores) {
+  std::string diagnostics;
+  for (const Diagnostic& d : check(g, s)) diagnostics += to_string(d) + "\n";
+  EXPECT_EQ(diagnostics, "");
+  if (!diagnostics.empty()) return;
+  EXPECT_EQ(s.algorithm, "optimal-threads");
+  EXPECT_EQ(s.cores, cores);
+  EXPECT_LE(num_streams(s), cores);
+  for (const Lane& lane : s.lanes) EXPECT_EQ(lane.threads.size(), lane.units.size());
+  EXPECT_EQ(s.launch_order.size(), g.num_units());
+  ASSERT_TRUE(s.predicted_latency.has_value());
+  expect_near(*s.predicted_latency, predicted_latency(g, s, cost), "predicted_latency");
+}
+
+bool widens(const ir::UnitGraph& g, const Schedule& s) {
+  const std::vector<int> threads = unit_threads(s, g.num_units(), 1);
+  return std::any_of(threads.begin(), threads.end(), [](int k) { return k > 1; });
+}
+
+// (1) The search's minimum is the reference's on random DAGs of 3..7 units (HIOS's layered
+// ones and small_dag's, which have ties and zero-latency units), on 2 and 3 cores.
+TEST(OptimalThreads, MatchesBruteForce) {
+  int cases = 0, widened = 0, faster = 0;
+  for (uint64_t seed = 0; seed < 80; ++seed) {
+    const ir::UnitGraph g = seed % 2 == 0
+                                ? testing::random_graph(7000 + seed, 3, 7, 4)
+                                : small_dag(7000 + seed, 3 + static_cast<int>(seed / 2 % 5));
+    const std::vector<double> scaling = random_scalings(seed, g.num_units());
+    for (int cores : {2, 3}) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(g.num_units()) +
+                   " units, " + std::to_string(cores) + " cores");
+      const testing::ScalingCost cost(g, scaling, cores);
+      const Schedule s = make_scheduler("optimal-threads")->schedule(g, cost);
+      expect_allotment_well_formed(g, cost, s, cores);
+      const double reference = ThreadsBruteForce(g, cost, cores).minimum();
+      EXPECT_NEAR(s.predicted_latency->count(), reference, 1e-9 * std::max(1.0, reference))
+          << to_string(s, g);
+      const double one_thread =
+          OptimalScheduler({.max_streams = cores}).schedule(g, cost).predicted_latency->count();
+      EXPECT_LE(reference, one_thread + 1e-9 * std::max(1.0, one_thread));
+      ++cases;
+      widened += widens(g, s);
+      faster += reference < one_thread * (1 - 1e-9);
+    }
+  }
+  EXPECT_EQ(cases, 160);
+  // The allotments matter: many optima widen a unit, and many beat one thread per unit.
+  std::printf("[optimal-threads] %d cases, %d optima widen a unit, %d beat one thread per unit\n",
+              cases, widened, faster);
+  EXPECT_GT(widened, cases * 3 / 4);
+  EXPECT_GT(faster, cases * 3 / 4);
+}
+
+// (2) The search space holds every plan the other allotment schedulers make and `optimal`'s
+// (one thread per unit on as many lanes as cores), so none of them predicts less.
+TEST(OptimalThreads, NeverWorseThanTheOtherAllotmentSchedulers) {
+  int compared = 0;
+  for (uint64_t seed = 0; seed < 60; ++seed) {
+    const ir::UnitGraph g = testing::random_graph(8000 + seed, 4, 11, 6);
+    const std::vector<double> scaling = random_scalings(100 + seed, g.num_units());
+    for (int cores : {2, 3}) {
+      SCOPED_TRACE("seed " + std::to_string(8000 + seed) + ", " + std::to_string(g.num_units()) +
+                   " units, " + std::to_string(cores) + " cores");
+      const testing::ScalingCost cost(g, scaling, cores);
+      const Schedule s = make_scheduler("optimal-threads")->schedule(g, cost);
+      expect_allotment_well_formed(g, cost, s, cores);
+      const double best = s.predicted_latency->count();
+      for (const char* name : {"moldable", "ios-threads", "intra", "optimal"}) {
+        const Schedule other = make_scheduler(name, {.max_streams = cores})->schedule(g, cost);
+        const double latency = predicted_latency(g, other, cost).count();
+        EXPECT_GE(latency, best - 1e-9 * std::max(1.0, best)) << name << " beats optimal-threads";
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 480);
+}
+
+// Without threads to gain it is `optimal` on as many lanes as cores; on one core, one lane.
+TEST(OptimalThreads, DegeneratesToOptimal) {
+  for (uint64_t seed = 0; seed < 30; ++seed) {
+    const ir::UnitGraph g = small_dag(9000 + seed, 4 + static_cast<int>(seed % 7));
+    SCOPED_TRACE("seed " + std::to_string(9000 + seed));
+    for (int cores : {2, 3}) {
+      const testing::ScalingCost cost(g, std::vector<double>(g.num_units(), 0), cores);
+      const Schedule s = make_scheduler("optimal-threads")->schedule(g, cost);
+      expect_allotment_well_formed(g, cost, s, cores);
+      EXPECT_FALSE(widens(g, s));
+      expect_near(*s.predicted_latency,
+                  *OptimalScheduler({.max_streams = cores}).schedule(g, cost).predicted_latency,
+                  "no scaling vs optimal");
+    }
+    // One core: every unit in id order on one lane, whatever the scaling, and no search.
+    const testing::ScalingCost one(g, random_scalings(seed, g.num_units()), 1);
+    SearchStats stats;
+    const Schedule s = make_scheduler("optimal-threads")->schedule(g, one, &stats);
+    expect_allotment_well_formed(g, one, s, 1);
+    EXPECT_EQ(s.lanes.size(), 1u);
+    EXPECT_EQ(stats.nodes, 0);
+    expect_near(*s.predicted_latency, total_work(g, one), "one core vs total work");
+    // A cost model without threads (max_threads() 1) and no --threads: one core.
+    const cost::DagCostModel dag(g);
+    EXPECT_EQ(make_scheduler("optimal-threads")->schedule(g, dag).cores, 1);
+  }
+}
+
+// (4) Rejection tests: a block beyond the limit would run for hours, not fail; several devices
+// would need transfers the model does not have.
+TEST(OptimalThreads, RefusesWhatItCannotSolve) {
+  const ir::UnitGraph g = small_dag(3, 12);
+  const testing::ScalingCost cost(g, random_scalings(3, g.num_units()), 2);
+  try {
+    OptimalThreadsScheduler({}, {.max_block_units = 6}).schedule(g, cost);
+    ADD_FAILURE() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("optimal-threads: graph 'small3' has a block of 12 units"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("max_block_units = 6"), std::string::npos) << what;
+  }
+  try {
+    OptimalThreadsScheduler({}, {.max_nodes = 10}).schedule(g, cost);
+    ADD_FAILURE() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("optimal-threads: gave up after max_nodes = 10"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(OptimalThreadsScheduler({}, {.max_block_units = 65}), Error);
+  try {
+    make_scheduler("optimal-threads", {.num_devices = 2});
+    ADD_FAILURE() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+  }
+}
+
+// Search effort on 12- and 14-unit blocks with random scalings on 2 and 3 cores (printed; the
+// numbers docs/schedulers.md quotes).
+TEST(OptimalThreads, TwelveAndFourteenUnitBlocks) {
+  for (int n : {12, 14}) {
+    for (int cores : {2, 3}) {
+      int64_t most = 0, total = 0;
+      double slowest_ms = 0, total_ms = 0;
+      const int graphs = 10;
+      for (uint64_t seed = 0; seed < graphs; ++seed) {
+        const ir::UnitGraph g = small_dag(5000 + seed, n);
+        const testing::ScalingCost cost(g, random_scalings(seed, g.num_units()), cores);
+        SearchStats stats;
+        const auto begin = std::chrono::steady_clock::now();
+        const Schedule s = make_scheduler("optimal-threads")->schedule(g, cost, &stats);
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+                .count();
+        expect_allotment_well_formed(g, cost, s, cores);
+        most = std::max(most, stats.nodes);
+        total += stats.nodes;
+        slowest_ms = std::max(slowest_ms, ms);
+        total_ms += ms;
+      }
+      std::printf(
+          "[optimal-threads] %d units, %d cores: %d graphs, nodes mean %lld max %lld, "
+          "time mean %.1f ms max %.1f ms\n",
+          n, cores, graphs, static_cast<long long>(total / graphs), static_cast<long long>(most),
+          total_ms / graphs, slowest_ms);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace braid::sched
 
@@ -377,3 +631,4 @@ TEST(OptimalScratch, DISABLED_Stress) {
 }
 }  // namespace
 }  // namespace braid::sched
+

@@ -39,6 +39,7 @@ constexpr Entry kSchedulers[] = {
     {"ios-merge", make_ios_merge_scheduler},
     {"ios-threads", make_ios_threads_scheduler},
     {"optimal", make<OptimalScheduler>},
+    {"optimal-threads", make<OptimalThreadsScheduler>},
     {"lios", make_lios_scheduler<LiosVariant::kLios>},
     {"lios-rand1", make_lios_scheduler<LiosVariant::kRand1>},
     {"lios-rand2", make_lios_scheduler<LiosVariant::kRand2>},

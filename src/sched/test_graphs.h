@@ -2,12 +2,16 @@
 // sched test file shares one definition).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <random>
-
+#include <span>
 #include <string>
+#include <vector>
 
+#include "cost/cost_model.h"
 #include "ir/unit_graph.h"
 #include "models/dag_json.h"
 #include "models/random_dag.h"
@@ -45,5 +49,29 @@ inline std::string first_error(const ir::UnitGraph& g, const sched::Schedule& s)
     if (d.severity == sched::Severity::kError) return d.message;
   return "(valid)";
 }
+
+// Moldable units for the allotment schedulers' tests: the DAG's latencies at one core, and
+// `scaling[u]` of the ideal speed-up at k cores (0: none, 1: k times faster), for 1..cores.
+class ScalingCost final : public cost::CostModel {
+ public:
+  ScalingCost(const ir::UnitGraph& g, std::vector<double> scaling, int cores)
+      : CostModel(g), scaling_(std::move(scaling)), cores_(cores) {}
+  std::string_view name() const override { return "scaling"; }
+  Micros unit_latency(UnitId u) const override { return *units().unit(u).latency; }
+  Micros stage_latency(std::span<const std::vector<UnitId>> groups) const override {
+    std::vector<int> ones(groups.size(), 1);
+    return stage_latency_at(groups, ones);
+  }
+  int max_threads() const override { return cores_; }
+  Micros unit_latency_at(UnitId u, int k) const override {
+    EXPECT_LE(k, cores_);
+    const double s = scaling_[index(u)];
+    return unit_latency(u) / (1 + s * (k - 1));
+  }
+
+ private:
+  std::vector<double> scaling_;
+  int cores_;
+};
 
 }  // namespace braid::testing

@@ -92,9 +92,9 @@ TEST(Trivial, ValidOnZooModels) {
 TEST(Registry, ListsAndMakesSchedulers) {
   // The algorithms, all of them (the order is the registry's).
   const std::vector<std::string_view> names = scheduler_names();
-  for (std::string_view name :
-       {"sequential", "greedy", "ios", "ios-parallel", "ios-merge", "lios", "lios-rand1",
-        "lios-rand2", "lios-rand", "nimble", "opara", "heft", "optimal"})
+  for (std::string_view name : {"sequential", "greedy", "ios", "ios-parallel", "ios-merge", "lios",
+                                "lios-rand1", "lios-rand2", "lios-rand", "nimble", "opara", "heft",
+                                "optimal", "intra", "moldable", "ios-threads", "optimal-threads"})
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
   for (std::string_view name : scheduler_names()) EXPECT_EQ(make_scheduler(name)->name(), name);
   ir::UnitGraph g = random_graph(7);

@@ -45,9 +45,9 @@ void add_multi_device_flags(CLI::App& cmd, sched::ScheduleOptions& options) {
       ->check(whole_number_in("the window", 1, kMaxGroupLimit))
       ->capture_default_str();
   cmd.add_option("--threads", options.cores,
-                 "Cores the plan may use: intra, moldable and ios-threads give each unit its "
-                 "threads within them, auto tries intra@1..N (0: every CPU the cost model "
-                 "prices)")
+                 "Cores the plan may use: intra, moldable, ios-threads and optimal-threads "
+                 "give each unit its threads within them, auto tries intra@1..N (0: every CPU "
+                 "the cost model prices)")
       ->check(whole_number_in("the number of cores", 0, kMaxThreads, " (0: all)"))
       ->capture_default_str();
 }
