@@ -369,6 +369,46 @@ TEST(StreamSchedulers, SoundOnRandomDags) {
   }
 }
 
+// A DAG's latencies on a device that runs `parallelism` units at once (the CPU profiler's CPUs).
+class SlotsCost final : public cost::CostModel {
+ public:
+  SlotsCost(const ir::UnitGraph& g, double parallelism)
+      : CostModel(g), dag_(g), parallelism_(parallelism) {}
+  std::string_view name() const override { return "slots"; }
+  Micros unit_latency(UnitId u) const override { return dag_.unit_latency(u); }
+  Micros stage_latency(std::span<const std::vector<UnitId>> groups) const override {
+    return dag_.stage_latency(groups);
+  }
+  double parallelism() const override { return parallelism_; }
+
+ private:
+  cost::DagCostModel dag_;
+  double parallelism_;
+};
+
+// head -> {a, b, c, d} (2 ms each) -> tail: nimble opens a stream per branch; on fewer CPUs
+// than streams the streams take turns.
+TEST(Predict, StreamsShareTheUnitsTheDeviceRunsAtOnce) {
+  const ir::UnitGraph g = models::parse_dag_json_text(R"({"format": "braid.dag/1", "name": "fan",
+      "nodes": [{"name": "head", "latency_ms": 1}, {"name": "a", "latency_ms": 2},
+                {"name": "b", "latency_ms": 2}, {"name": "c", "latency_ms": 2},
+                {"name": "d", "latency_ms": 2}, {"name": "tail", "latency_ms": 1}],
+      "edges": [{"from": "head", "to": "a"}, {"from": "head", "to": "b"},
+                {"from": "head", "to": "c"}, {"from": "head", "to": "d"},
+                {"from": "a", "to": "tail"}, {"from": "b", "to": "tail"},
+                {"from": "c", "to": "tail"}, {"from": "d", "to": "tail"}]})",
+                                                      "fan");
+  const Schedule s = make_scheduler("nimble")->schedule(g, cost::DagCostModel(g));
+  ASSERT_EQ(s.lanes.size(), 4u) << to_string(s, g);
+  EXPECT_DOUBLE_EQ(Millis(predicted_latency(g, s, cost::DagCostModel(g))).count(), 4);
+  EXPECT_DOUBLE_EQ(Millis(predicted_latency(g, s, SlotsCost(g, 4))).count(), 4);
+  EXPECT_DOUBLE_EQ(Millis(predicted_latency(g, s, SlotsCost(g, 2))).count(), 6);
+  EXPECT_DOUBLE_EQ(Millis(predicted_latency(g, s, SlotsCost(g, 1.5))).count(), 10);  // one slot
+  // Sequential has one stream: nothing to share.
+  const Schedule one = SequentialScheduler().schedule(g);
+  EXPECT_DOUBLE_EQ(Millis(predicted_latency(g, one, SlotsCost(g, 1))).count(), 10);
+}
+
 TEST(StreamSchedulers, Registered) {
   for (std::string_view name : kStreamSchedulers) {
     auto names = scheduler_names();

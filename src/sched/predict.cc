@@ -1,6 +1,8 @@
 #include "sched/predict.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <optional>
 
 #include "base/error.h"
@@ -57,48 +59,61 @@ Micros predict_lanes(const ir::UnitGraph& units, const Schedule& s, const cost::
   std::vector<std::vector<UnitId>> waits(n);
   for (const SyncEdge& e : s.syncs) waits[index(e.to)].push_back(e.from);
   const std::vector<int> threads = unit_threads(s, n, 0);
-  // Advance every lane as far as its next unit's predecessors allow, until all are done; a
-  // valid schedule never deadlocks (its lanes follow a topological order of the cross-lane
-  // waits).
-  size_t done = 0;
-  Micros makespan{0};
-  while (done < n) {
-    bool progressed = false;
-    for (size_t l = 0; l < s.lanes.size(); ++l) {
-      const Lane& lane = s.lanes[l];
-      while (next[l] < lane.units.size()) {
-        const UnitId u = lane.units[next[l]];
-        Micros start = lane_free[l];
-        bool ready = true;
-        for (uint32_t e : units.in_edges(u)) {
-          const ir::UnitEdge& edge = units.edges()[e];
-          if (!finish[index(edge.from)]) {
-            ready = false;
-            break;
-          }
-          Micros at = *finish[index(edge.from)];
-          if (where[index(edge.from)]->device != lane.device) at += cost.transfer_latency(edge);
-          start = std::max(start, at);
-        }
-        for (UnitId from : waits[index(u)]) {
-          if (!ready || !finish[index(from)]) {
-            ready = false;
-            break;
-          }
-          start = std::max(start, *finish[index(from)]);
-        }
-        if (!ready) break;
-        finish[index(u)] =
-            start + (threads[index(u)] > 0 ? cost.unit_latency_at(u, threads[index(u)])
-                                           : cost.unit_latency(u));
-        lane_free[l] = *finish[index(u)];
-        makespan = std::max(makespan, lane_free[l]);
-        ++next[l];
-        ++done;
-        progressed = true;
-      }
+  // Contention: a device that runs fewer units at once than it has lanes (the CPU profiler:
+  // its CPUs over threads per stream) runs lane `stream` on slot stream mod P, one unit at a
+  // time per slot, as the CPU executor pins streams. An allotment already fits its cores.
+  const double parallelism = cost.parallelism();
+  const size_t slots = s.has_allotment() || !std::isfinite(parallelism)
+                           ? s.lanes.size()
+                           : static_cast<size_t>(std::max(1.0, std::floor(parallelism)));
+  std::map<std::pair<int, size_t>, Micros> slot_free;  // (device, slot)
+  auto slot_of = [&](const Lane& lane) {
+    return std::pair(lane.device, static_cast<size_t>(std::max(0, lane.stream)) % slots);
+  };
+  // When the head of lane `l` can start; nullopt while a producer or a waited unit is pending.
+  auto head_start = [&](size_t l) -> std::optional<Micros> {
+    const Lane& lane = s.lanes[l];
+    const UnitId u = lane.units[next[l]];
+    Micros start = lane_free[l];
+    for (uint32_t e : units.in_edges(u)) {
+      const ir::UnitEdge& edge = units.edges()[e];
+      if (!finish[index(edge.from)]) return std::nullopt;
+      Micros at = *finish[index(edge.from)];
+      if (where[index(edge.from)]->device != lane.device) at += cost.transfer_latency(edge);
+      start = std::max(start, at);
     }
-    BRAID_ASSERT(progressed, "predicted_latency: the lanes deadlock (an invalid schedule)");
+    for (UnitId from : waits[index(u)]) {
+      if (!finish[index(from)]) return std::nullopt;
+      start = std::max(start, *finish[index(from)]);
+    }
+    if (auto it = slot_free.find(slot_of(lane)); it != slot_free.end())
+      start = std::max(start, it->second);
+    return start;
+  };
+  // Event order: the unit that can start earliest goes next (lowest lane on ties). Without
+  // contention every start depends on its lane and producers only, so the order changes
+  // nothing; with it, a slot goes to whoever is ready first. A valid schedule never deadlocks
+  // (its lanes follow a topological order of the cross-lane waits).
+  Micros makespan{0};
+  for (size_t done = 0; done < n; ++done) {
+    std::optional<size_t> best;
+    Micros best_start{0};
+    for (size_t l = 0; l < s.lanes.size(); ++l) {
+      if (next[l] >= s.lanes[l].units.size()) continue;
+      const std::optional<Micros> start = head_start(l);
+      if (start && (!best || *start < best_start)) best = l, best_start = *start;
+    }
+    BRAID_ASSERT(best.has_value(), "predicted_latency: the lanes deadlock (an invalid schedule)");
+    const Lane& lane = s.lanes[*best];
+    const UnitId u = lane.units[next[*best]];
+    const Micros end =
+        best_start +
+        (threads[index(u)] > 0 ? cost.unit_latency_at(u, threads[index(u)]) : cost.unit_latency(u));
+    finish[index(u)] = end;
+    lane_free[*best] = end;
+    slot_free[slot_of(lane)] = end;
+    makespan = std::max(makespan, end);
+    ++next[*best];
   }
   return makespan;
 }
