@@ -15,8 +15,8 @@
 namespace braid::tune {
 namespace {
 
-constexpr std::array<std::string_view, 11> kCandidates = {
-    "sequential", "intra", "moldable", "ios-threads", "greedy", "nimble",
+constexpr std::array<std::string_view, 12> kCandidates = {
+    "sequential", "intra", "moldable", "ios-threads", "optimal-threads", "greedy", "nimble",
     "lios",       "opara", "heft",     "ios",         "optimal"};
 
 // How much faster than the best intra-operator run another candidate must be measured to win.
@@ -24,7 +24,8 @@ constexpr double kIntraMargin = 0.05;
 
 // The schedulers that plan an allotment: candidates only where units can take several cores.
 bool allots(std::string_view scheduler) {
-  return scheduler == "intra" || scheduler == "moldable" || scheduler == "ios-threads";
+  return scheduler == "intra" || scheduler == "moldable" || scheduler == "ios-threads" ||
+         scheduler == "optimal-threads";
 }
 
 // One candidate: a scheduler, and for `intra` the cores every unit takes ("intra@2").

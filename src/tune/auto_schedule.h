@@ -30,12 +30,12 @@ namespace braid::tune {
 // The schedulers auto tries, in this order: every single-device scheduler of the registry
 // except the randomized ablations (lios-rand*) and those IOS's own search already covers
 // (ios-parallel, ios-merge: subsets of ios's choices under the same cost model). The
-// allotment schedulers (intra, moldable, ios-threads) only where units can take several cores
-// (the cost model's max_threads, capped by ScheduleOptions::cores).
+// allotment schedulers (intra, moldable, ios-threads, optimal-threads) only where units can take
+// several cores (the cost model's max_threads, capped by ScheduleOptions::cores).
 std::span<const std::string_view> auto_candidates();
 // The candidates as auto lists them on `cores` cores: sequential (at the executor's threads per
-// stream), intra@K for every other K from 1 to cores (every unit on K threads), moldable and
-// ios-threads on `cores`, then the inter-operator schedulers.
+// stream), intra@K for every other K from 1 to cores (every unit on K threads), moldable,
+// ios-threads and optimal-threads on `cores`, then the inter-operator schedulers.
 std::vector<std::string> auto_candidate_labels(int cores, int threads_per_stream);
 
 inline constexpr std::string_view kAuto = "auto";

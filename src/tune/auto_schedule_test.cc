@@ -161,8 +161,9 @@ TEST(AutoSchedule, TriesIntraOperatorPlansAndKeepsTheMeasuredFastest) {
   const ir::UnitGraph units = wide_dag();
   const cost::RooflineCostModel cost(units, {.cores = 2});
   EXPECT_EQ(auto_candidate_labels(2, 1),
-            (std::vector<std::string>{"sequential", "intra@2", "moldable", "ios-threads", "greedy",
-                                      "nimble", "lios", "opara", "heft", "ios", "optimal"}));
+            (std::vector<std::string>{"sequential", "intra@2", "moldable", "ios-threads",
+                                      "optimal-threads", "greedy", "nimble", "lios", "opara",
+                                      "heft", "ios", "optimal"}));
   EXPECT_EQ(auto_candidate_labels(3, 2)[1], "intra@1");
   EXPECT_EQ(auto_candidate_labels(3, 2)[2], "intra@3");
   for (const auto& [fastest, fastest_ms] :

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -124,6 +125,14 @@ TEST_P(CpuExecutorZoo, MatchesReferenceUnderEverySchedule) {
     EXPECT_EQ(run_cpu(m, sched::make_scheduler(name, {.cores = 2})->schedule(m.units, two_cores)),
               sequential)
         << name;
+  // optimal-threads where its blocks are small enough (it refuses larger ones, by design).
+  std::optional<sched::Schedule> exact;
+  try {
+    exact = sched::make_scheduler("optimal-threads", {.cores = 2})->schedule(m.units, two_cores);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+  }
+  if (exact) EXPECT_EQ(run_cpu(m, *exact), sequential) << "optimal-threads";
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CpuExecutorZoo,
