@@ -132,7 +132,9 @@ TEST_P(CpuExecutorZoo, MatchesReferenceUnderEverySchedule) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
   }
-  if (exact) EXPECT_EQ(run_cpu(m, *exact), sequential) << "optimal-threads";
+  if (exact) {
+    EXPECT_EQ(run_cpu(m, *exact), sequential) << "optimal-threads";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CpuExecutorZoo,
