@@ -404,6 +404,11 @@ TEST(Predict, StreamsShareTheUnitsTheDeviceRunsAtOnce) {
   EXPECT_DOUBLE_EQ(Millis(predicted_latency(g, s, SlotsCost(g, 4))).count(), 4);
   EXPECT_DOUBLE_EQ(Millis(predicted_latency(g, s, SlotsCost(g, 2))).count(), 6);
   EXPECT_DOUBLE_EQ(Millis(predicted_latency(g, s, SlotsCost(g, 1.5))).count(), 10);  // one slot
+  // Slots follow the lanes' order, as the executor pins them, not stream numbers with gaps.
+  Schedule gaps = s;
+  for (size_t l = 0; l < gaps.lanes.size(); ++l) gaps.lanes[l].stream = 2 * static_cast<int>(l);
+  EXPECT_DOUBLE_EQ(Millis(predicted_latency(g, gaps, cost::DagCostModel(g))).count(), 4);
+  EXPECT_DOUBLE_EQ(Millis(predicted_latency(g, gaps, SlotsCost(g, 2))).count(), 6);
   // Sequential has one stream: nothing to share.
   const Schedule one = SequentialScheduler().schedule(g);
   EXPECT_DOUBLE_EQ(Millis(predicted_latency(g, one, SlotsCost(g, 1))).count(), 10);

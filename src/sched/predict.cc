@@ -60,16 +60,16 @@ Micros predict_lanes(const ir::UnitGraph& units, const Schedule& s, const cost::
   for (const SyncEdge& e : s.syncs) waits[index(e.to)].push_back(e.from);
   const std::vector<int> threads = unit_threads(s, n, 0);
   // Contention: a device that runs fewer units at once than it has lanes (the CPU profiler:
-  // its CPUs over threads per stream) runs lane `stream` on slot stream mod P, one unit at a
-  // time per slot, as the CPU executor pins streams. An allotment already fits its cores.
+  // its CPUs over threads per stream) runs lane i on slot i mod P, one unit at a time per slot,
+  // as the CPU executor's lane pool pins its i-th lane. Without contention every lane is its
+  // own slot (lane indices, not stream numbers, which may have gaps). An allotment already
+  // fits its cores.
   const double parallelism = cost.parallelism();
   const size_t slots = s.has_allotment() || !std::isfinite(parallelism)
                            ? s.lanes.size()
                            : static_cast<size_t>(std::max(1.0, std::floor(parallelism)));
   std::map<std::pair<int, size_t>, Micros> slot_free;  // (device, slot)
-  auto slot_of = [&](const Lane& lane) {
-    return std::pair(lane.device, static_cast<size_t>(std::max(0, lane.stream)) % slots);
-  };
+  auto slot_of = [&](size_t l) { return std::pair(s.lanes[l].device, l % slots); };
   // When the head of lane `l` can start; nullopt while a producer or a waited unit is pending.
   auto head_start = [&](size_t l) -> std::optional<Micros> {
     const Lane& lane = s.lanes[l];
@@ -86,7 +86,7 @@ Micros predict_lanes(const ir::UnitGraph& units, const Schedule& s, const cost::
       if (!finish[index(from)]) return std::nullopt;
       start = std::max(start, *finish[index(from)]);
     }
-    if (auto it = slot_free.find(slot_of(lane)); it != slot_free.end())
+    if (auto it = slot_free.find(slot_of(l)); it != slot_free.end())
       start = std::max(start, it->second);
     return start;
   };
@@ -111,7 +111,7 @@ Micros predict_lanes(const ir::UnitGraph& units, const Schedule& s, const cost::
         (threads[index(u)] > 0 ? cost.unit_latency_at(u, threads[index(u)]) : cost.unit_latency(u));
     finish[index(u)] = end;
     lane_free[*best] = end;
-    slot_free[slot_of(lane)] = end;
+    slot_free[slot_of(*best)] = end;
     makespan = std::max(makespan, end);
     ++next[*best];
   }

@@ -10,9 +10,9 @@
 // predecessor and every sync's `from` has finished (plus the transfer from another device): the
 // list-scheduling model of lios.txt §IV. Lanes contend only where the cost model runs fewer
 // units at once than there are lanes (cost::CostModel::parallelism(), finite for the CPU
-// profiler: its CPUs over threads per stream): lane `stream` then shares slot stream mod P,
-// one unit at a time, as the CPU executor pins streams; the unit that can start earliest takes
-// a slot first. Without this, 10 streams on 2 CPUs predicted RandWire 2.4x faster than
+// profiler: its CPUs over threads per stream): the i-th lane then shares slot i mod P, one
+// unit at a time, as the CPU executor pins its lanes; the unit that can start earliest takes a
+// slot first. Without this, 10 streams on 2 CPUs predicted RandWire 2.4x faster than
 // sequential and ran slower (2026-11-27). Under an allotment
 // (schedule.h) a unit takes unit_latency_at its threads, a stage stage_latency_at its groups'.
 #pragma once
