@@ -236,9 +236,10 @@ cost::Measurement CpuProfiler::lookup_or_measure(std::span<const std::vector<Uni
     std::lock_guard lock(memo_mutex_);
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   }
-  // Priced before taking measure_mutex_: from_units measures units, which takes it.
-  const bool several = (groups.size() > 1 || groups[0].size() > 1) && options_.stage_budget_s > 0;
-  const Micros units_price = several ? from_units(groups, threads) : Micros{0};
+  // A stage of several units under a budget (units alone are always measured), priced before
+  // taking measure_mutex_: from_units measures units, which takes it.
+  const bool budgeted = (groups.size() > 1 || groups[0].size() > 1) && options_.stage_budget_s > 0;
+  const Micros units_price = budgeted ? from_units(groups, threads) : Micros{0};
   std::lock_guard measuring(measure_mutex_);
   {
     // Another thread may have measured it while this one waited.
@@ -251,7 +252,7 @@ cost::Measurement CpuProfiler::lookup_or_measure(std::span<const std::vector<Uni
   if (cached && !(cached->suspect && options_.remeasure_suspect)) {
     m = *cached;
     count_cache_hit();
-  } else if (several && spent) {
+  } else if (budgeted && spent) {
     m = estimate(units_price);
     count_estimate();
     std::lock_guard lock(memo_mutex_);
@@ -260,12 +261,12 @@ cost::Measurement CpuProfiler::lookup_or_measure(std::span<const std::vector<Uni
   } else {
     const auto begin = Clock::now();
     m = measure(groups, threads);
-    if (several) stage_seconds_ += std::chrono::duration<double>(Clock::now() - begin).count();
+    if (budgeted) stage_seconds_ += std::chrono::duration<double>(Clock::now() - begin).count();
     count_measurement();
     if (m.suspect) ++suspect_;
     if (cache_) cache_->insert(key, m, describe(units(), groups));
   }
-  if (several && units_price > Micros{0}) stage_ratios_.push_back(m.median / units_price);
+  if (budgeted && units_price > Micros{0}) stage_ratios_.push_back(m.median / units_price);
   std::lock_guard lock(memo_mutex_);
   memo_.emplace(key, m);
   return m;
