@@ -1,4 +1,4 @@
-// CPU kernels: the ops of one schedule unit compiled into oneDNN 2.6 primitives (plus a few
+// CPU kernels: the ops of one schedule unit compiled into oneDNN 3.x primitives (plus a few
 // plain loops), once, at prepare time. execute() only binds arena pointers and runs.
 //
 //   omp_set_num_threads(threads_of_this_lane);            // fixed into the primitives here
@@ -41,6 +41,9 @@
 #include "exec/kernel.h"
 #include "ir/graph.h"
 
+// The kernels use the 3.x API (primitive_desc(engine, ..., attr), runtime scales) only.
+static_assert(DNNL_VERSION_MAJOR >= 3, "braid's CPU executor needs oneDNN 3.x (make deps)");
+
 namespace braid::exec::cpu {
 
 // What KernelContext::lane_state points to on the CPU executor: one per lane (thread).
@@ -56,7 +59,7 @@ struct KernelBuildContext {
 // Whether make_unit_kernels can compile `node` (every op kind of the IR on float32 tensors).
 bool supports(const ir::Graph& graph, NodeId node);
 
-// oneDNN's implementation of each primitive `kernel` runs ("jit:avx512_core", "ref:any", ...),
+// oneDNN's implementation of each primitive `kernel` runs ("brgconv:avx2", "ref:any", ...),
 // in order; empty for the plain-loop kernels. make_unit_kernels warns (spdlog) about every
 // "ref:" one it could not avoid.
 std::vector<std::string> implementation_names(const Kernel& kernel);

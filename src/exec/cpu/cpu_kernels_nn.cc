@@ -72,16 +72,17 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
   // Fixed weights let the primitive choose its layout; we reorder them once below.
   const memory::desc w_md = w_fixed ? memory::desc(w_dims, dt::f32, tag::any) : user_w_md;
   // Activations already blocked in the arena (layout.h) are used as they are. A plain one: on
-  // nchw, oneDNN 2.6 runs a convolution as im2col + GEMM. Its blocked kernels plus a reorder in
-  // and out of the lane scratchpad were faster on this machine (1 and 2 threads) for spatial
-  // kernels (about 2x), grouped and depthwise convs (10x) and few input channels; for dense
-  // 1x1 convs with 32+ channels the two were level, and plain saves the copies.
+  // nchw, oneDNN runs a convolution as im2col + GEMM (x64:gemm:jit, 2.6 and 3.2). On 2.6 its
+  // blocked kernels plus a reorder in and out of the lane scratchpad were faster on this machine
+  // (1 and 2 threads) for spatial kernels (about 2x), grouped and depthwise convs (10x) and few
+  // input channels; for dense 1x1 convs with 32+ channels the two were level, and plain saves
+  // the copies.
   const bool blocked = groups > 1 || ws[2] * ws[3] > 1 || ws[1] < kMinPlainChannels ||
                        src_ref.layout != TensorLayout::kPlain ||
                        dst_ref.layout != TensorLayout::kPlain;
   auto conv_md = [&](const memory::desc& md, const TensorRef& ref) {
     if (!blocked || ref.layout != TensorLayout::kPlain) return md;
-    return memory::desc(md.dims(), dt::f32, tag::any);
+    return memory::desc(md.get_dims(), dt::f32, tag::any);
   };
   const memory::desc conv_src_md = conv_md(src_md, src_ref);
   const memory::desc conv_dst_md = conv_md(dst_md, dst_ref);
@@ -110,27 +111,26 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
   const Dims dilation{a.dilation[0] - 1, a.dilation[1] - 1};  // oneDNN: 0 means dense
   const Dims pad_l{a.pads[0], a.pads[1]}, pad_r{a.pads[2], a.pads[3]};
   auto make_pd = [&](const memory::desc& conv_src, const memory::desc& conv_dst) {
-    const auto desc =
-        has_bias ? dnnl::convolution_forward::desc(
-                       prop_kind::forward_inference, algorithm::convolution_direct, conv_src, w_md,
-                       bias_md, conv_dst, strides, dilation, pad_l, pad_r)
-                 : dnnl::convolution_forward::desc(prop_kind::forward_inference,
-                                                   algorithm::convolution_direct, conv_src, w_md,
-                                                   conv_dst, strides, dilation, pad_l, pad_r);
-    return dnnl::convolution_forward::primitive_desc(desc, make_attr(po), c.engine);
+    using pd_t = dnnl::convolution_forward::primitive_desc;
+    if (has_bias)
+      return pd_t(c.engine, prop_kind::forward_inference, algorithm::convolution_direct, conv_src,
+                  w_md, bias_md, conv_dst, strides, dilation, pad_l, pad_r, make_attr(po));
+    return pd_t(c.engine, prop_kind::forward_inference, algorithm::convolution_direct, conv_src,
+                w_md, conv_dst, strides, dilation, pad_l, pad_r, make_attr(po));
   };
   dnnl::convolution_forward::primitive_desc pd = make_pd(conv_src_md, conv_dst_md);
   if (is_reference(pd)) {
     // The arena's layouts have only oneDNN's reference kernel for this conv. Grouped convs of
-    // 8 channels per group do: from nhwc to a plain (`any`) dst, measured here on 104 channels
-    // at 28x28, ref:any 83 ms against 0.13 ms for the jit kernel on nhwc to nhwc; and in
-    // nChw16c (224 channels: 3.5 s against 2.6 ms on nChw8c). Run it in a layout that has a
+    // 8 channels per group did on 2.6: from nhwc to a plain (`any`) dst, measured here on 104
+    // channels at 28x28, ref:any 83 ms against 0.13 ms for the jit kernel on nhwc to nhwc; and
+    // in nChw16c (224 channels: 3.5 s against 2.6 ms on nChw8c). On 3.2 (AVX2) the first gets
+    // jit:avx2, the second is still ref:any. Run it in a layout that has a
     // real kernel instead, reordering src and dst through the lane scratchpad: oneDNN's own
     // choice first, then each layout the executor knows. make_unit_kernels warns when none has.
     for (tag t : {tag::any, tag::nhwc, tag::nChw8c, tag::nChw16c, tag::nchw}) {
       try {
-        auto candidate = make_pd(memory::desc(src_md.dims(), dt::f32, t),
-                                 memory::desc(dst_md.dims(), dt::f32, t));
+        auto candidate = make_pd(memory::desc(src_md.get_dims(), dt::f32, t),
+                                 memory::desc(dst_md.get_dims(), dt::f32, t));
         if (!is_reference(candidate)) {
           pd = std::move(candidate);
           break;
@@ -241,8 +241,8 @@ std::unique_ptr<Kernel> build_conv_transpose(const BuildContext& c, const Chain&
   const memory::desc user_w_md(w_dims, dt::f32, groups > 1 ? tag::giohw : tag::iohw);
   const memory::desc w_md(w_dims, dt::f32, tag::any);
   const TensorRef src_ref = c.ref(x), dst_ref = c.ref(chain.output);
-  const memory::desc src_md(arena_md(src_ref).dims(), dt::f32, tag::any);
-  const memory::desc dst_md(arena_md(dst_ref).dims(), dt::f32, tag::any);
+  const memory::desc src_md(arena_md(src_ref).get_dims(), dt::f32, tag::any);
+  const memory::desc dst_md(arena_md(dst_ref).get_dims(), dt::f32, tag::any);
   // The Add of a per-channel bias and the BatchNormalization plan_chain took, folded:
   // s = scale / sqrt(var + eps), w' = w * s[oc], b' = (b + add - mean) * s + shift. ONNX's
   // weights are [IC, OC/g, KH, KW]: input channel i of group g feeds output g * OC/g + ocl.
@@ -274,10 +274,9 @@ std::unique_ptr<Kernel> build_conv_transpose(const BuildContext& c, const Chain&
   const Dims dilation{a.dilation[0] - 1, a.dilation[1] - 1};
   const Dims pad_l{a.pads[0], a.pads[1]};
   const Dims pad_r{a.pads[2] - a.output_padding[0], a.pads[3] - a.output_padding[1]};
-  const dnnl::deconvolution_forward::desc desc(prop_kind::forward_inference,
-                                               algorithm::deconvolution_direct, src_md, w_md,
-                                               dst_md, strides, dilation, pad_l, pad_r);
-  const dnnl::deconvolution_forward::primitive_desc pd(desc, make_attr(), c.engine);
+  const dnnl::deconvolution_forward::primitive_desc pd(
+      c.engine, prop_kind::forward_inference, algorithm::deconvolution_direct, src_md, w_md, dst_md,
+      strides, dilation, pad_l, pad_r, make_attr());
   auto k = std::make_unique<DnnlKernel>(c.engine);
   Args args{{DNNL_ARG_SRC, k->input(pd.src_desc(), src_ref)}};
   if (!folded_w.empty()) {
@@ -294,7 +293,11 @@ std::unique_ptr<Kernel> build_conv_transpose(const BuildContext& c, const Chain&
   // oneDNN 2.6's deconvolution applies its own bias and post-ops in a slow loop, and its binary
   // broadcasts a channel vector over a blocked tensor only with ref:any (PaddleOCR's detector,
   // 24 -> 24 channels, 80x80 -> 160x160: 0.65 ms bare, 5 ms with its bias, 45 ms with a ReLU,
-  // 66 ms as a binary on nChw8c).
+  // 66 ms as a binary on nChw8c). oneDNN 3.2 (AVX2, 1 thread) applies them inside its strided
+  // brgconv deconvolution at no cost (that shape: 0.57 ms bare and with bias + ReLU), but still
+  // in the slow loop for its stride-1 and depthwise ones (64 -> 64 3x3 at 28x28: 0.64 -> 5.4 ms;
+  // FCN's depthwise 4x4/2 upsampling of 21x32x32: 0.03 -> 8.7 ms), and its channel-vector binary
+  // on nChw8c is still ref:any (155 ms on that shape); so this stays.
   BRAID_ASSERT(dst_ref.layout == TensorLayout::kPlain, "a ConvTranspose output is never blocked");
   const Dims bias_dims{1, oc, 1, 1};
   memory bias;
@@ -309,8 +312,8 @@ std::unique_ptr<Kernel> build_conv_transpose(const BuildContext& c, const Chain&
   append_activations(po, chain);
   const memory::desc y_md = plain_md(to_dims(c.shape(chain.output)));
   const memory y = k->bind(y_md, dst_ref);
-  const dnnl::binary::desc add_desc(algorithm::binary_add, y_md, plain_md(bias_dims), y_md);
-  const dnnl::binary::primitive_desc add_pd(add_desc, make_attr(po), c.engine);
+  const dnnl::binary::primitive_desc add_pd(c.engine, algorithm::binary_add, y_md,
+                                            plain_md(bias_dims), y_md, make_attr(po));
   k->add(add_pd, dnnl::binary(add_pd),
          {{DNNL_ARG_SRC_0, y}, {DNNL_ARG_SRC_1, bias}, {DNNL_ARG_DST, y}});
   return k;
@@ -388,12 +391,11 @@ std::unique_ptr<Kernel> build_pool(const BuildContext& c, const Chain& chain) {
   const TensorRef src_ref = c.ref(node.inputs[0]), dst_ref = c.ref(chain.output);
   const memory::desc src_md = arena_md(src_ref);
   const memory::desc dst_md = layout_md(to_dims(ys), src_ref.layout);
-  const dnnl::pooling_v2_forward::desc desc(
-      prop_kind::forward_inference, alg, src_md, dst_md, Dims{a.stride[0], a.stride[1]},
-      Dims{a.kernel[0], a.kernel[1]}, Dims{0, 0}, Dims{a.pads[0], a.pads[1]}, pad_r);
-  dnnl::pooling_v2_forward::primitive_desc pd(desc, make_attr(), c.engine);
+  const dnnl::pooling_forward::primitive_desc pd(
+      c.engine, prop_kind::forward_inference, alg, src_md, dst_md, Dims{a.stride[0], a.stride[1]},
+      Dims{a.kernel[0], a.kernel[1]}, Dims{0, 0}, Dims{a.pads[0], a.pads[1]}, pad_r, make_attr());
   auto k = std::make_unique<DnnlKernel>(c.engine);
-  k->add(pd, dnnl::pooling_v2_forward(pd),
+  k->add(pd, dnnl::pooling_forward(pd),
          {{DNNL_ARG_SRC, k->bind(src_md, src_ref)}, {DNNL_ARG_DST, k->output(dst_md, dst_ref)}});
 
   if (!is_max && a.count_include_pad && clipped_windows) {
@@ -434,12 +436,11 @@ std::unique_ptr<Kernel> build_global_average_pool(const BuildContext& c, const C
   const memory::desc src_md = arena_md(src_ref);
   const memory::desc dst_md = layout_md(to_dims(c.shape(chain.output)), src_ref.layout);
   // One window covering the whole plane.
-  const dnnl::pooling_v2_forward::desc desc(
-      prop_kind::forward_inference, algorithm::pooling_avg_exclude_padding, src_md, dst_md,
-      Dims{1, 1}, Dims{xs[2], xs[3]}, Dims{0, 0}, Dims{0, 0}, Dims{0, 0});
-  dnnl::pooling_v2_forward::primitive_desc pd(desc, make_attr(), c.engine);
+  const dnnl::pooling_forward::primitive_desc pd(
+      c.engine, prop_kind::forward_inference, algorithm::pooling_avg_exclude_padding, src_md,
+      dst_md, Dims{1, 1}, Dims{xs[2], xs[3]}, Dims{0, 0}, Dims{0, 0}, Dims{0, 0}, make_attr());
   auto k = std::make_unique<DnnlKernel>(c.engine);
-  k->add(pd, dnnl::pooling_v2_forward(pd),
+  k->add(pd, dnnl::pooling_forward(pd),
          {{DNNL_ARG_SRC, k->bind(src_md, src_ref)}, {DNNL_ARG_DST, k->output(dst_md, dst_ref)}});
   return k;
 }
@@ -454,13 +455,13 @@ dnnl::matmul::primitive_desc make_matmul_pd(const BuildContext& c, const memory:
                                             const memory::desc& dst_md,
                                             const dnnl::primitive_attr& attr) {
   auto make = [&](const memory::desc& w_md) {
-    const auto desc = bias_md ? dnnl::matmul::desc(src_md, w_md, *bias_md, dst_md)
-                              : dnnl::matmul::desc(src_md, w_md, dst_md);
-    return dnnl::matmul::primitive_desc(desc, attr, c.engine);
+    if (bias_md)
+      return dnnl::matmul::primitive_desc(c.engine, src_md, w_md, *bias_md, dst_md, attr);
+    return dnnl::matmul::primitive_desc(c.engine, src_md, w_md, dst_md, attr);
   };
   if (w_fixed) {
     try {
-      return make(memory::desc(user_w_md.dims(), dt::f32, tag::any));
+      return make(memory::desc(user_w_md.get_dims(), dt::f32, tag::any));
     } catch (const dnnl::error&) {
     }
   }
@@ -490,8 +491,9 @@ std::unique_ptr<Kernel> build_matmul(const BuildContext& c, const Chain& chain) 
     bias_dims = pad_front(to_dims(c.shape(*bias)), rank);
   }
   // Weights shared by every batch row (a linear layer: [B..., M, K] x [K, N]) are a 2-D
-  // problem [B*M, K] x [K, N]: oneDNN 2.6's brgemm matmul then packs the weights, which it
-  // does not for a 3-D problem (measured: BERT 12x128 at 1 thread, 237 -> 128 ms).
+  // problem [B*M, K] x [K, N]: oneDNN 2.6's brgemm matmul (AVX-512) then packs the weights,
+  // which it does not for a 3-D problem (measured: BERT 12x128 at 1 thread, 237 -> 128 ms). On
+  // AVX2, 3.2 runs both forms on gemm:jit:f32; the 2-D one is kept for brgemm.
   const bool shared_weights =
       rank > 2 && std::all_of(b_dims.begin(), b_dims.end() - 2, [](int64_t d) { return d == 1; });
   const bool bias_row = !bias || std::all_of(bias_dims.begin(), bias_dims.end() - 1,
@@ -554,11 +556,11 @@ std::unique_ptr<Kernel> build_gemm(const BuildContext& c, const Chain& chain) {
     const memory::desc bias_md = plain_md({n});
     dnnl::post_ops po;
     append_activations(po, chain);
-    const auto desc =
-        cv ? dnnl::inner_product_forward::desc(prop_kind::forward_inference, src_md, w_md, bias_md,
-                                               y_md)
-           : dnnl::inner_product_forward::desc(prop_kind::forward_inference, src_md, w_md, y_md);
-    dnnl::inner_product_forward::primitive_desc pd(desc, make_attr(po), c.engine);
+    using pd_t = dnnl::inner_product_forward::primitive_desc;
+    const pd_t pd =
+        cv ? pd_t(c.engine, prop_kind::forward_inference, src_md, w_md, bias_md, y_md,
+                  make_attr(po))
+           : pd_t(c.engine, prop_kind::forward_inference, src_md, w_md, y_md, make_attr(po));
     Args args{{DNNL_ARG_SRC, k->bind(src_md, c.ref(a))},
               {DNNL_ARG_WEIGHTS,
                prepare_weights(c, k->bind(user_w_md, c.ref(b)), pd.weights_desc(), true)},
@@ -578,7 +580,7 @@ std::unique_ptr<Kernel> build_gemm(const BuildContext& c, const Chain& chain) {
   std::optional<memory::desc> bias_md;
   memory c_mem;  // bias or binary post-op operand
   int c_post_op = -1;
-  float output_scale = 1.0f;
+  float src_scale = 1.0f;
   if (cv) {
     const bool c_fixed = c.is_fixed(*cv);
     if (c_fixed && beta != 1.0f) {
@@ -592,31 +594,34 @@ std::unique_ptr<Kernel> build_gemm(const BuildContext& c, const Chain& chain) {
       bias_md = c_md;
     } else if (c_fixed || beta == 1.0f) {
       // c_mem already holds beta * C.
-      po.append_eltwise(1.0f, algorithm::eltwise_linear, g.alpha, 0.0f);
+      po.append_eltwise(algorithm::eltwise_linear, g.alpha, 0.0f);
       c_post_op = po.len();
       po.append_binary(algorithm::binary_add, c_md);
     } else {
       // beta * (alpha / beta * A'B' + C), since a binary post-op cannot scale its operand.
-      // alpha / beta is an output scale: oneDNN 2.6's brgemm matmul applies two eltwise_linear
-      // post-ops both with the first one's alpha (verified here: linear(4), linear(0.25) on
-      // all-ones 5x5x8 gives 80, not 5).
-      output_scale = g.alpha / beta;
+      // alpha / beta is a scale of A (a runtime scale; 2.x had output scales), not a first
+      // eltwise_linear: oneDNN 2.6's brgemm matmul applied two eltwise_linear post-ops both with
+      // the first one's alpha (verified here: linear(4), linear(0.25) on all-ones 5x5x8 gave 80,
+      // not 5); 3.2 gets that right on AVX2, AVX-512 is unchecked (joins_post_ops).
+      src_scale = g.alpha / beta;
       c_post_op = po.len();
       po.append_binary(algorithm::binary_add, c_md);
-      po.append_eltwise(1.0f, algorithm::eltwise_linear, beta, 0.0f);
+      po.append_eltwise(algorithm::eltwise_linear, beta, 0.0f);
     }
   } else if (g.alpha != 1.0f) {
-    po.append_eltwise(1.0f, algorithm::eltwise_linear, g.alpha, 0.0f);
+    po.append_eltwise(algorithm::eltwise_linear, g.alpha, 0.0f);
   }
   append_activations(po, chain);
   dnnl::primitive_attr attr = make_attr(po);
-  if (output_scale != 1.0f) attr.set_output_scales(0, {output_scale});
+  if (src_scale != 1.0f) attr.set_scales_mask(DNNL_ARG_SRC, 0);  // one scale, given below
   const auto pd = make_matmul_pd(c, a_md, b_md, c.is_fixed(b), bias_md, y_md, attr);
   Args args{{DNNL_ARG_SRC, k->bind(a_md, c.ref(a))},
             {DNNL_ARG_WEIGHTS, matmul_weights(c, *k, b_md, b, pd)},
             {DNNL_ARG_DST, k->bind(y_md, c.ref(chain.output))}};
   if (bias_md) args[DNNL_ARG_BIAS] = c_mem;
   if (c_post_op >= 0) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(c_post_op) | DNNL_ARG_SRC_1] = c_mem;
+  if (src_scale != 1.0f)
+    args[DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC] = owned_copy(c, {1}, {&src_scale, 1});
   k->add(pd, dnnl::matmul(pd), std::move(args));
   return k;
 }
