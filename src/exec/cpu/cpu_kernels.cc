@@ -68,7 +68,7 @@ memory::desc arena_md(const TensorRef& ref) {
 }
 
 bool is_reference(const dnnl::primitive_desc_base& pd) {
-  return std::string_view(pd.impl_info_str()).starts_with("ref:");
+  return is_reference_implementation(pd.impl_info_str());
 }
 
 dnnl::primitive_attr make_attr(const dnnl::post_ops& post_ops) {
@@ -1052,7 +1052,7 @@ void warn_if_reference(const ir::Node& node, const std::vector<std::string>& imp
   static std::mutex mutex;
   static std::set<std::string> warned;
   for (const std::string& impl : implementations) {
-    if (!impl.starts_with("ref:")) continue;
+    if (!is_reference_implementation(impl)) continue;
     const std::string key = node.name + "\n" + impl;
     std::lock_guard lock(mutex);
     if (!warned.insert(key).second) continue;
@@ -1065,6 +1065,11 @@ void warn_if_reference(const ir::Node& node, const std::vector<std::string>& imp
 
 }  // namespace
 }  // namespace detail
+
+bool is_reference_implementation(std::string_view name) {
+  return name.starts_with("ref:") || name.find("+ref:") != std::string_view::npos ||
+         name.find("_ref:") != std::string_view::npos;
+}
 
 std::vector<std::string> implementation_names(const Kernel& kernel) {
   if (const auto* k = dynamic_cast<const detail::DnnlKernel*>(&kernel)) return k->implementations();

@@ -32,6 +32,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -61,8 +62,14 @@ bool supports(const ir::Graph& graph, NodeId node);
 
 // oneDNN's implementation of each primitive `kernel` runs ("brgconv:avx2", "ref:any", ...),
 // in order; empty for the plain-loop kernels. make_unit_kernels warns (spdlog) about every
-// "ref:" one it could not avoid.
+// reference one it could not avoid.
 std::vector<std::string> implementation_names(const Kernel& kernel);
+
+// Whether an implementation name is oneDNN's reference implementation (naive loops, one to
+// three orders of magnitude slower than its jit kernels): "ref:any", alone or inside a
+// composite name ("conv:any+ref:any": a deconvolution on the reference convolution), or 2.x's
+// "lrn_ref:any", "bnorm_ref:any".
+bool is_reference_implementation(std::string_view name);
 
 // Compiles the ops of one schedule unit, in order, into kernels to execute in the returned
 // order. Sets *scratchpad_bytes to the largest scratchpad any of them needs. Throws
