@@ -17,11 +17,15 @@ if(NOT dnnl_FOUND)
   message(FATAL_ERROR "oneDNN 3 not found: `make deps` installs it (onednn-devel-cpu-gomp) into "
                       "${PROJECT_SOURCE_DIR}/.venv; or pass -Ddnnl_DIR=<prefix>/lib/cmake/dnnl")
 endif()
-message(STATUS "braid: oneDNN ${dnnl_VERSION} (${dnnl_DIR})")
-# Binaries find libdnnl.so.3 in .venv/lib without LD_LIBRARY_PATH: CMake's build RPATH holds the
-# directory of every linked library outside the system's; installed targets (the Python module
-# of `pip install .`) get that directory too (python/CMakeLists.txt adds the venv-relative one).
-set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)
+# Binaries of the build tree find libdnnl.so.3 without LD_LIBRARY_PATH: CMake's build RPATH
+# holds the directory of every linked library outside the system's. Installed targets (the
+# Python module of `pip install .`) add BRAID_DNNL_LIBRARY_DIR themselves: CMake leaves
+# directories inside the project, as .venv is, out of CMAKE_INSTALL_RPATH_USE_LINK_PATH.
+get_target_property(_dnnl_configs DNNL::dnnl IMPORTED_CONFIGURATIONS)
+list(GET _dnnl_configs 0 _dnnl_config)
+get_target_property(_dnnl_library DNNL::dnnl IMPORTED_LOCATION_${_dnnl_config})
+get_filename_component(BRAID_DNNL_LIBRARY_DIR "${_dnnl_library}" DIRECTORY)
+message(STATUS "braid: oneDNN ${dnnl_VERSION} (${BRAID_DNNL_LIBRARY_DIR})")
 find_package(Protobuf REQUIRED)  # must precede ONNX (its config links protobuf::libprotobuf)
 find_package(ONNX REQUIRED)      # targets onnx, onnx_proto; they carry ONNX_NAMESPACE/ONNX_ML
 include(cuda)                    # optional: the CUDA executor
