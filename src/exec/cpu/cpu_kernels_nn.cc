@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <limits>
 #include <optional>
 #include <span>
 #include <vector>
@@ -319,63 +318,16 @@ std::unique_ptr<Kernel> build_conv_transpose(const BuildContext& c, const Chain&
   return k;
 }
 
-namespace {
-
-// Max pooling over channels-last tensors as plain loops: for each output pixel, the running
-// maximum of whole channel rows (contiguous, so the compiler vectorizes it). oneDNN 2.6's
-// jit:avx2 nhwc max pool took 2.8-3.9 ms for each of Inception V3's 3x3/2 pools over 64x147x147
-// and 192x71x71, where this takes a few tenths of a millisecond (bench/onednn/README.md: 2370 us
-// on oneDNN 2.6 against 164-202 us on 3.x for the second). Rows of output pixels are split
-// between the lane's OpenMP threads.
-class MaxPoolNhwcKernel final : public Kernel {
- public:
-  MaxPoolNhwcKernel(TensorRef x, TensorRef y, ir::PoolAttrs a) : x_(x), y_(y), a_(a) {}
-
-  void execute(const KernelContext& context) const override {
-    const float* x = x_.data(context);
-    float* y = y_.data(context);
-    const ir::Shape &xs = x_.type.shape, &ys = y_.type.shape;
-    const int64_t batch = xs[0], channels = xs[1], h = xs[2], w = xs[3], oh_size = ys[2],
-                  ow_size = ys[3];
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t n = 0; n < batch; ++n)
-      for (int64_t oh = 0; oh < oh_size; ++oh) {
-        const int64_t h0 = oh * a_.stride[0] - a_.pads[0];
-        const int64_t kh_begin = std::max<int64_t>(0, -h0),
-                      kh_end = std::min<int64_t>(a_.kernel[0], h - h0);
-        for (int64_t ow = 0; ow < ow_size; ++ow) {
-          const int64_t w0 = ow * a_.stride[1] - a_.pads[1];
-          const int64_t kw_begin = std::max<int64_t>(0, -w0),
-                        kw_end = std::min<int64_t>(a_.kernel[1], w - w0);
-          float* out = y + ((n * oh_size + oh) * ow_size + ow) * channels;
-          for (int64_t ch = 0; ch < channels; ++ch)
-            out[ch] = -std::numeric_limits<float>::infinity();
-          for (int64_t kh = kh_begin; kh < kh_end; ++kh)
-            for (int64_t kw = kw_begin; kw < kw_end; ++kw) {
-              const float* in = x + ((n * h + h0 + kh) * w + w0 + kw) * channels;
-              for (int64_t ch = 0; ch < channels; ++ch) out[ch] = std::max(out[ch], in[ch]);
-            }
-        }
-      }
-  }
-
- private:
-  TensorRef x_, y_;
-  ir::PoolAttrs a_;
-};
-
-}  // namespace
-
 std::unique_ptr<Kernel> build_pool(const BuildContext& c, const Chain& chain) {
   const ir::Node& node = *chain.head;
   const auto& a = std::get<ir::PoolAttrs>(node.attrs);
   const ir::Shape& xs = c.shape(node.inputs[0]);
   const ir::Shape& ys = c.shape(chain.output);
   const bool is_max = node.kind == ir::OpKind::MaxPool;
-  if (is_max && c.ref(node.inputs[0]).layout == TensorLayout::kNhwc &&
-      c.ref(chain.output).layout == TensorLayout::kNhwc && chain.activations.empty() &&
-      c.ref(node.inputs[0]).type.dtype == ir::DType::kFloat32)
-    return std::make_unique<MaxPoolNhwcKernel>(c.ref(node.inputs[0]), c.ref(chain.output), a);
+  // Max pooling on nhwc too: braid ran its own loop there while oneDNN 2.6's jit:avx2 nhwc max
+  // pool took 2.8-3.9 ms on each of Inception V3's two big 3x3/2 pools; 3.2's is 1.5-1.9x faster
+  // than that loop was (1 thread, AVX2: 64x147x147 213 against 375 us, 192x71x71 147 against
+  // 240 us), with the same outputs.
   const algorithm alg = is_max                ? algorithm::pooling_max
                         : a.count_include_pad ? algorithm::pooling_avg_include_padding
                                               : algorithm::pooling_avg_exclude_padding;
