@@ -8,6 +8,7 @@
 #include <cmath>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -49,6 +50,32 @@ std::vector<double> fold_batch_norm(const BuildContext& c, const ir::Node& bn,
     bias[o] = (bias[o] - mean[o]) * s[o] + shift[o];
   }
   return s;
+}
+
+// oneDNN 3.2 lists its brgemm-based convolutions first on AVX2. For spatial kernels they are the
+// fastest here (brgconv against 3.2's jit:avx2: 0.5-0.9x), but for 1x1 and depthwise convs they
+// are not: on the zoo's shapes (nhwc, batch 1, this AMD EPYC), brgconv_1x1 took 1.0-1.3x the time
+// of jit_1x1 and brdgmm_dw 1.0-1.35x that of jit_dw, at 1 and 2 threads, and NASNet (267 1x1 and
+// 220 depthwise convs) ran 1.32x slower end to end (bench/onednn/README.md "Implementation
+// choice"). Take jit_1x1 or jit_dw where oneDNN has them for the conv; elsewhere (a 1x1 conv
+// that jit_1x1 does not take, such as NASNet's strided path convs) keep oneDNN's choice.
+bool slower_brgemm_conv(std::string_view impl) {
+  return impl.find("brgconv_1x1") != std::string_view::npos ||
+         impl.find("brdgmm_dw") != std::string_view::npos;
+}
+
+template <typename MakePd>
+void prefer_jit_conv(dnnl::convolution_forward::primitive_desc& pd, const MakePd& make_pd) {
+  if (!slower_brgemm_conv(pd.impl_info_str())) return;
+  // next_impl moves the handle (which a C++ copy shares): step a fresh one on pd's layouts.
+  auto candidate = make_pd(pd.src_desc(), pd.dst_desc());
+  while (candidate.next_impl()) {
+    const std::string_view impl = candidate.impl_info_str();
+    if (impl.starts_with("jit_1x1:") || impl.starts_with("jit_dw:")) {
+      pd = std::move(candidate);
+      return;
+    }
+  }
 }
 
 }  // namespace
@@ -138,6 +165,7 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
       }
     }
   }
+  prefer_jit_conv(pd, make_pd);
 
   auto k = std::make_unique<DnnlKernel>(c.engine);
   Args args{{DNNL_ARG_SRC, k->input(pd.src_desc(), src_ref)},
