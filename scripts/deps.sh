@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what braid needs on Debian 12, skipping what is present (idempotent):
-# the Debian -dev packages, then .venv with scripts/requirements.txt from PyPI.
+# the Debian -dev packages, then .venv with scripts/requirements.txt from PyPI (which brings
+# oneDNN: CMake finds it in .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
   cmake ninja-build g++ clang pkg-config
-  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers    # oneDNN (its CMake config needs OpenCL)
   libonnx-dev libprotobuf-dev protobuf-compiler        # ONNX import/export
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libboost-graph-dev
   libssl-dev                                           # SHA-256 of outputs (braid run --json)

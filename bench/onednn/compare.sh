@@ -4,7 +4,7 @@
 #   bash bench/onednn/compare.sh [ROUNDS] [FILTER]     # defaults: 3 rounds, every case
 #
 # Builds bench/onednn/onednn_ops.cc three times:
-#   debian  /usr: libdnnl-dev 2.6.3 (GNU OpenMP), what braid links today
+#   debian  /usr: libdnnl-dev 2.6.3 (GNU OpenMP), what braid linked before oneDNN 3.2
 #   gomp    PyPI onednn-devel-cpu-gomp 2023.2.0: oneDNN 3.2.0, GNU OpenMP (the last PyPI build
 #           with an OpenMP runtime)
 #   pypi    PyPI onednn-devel 2026.1.0: oneDNN 3.13.2, the current one; a SYCL build whose CPU
@@ -31,8 +31,16 @@ venv() {  # venv NAME PACKAGE==VERSION
     touch "$dir/.installed-$2"
   fi
 }
+# LIBS="debian gomp": leave out PyPI's 2026.1 (a 2 GB venv, and not adoptable: README.md).
+read -ra libs <<<"${LIBS:-debian gomp pypi}"
 venv gomp onednn-devel-cpu-gomp==2023.2.0
-venv pypi onednn-devel==2026.1.0
+[[ " ${libs[*]} " == *" pypi "* ]] && venv pypi onednn-devel==2026.1.0
+
+# braid itself now uses PyPI's oneDNN 3.2 (make deps); the 2.6 baseline needs Debian's package.
+if [ ! -f /usr/include/oneapi/dnnl/dnnl.hpp ]; then
+  echo "compare.sh: the debian build needs Debian's oneDNN 2.6: sudo apt-get install libdnnl-dev" >&2
+  exit 1
+fi
 
 lock=()
 command -v flock >/dev/null && lock=(flock /tmp/braid-build.lock)
@@ -46,7 +54,8 @@ build() {  # build NAME [g++ flags...]
 }
 build debian -fopenmp
 build gomp -fopenmp -I"$VENVS/gomp/include" -L"$VENVS/gomp/lib" -Wl,-rpath,"$VENVS/gomp/lib"
-build pypi -I"$VENVS/pypi/include" -L"$VENVS/pypi/lib" -Wl,-rpath-link,"$VENVS/pypi/lib"
+[[ " ${libs[*]} " == *" pypi "* ]] &&
+  build pypi -I"$VENVS/pypi/include" -L"$VENVS/pypi/lib" -Wl,-rpath-link,"$VENVS/pypi/lib"
 
 run() {  # run LIB THREADS
   local cpus=0
@@ -84,7 +93,6 @@ wait_idle() {
 
 raw=$OUT_DIR/raw.csv
 : >"$raw"
-libs=(debian gomp pypi)
 for ((r = 0; r < ROUNDS; r++)); do
   for t in 1 2; do
     for ((i = 0; i < ${#libs[@]}; i++)); do

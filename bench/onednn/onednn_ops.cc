@@ -122,8 +122,24 @@ dnnl::convolution_forward::primitive_desc conv_pd(const memory::desc& src, const
                                                   const Dims& pad_r, const dnnl::post_ops& po) {
   const Dims dil{0, 0};
 #if DNNL_VERSION_MAJOR >= 3
-  return {eng(), prop_kind::forward_inference, algorithm::convolution_direct, src, w, b, dst,
-          strides, dil, pad_l, pad_r, make_attr(po)};
+  dnnl::convolution_forward::primitive_desc pd(eng(), prop_kind::forward_inference,
+                                               algorithm::convolution_direct, src, w, b, dst,
+                                               strides, dil, pad_l, pad_r, make_attr(po));
+  // ONEDNN_SKIP=brdgmm_dw,brgconv_1x1: step past implementations whose names hold one of these
+  // (as braid's executor does, cpu_kernels_nn.cc prefer_jit).
+  if (const char* skip = std::getenv("ONEDNN_SKIP")) {
+    auto skipped = [&] {
+      std::string list = std::string(skip) + ",";
+      for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1)
+        if (comma > at && std::string(pd.impl_info_str()).find(list.substr(at, comma - at)) !=
+                              std::string::npos)
+          return true;
+      return false;
+    };
+    while (skipped() && pd.next_impl()) {
+    }
+  }
+  return pd;
 #else
   dnnl::convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct,
                                     src, w, b, dst, strides, dil, pad_l, pad_r);

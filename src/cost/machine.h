@@ -1,7 +1,7 @@
 // The machine a profile was measured on, and how busy it was while measuring.
 //
 //   cost::Machine m = cost::this_machine();
-//   cost::fingerprint(m);        // "Intel(R) Xeon(R) Processor | 2 cpus | oneDNN 2.6.3 | braid
+//   cost::fingerprint(m);        // "Intel(R) Xeon(R) Processor | 2 cpus | oneDNN 3.2.0 | braid
 //   0.1.0 | ..." std::optional<int> others = cost::other_runnable_threads();   // between timed
 //   runs
 //

@@ -1,6 +1,7 @@
 // The CPU kernel driver (fusion inside a unit, dispatch on OpKind) and the kernels for data
 // movement, element-wise and normalization ops. Conv, pooling, MatMul and Gemm live in
-// cpu_kernels_nn.cc. oneDNN 2.6 API: op::desc -> primitive_desc (ecosystem.md §2).
+// cpu_kernels_nn.cc. oneDNN 3.x API: primitive_desc(engine, ..., attr) -> primitive (ecosystem.md
+// §2).
 #include "exec/cpu/cpu_kernels.h"
 
 #include <algorithm>
@@ -67,7 +68,7 @@ memory::desc arena_md(const TensorRef& ref) {
 }
 
 bool is_reference(const dnnl::primitive_desc_base& pd) {
-  return std::string_view(pd.impl_info_str()).starts_with("ref:");
+  return is_reference_implementation(pd.impl_info_str());
 }
 
 dnnl::primitive_attr make_attr(const dnnl::post_ops& post_ops) {
@@ -113,7 +114,7 @@ void DnnlKernel::add(const dnnl::primitive_desc_base& pd, const dnnl::primitive&
 
 memory DnnlKernel::input(const memory::desc& wanted, const TensorRef& ref) {
   // A plain tensor seen as plain, with any dims of the same size (a view): no copy.
-  if (ref.layout == TensorLayout::kPlain && wanted == plain_md(wanted.dims()))
+  if (ref.layout == TensorLayout::kPlain && wanted == plain_md(wanted.get_dims()))
     return bind(wanted, ref);
   const memory stored = bind(arena_md(ref), ref);
   if (stored.get_desc() == wanted) return stored;
@@ -124,7 +125,7 @@ memory DnnlKernel::input(const memory::desc& wanted, const TensorRef& ref) {
 
 memory DnnlKernel::output(const memory::desc& wanted, const TensorRef& ref) {
   // A plain tensor seen as plain, with any dims of the same size (a view): no copy.
-  if (ref.layout == TensorLayout::kPlain && wanted == plain_md(wanted.dims()))
+  if (ref.layout == TensorLayout::kPlain && wanted == plain_md(wanted.get_dims()))
     return bind(wanted, ref);
   const memory stored = bind(arena_md(ref), ref);
   if (stored.get_desc() == wanted) return stored;
@@ -150,11 +151,9 @@ void DnnlKernel::add_reorder(const memory& from, const memory& to) {
 
 void DnnlKernel::execute(const KernelContext& context) const {
   auto& lane = *static_cast<LaneState*>(context.lane_state);
-  for (const auto& [m, ref] : arena_) m.set_data_handle(ref.bytes(context), lane.stream);
-  for (const auto& [m, offset] : temporaries_)
-    m.set_data_handle(lane.scratchpad + offset, lane.stream);
-  for (const memory& m : scratchpads_)
-    m.set_data_handle(lane.scratchpad + temporary_bytes_, lane.stream);
+  for (const auto& [m, ref] : arena_) m.set_data_handle(ref.bytes(context));
+  for (const auto& [m, offset] : temporaries_) m.set_data_handle(lane.scratchpad + offset);
+  for (const memory& m : scratchpads_) m.set_data_handle(lane.scratchpad + temporary_bytes_);
   for (const Call& call : calls_) call.primitive.execute(lane.stream, call.args);
   lane.stream.wait();  // a no-op for the OpenMP CPU runtime, where execute() is synchronous
   if (epilogue_) epilogue_(context);
@@ -169,9 +168,12 @@ struct EltwiseStep {
   float beta = 0.0f;
 };
 
-// An activation op as oneDNN eltwise steps applied in order. oneDNN 2.6 has no hardsigmoid:
-// it is linear (alpha * x + beta) then clip to [0, 1]. Its hardswish is ONNX's
-// (x * max(0, min(1, x / 6 + 1/2))), its clip is max(alpha, min(beta, x)).
+// An activation op as oneDNN eltwise steps applied in order. HardSigmoid is linear
+// (alpha * x + beta) then clip to [0, 1], the form from oneDNN 2.x, which had no hardsigmoid
+// (3.x's eltwise_hardsigmoid computes the same in one step; the two steps are kept so the
+// post-op chains, and the split joins_post_ops makes, stay as they were). 3.x's hardswish is
+// x * max(0, min(1, alpha * x + beta)): ONNX's with alpha = 1/6, beta = 1/2. Clip is
+// max(alpha, min(beta, x)).
 std::vector<EltwiseStep> eltwise_steps(const ir::Node& node) {
   switch (node.kind) {
     case ir::OpKind::Relu:
@@ -196,7 +198,7 @@ std::vector<EltwiseStep> eltwise_steps(const ir::Node& node) {
       return {{algorithm::eltwise_linear, a.alpha, a.beta}, {algorithm::eltwise_clip, 0.0f, 1.0f}};
     }
     case ir::OpKind::HardSwish:
-      return {{algorithm::eltwise_hardswish}};
+      return {{algorithm::eltwise_hardswish, 1.0f / 6.0f, 0.5f}};
     case ir::OpKind::Sqrt:
       return {{algorithm::eltwise_sqrt}};
     default:
@@ -208,7 +210,7 @@ std::vector<EltwiseStep> eltwise_steps(const ir::Node& node) {
 
 void append_activation(dnnl::post_ops& post_ops, const ir::Node& activation) {
   for (const EltwiseStep& step : eltwise_steps(activation))
-    post_ops.append_eltwise(1.0f, step.alg, step.alpha, step.beta);
+    post_ops.append_eltwise(step.alg, step.alpha, step.beta);
 }
 
 void append_activation(dnnl::post_ops& post_ops, ir::Activation activation) {
@@ -216,16 +218,16 @@ void append_activation(dnnl::post_ops& post_ops, ir::Activation activation) {
     case ir::Activation::kNone:
       return;
     case ir::Activation::kRelu:
-      post_ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0, 0);
+      post_ops.append_eltwise(algorithm::eltwise_relu, 0, 0);
       return;
     case ir::Activation::kSigmoid:
-      post_ops.append_eltwise(1.0f, algorithm::eltwise_logistic, 0, 0);
+      post_ops.append_eltwise(algorithm::eltwise_logistic, 0, 0);
       return;
     case ir::Activation::kTanh:
-      post_ops.append_eltwise(1.0f, algorithm::eltwise_tanh, 0, 0);
+      post_ops.append_eltwise(algorithm::eltwise_tanh, 0, 0);
       return;
     case ir::Activation::kGelu:  // ONNX Gelu's default: the exact (erf) form
-      post_ops.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0, 0);
+      post_ops.append_eltwise(algorithm::eltwise_gelu_erf, 0, 0);
       return;
   }
 }
@@ -415,14 +417,14 @@ std::unique_ptr<Kernel> build_eltwise(const BuildContext& c, const Chain& chain)
   auto k = std::make_unique<DnnlKernel>(c.engine);
   memory src = k->bind(md, src_ref);
   // Several steps (HardSigmoid) run as separate calls, the later ones in place on the result:
-  // oneDNN 2.6 takes eltwise post-ops on an eltwise primitive only in its reference kernel.
+  // oneDNN takes eltwise post-ops on an eltwise primitive only in its reference kernel (2.6 and
+  // 3.2: linear with a clip post-op is ref:any, each alone jit).
   // Across layouts the result is a temporary, reordered into the output after the last call.
   const std::vector<EltwiseStep> steps = eltwise_steps(node);
   memory dst = same_layout ? k->bind(md, dst_ref) : k->temporary(md);
   for (size_t i = 0; i < steps.size(); ++i) {
-    dnnl::eltwise_forward::primitive_desc pd(
-        {prop_kind::forward_inference, steps[i].alg, md, steps[i].alpha, steps[i].beta},
-        make_attr(), c.engine);
+    dnnl::eltwise_forward::primitive_desc pd(c.engine, prop_kind::forward_inference, steps[i].alg,
+                                             md, md, steps[i].alpha, steps[i].beta, make_attr());
     k->add(pd, dnnl::eltwise_forward(pd),
            {{DNNL_ARG_SRC, i == 0 ? src : dst}, {DNNL_ARG_DST, dst}});
   }
@@ -430,11 +432,11 @@ std::unique_ptr<Kernel> build_eltwise(const BuildContext& c, const Chain& chain)
   return k;
 }
 
-// ReduceMean on plain data (layout.cc keeps its input plain). oneDNN 2.6's jit reduction takes
-// plain sources whose reduced dims are the trailing ones; anything else goes to its reference
-// kernel. So the kept dims are moved first and the reduced ones last (dims of size 1 dropped):
-// when that is a permutation, a reorder copies the source into a temporary in that order. The
-// result, kept dims in their order, is the output's memory with or without keepdims.
+// ReduceMean on plain data (layout.cc keeps its input plain). oneDNN's jit reduction (2.6 and
+// 3.2) takes plain sources whose reduced dims are the trailing ones; anything else goes to its
+// reference kernel. So the kept dims are moved first and the reduced ones last (dims of size 1
+// dropped): when that is a permutation, a reorder copies the source into a temporary in that order.
+// The result, kept dims in their order, is the output's memory with or without keepdims.
 std::unique_ptr<Kernel> build_reduce_mean(const BuildContext& c, const Chain& chain) {
   const ir::Node& node = *chain.head;
   const ir::Shape& xs = c.shape(node.inputs[0]);
@@ -464,17 +466,18 @@ std::unique_ptr<Kernel> build_reduce_mean(const BuildContext& c, const Chain& ch
     src = ordered;
   }
   const memory::desc dst_md = plain_md(dst_dims);
-  dnnl::reduction::primitive_desc pd({algorithm::reduction_mean, md, dst_md, 0.0f, 0.0f},
-                                     make_attr(), c.engine);
+  dnnl::reduction::primitive_desc pd(c.engine, algorithm::reduction_mean, md, dst_md, 0.0f, 0.0f,
+                                     make_attr());
   k->add(pd, dnnl::reduction(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, k->bind(dst_md, dst_ref)}});
   return k;
 }
 
-// LRN across channels, always computed in nhwc: oneDNN 2.6 has a jit kernel for any size there
+// LRN across channels, always computed in nhwc: oneDNN 2.6 had a jit kernel for any size there
 // (with beta = 0.75, as AlexNet and GoogLeNet use), for size 5 only in nchw and the blocked
-// layouts. Inputs and outputs laid out otherwise are reordered inside the kernel. oneDNN's
-// window is (size - 1) / 2 channels on each side; ONNX's has one more above for even sizes,
-// so those are refused rather than computed differently.
+// layouts; 3.2 has one for size 5 in nhwc, nchw and nChw8c alike, and only ref:any for size 3 in
+// any of them (AVX2). Inputs and outputs laid out otherwise are reordered inside the kernel.
+// oneDNN's window is (size - 1) / 2 channels on each side; ONNX's has one more above for even
+// sizes, so those are refused rather than computed differently.
 std::unique_ptr<Kernel> build_lrn(const BuildContext& c, const Chain& chain) {
   const ir::Node& node = *chain.head;
   const auto& a = std::get<ir::LrnAttrs>(node.attrs);
@@ -484,10 +487,9 @@ std::unique_ptr<Kernel> build_lrn(const BuildContext& c, const Chain& chain) {
               a.size, " is not)");
   const TensorRef src_ref = c.ref(node.inputs[0]), dst_ref = c.ref(chain.output);
   const memory::desc md = layout_md(to_dims(src_ref.type.shape), TensorLayout::kNhwc);
-  dnnl::lrn_forward::primitive_desc pd(
-      {prop_kind::forward_inference, algorithm::lrn_across_channels, md, a.size, a.alpha, a.beta,
-       a.bias},
-      make_attr(), c.engine);
+  dnnl::lrn_forward::primitive_desc pd(c.engine, prop_kind::forward_inference,
+                                       algorithm::lrn_across_channels, md, md, a.size, a.alpha,
+                                       a.beta, a.bias, make_attr());
   auto k = std::make_unique<DnnlKernel>(c.engine);
   const memory src = k->input(md, src_ref);
   k->add(pd, dnnl::lrn_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, k->output(md, dst_ref)}});
@@ -547,7 +549,7 @@ std::unique_ptr<Kernel> build_concat(const BuildContext& c, const Chain& chain) 
                         : k->input(layout_md(to_dims(c.shape(node.inputs[i])), layout), in));
     src_mds[i] = srcs.back().get_desc();
   }
-  dnnl::concat::primitive_desc pd(dst_md, axis, src_mds, c.engine, make_attr());
+  dnnl::concat::primitive_desc pd(c.engine, dst_md, axis, src_mds, make_attr());
   Args args{{DNNL_ARG_DST, k->output(dst_md, dst_ref)}};  // after the inputs' reorders
   for (size_t i = 0; i < srcs.size(); ++i)
     args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = srcs[i];
@@ -571,11 +573,12 @@ std::optional<std::pair<ValueId, ValueId>> binary_operands(const BuildContext& c
 }
 
 // A broadcasting binary op on plain tensors, its dims folded to a form oneDNN 2.6's jit binary
-// takes: src1 constant along the trailing dims becomes a per-channel operand ({1, P, S} against
-// {1, P, 1}: a decomposed LayerNorm's x - mean over [B, N, C] and [B, N, 1], which otherwise gets
-// ref:any), src1 varying only along them a row ({P, S} against {1, S}), a scalar {P} against
-// {1}. Consecutive dims where src1 broadcasts, or where it does not, merge; dims of size 1 drop.
-// nullopt for other patterns (several alternations), which keep their dims.
+// took (3.2's also took the unfolded [2, 128, 768] against [2, 128, 1] and [1, 1, 768]; folding
+// costs nothing): src1 constant along the trailing dims becomes a per-channel operand ({1, P, S}
+// against {1, P, 1}: a decomposed LayerNorm's x - mean over [B, N, C] and [B, N, 1], which
+// otherwise gets ref:any), src1 varying only along them a row ({P, S} against {1, S}), a scalar {P}
+// against {1}. Consecutive dims where src1 broadcasts, or where it does not, merge; dims of size 1
+// drop. nullopt for other patterns (several alternations), which keep their dims.
 std::optional<std::pair<Dims, Dims>> fold_broadcast(const Dims& out, const Dims& src1) {
   std::vector<std::pair<memory::dim, bool>> runs;  // (elements, src1 broadcasts there)
   for (size_t i = 0; i < out.size(); ++i) {
@@ -615,9 +618,10 @@ std::unique_ptr<Kernel> build_binary(const BuildContext& c, const Chain& chain) 
     // laid out otherwise is reordered first). Never as 4-D blocked tensors: oneDNN 2.6.3's
     // jit:uni binary with an eltwise post-op on nChw8c data whose channel blocks are odd in
     // number (8, 24, 40 channels) writes past the tensor's end and misplaces elements on
-    // AVX-512 (measured: 1x24x7x7 + Relu writes 192 floats past the end).
+    // AVX-512 (measured: 1x24x7x7 + Relu writes 192 floats past the end). 3.2 on AVX2 writes
+    // it correctly; AVX-512 is unchecked, and the flat form is as fast.
     const memory::desc flat = plain_md({dst.type.elements()});
-    dnnl::binary::primitive_desc pd({alg, flat, flat, flat}, make_attr(po), c.engine);
+    dnnl::binary::primitive_desc pd(c.engine, alg, flat, flat, flat, make_attr(po));
     Args args{{DNNL_ARG_SRC_0, k->flat_input(dst.layout, src0)},
               {DNNL_ARG_SRC_1, k->flat_input(dst.layout, src1)},
               {DNNL_ARG_DST, k->bind(flat, dst)}};
@@ -630,7 +634,7 @@ std::unique_ptr<Kernel> build_binary(const BuildContext& c, const Chain& chain) 
       dst.layout == TensorLayout::kPlain ? fold_broadcast(out, src1_dims) : std::nullopt;
   const memory::desc src0_md = folded ? plain_md(folded->first) : layout_md(out, dst.layout);
   const memory::desc src1_md = plain_md(folded ? folded->second : src1_dims);
-  dnnl::binary::primitive_desc pd({alg, src0_md, src1_md, src0_md}, make_attr(po), c.engine);
+  dnnl::binary::primitive_desc pd(c.engine, alg, src0_md, src1_md, src0_md, make_attr(po));
   Args args{{DNNL_ARG_SRC_0, k->input(src0_md, src0)},
             {DNNL_ARG_SRC_1, k->bind(src1_md, src1)},
             {DNNL_ARG_DST, k->bind(src0_md, dst)}};
@@ -665,7 +669,7 @@ std::unique_ptr<Kernel> build_sum(const BuildContext& c, const Chain& chain) {
   std::vector<memory::desc> src_mds;
   for (const TensorRef& r : refs) src_mds.push_back(same_layout ? dst_md : arena_md(r));
   const std::vector<float> scales(node.inputs.size(), 1.0f);
-  dnnl::sum::primitive_desc pd(dst_md, scales, src_mds, c.engine, make_attr());
+  dnnl::sum::primitive_desc pd(c.engine, dst_md, scales, src_mds, make_attr());
   auto k = std::make_unique<DnnlKernel>(c.engine);
   Args args{{DNNL_ARG_DST, k->bind(dst_md, dst)}};
   for (size_t i = 0; i < refs.size(); ++i)
@@ -679,8 +683,8 @@ std::unique_ptr<Kernel> build_batch_norm(const BuildContext& c, const Chain& cha
   const ir::Shape& xs = c.shape(node.inputs[0]);
   const TensorRef src_ref = c.ref(node.inputs[0]), dst_ref = c.ref(chain.output);
   // 4-D: as laid out in the arena (a different output layout costs a reorder after). Other
-  // ranks are plain, viewed as [N, C, spatial, 1]: oneDNN 2.6 has a jit kernel for nchw but
-  // only its reference kernel for 3-D (ncw) data.
+  // ranks are plain, viewed as [N, C, spatial, 1]: oneDNN 2.6 had a jit kernel for nchw but
+  // only its reference kernel for 3-D (ncw) data (3.2 runs both on ncsp_bnorm).
   const bool four_d = xs.size() == 4;
   const memory::desc md =
       four_d ? arena_md(src_ref) : plain_md({xs[0], xs[1], product(xs, 2, xs.size()), 1});
@@ -689,8 +693,8 @@ std::unique_ptr<Kernel> build_batch_norm(const BuildContext& c, const Chain& cha
                dnnl::normalization_flags::use_shift;
   if (!chain.activations.empty()) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
   dnnl::batch_normalization_forward::primitive_desc pd(
-      {prop_kind::forward_inference, md, std::get<ir::BatchNormAttrs>(node.attrs).epsilon, flags},
-      make_attr(), c.engine);
+      c.engine, prop_kind::forward_inference, md, md,
+      std::get<ir::BatchNormAttrs>(node.attrs).epsilon, flags, make_attr());
   auto k = std::make_unique<DnnlKernel>(c.engine);
   k->add(pd, dnnl::batch_normalization_forward(pd),
          {{DNNL_ARG_SRC, k->bind(md, src_ref)},
@@ -711,8 +715,8 @@ std::unique_ptr<Kernel> build_softmax(const BuildContext& c, const Chain& chain)
   const int64_t outer = product(xs, 0, axis), inner = product(xs, axis + 1, xs.size());
   const Dims dims = inner == 1 ? Dims{outer, xs[axis]} : Dims{outer, xs[axis], inner};
   const memory::desc md = plain_md(dims);
-  dnnl::softmax_forward::primitive_desc pd({prop_kind::forward_inference, md, 1}, make_attr(),
-                                           c.engine);
+  dnnl::softmax_forward::primitive_desc pd(c.engine, prop_kind::forward_inference,
+                                           algorithm::softmax_accurate, md, md, 1, make_attr());
   auto k = std::make_unique<DnnlKernel>(c.engine);
   k->add(pd, dnnl::softmax_forward(pd),
          {{DNNL_ARG_SRC, k->bind(md, c.ref(node.inputs[0]))},
@@ -732,8 +736,8 @@ std::unique_ptr<Kernel> build_layer_norm(const BuildContext& c, const Chain& cha
   const bool has_bias = node.inputs.size() > 2;
   auto flags = dnnl::normalization_flags::use_scale;
   if (has_bias) flags = flags | dnnl::normalization_flags::use_shift;
-  dnnl::layer_normalization_forward::primitive_desc pd(
-      {prop_kind::forward_inference, md, a.epsilon, flags}, make_attr(), c.engine);
+  dnnl::layer_normalization_forward::primitive_desc pd(c.engine, prop_kind::forward_inference, md,
+                                                       md, a.epsilon, flags, make_attr());
   auto k = std::make_unique<DnnlKernel>(c.engine);
   Args args{{DNNL_ARG_SRC, k->bind(md, c.ref(node.inputs[0]))},
             {DNNL_ARG_SCALE, k->bind(param_md, c.ref(node.inputs[1]))},
@@ -913,10 +917,10 @@ std::optional<ValueId> bias_of(const BuildContext& c, const ir::Node& add, Value
   if (other == value || !c.is_fixed(other)) return std::nullopt;
   if (c.shape(add.outputs[0]) != c.shape(value)) return std::nullopt;
   if (c.shape(other).size() > c.shape(value).size()) return std::nullopt;
-  // oneDNN 2.6's matmul has a real kernel (brgemm) only for a bias of shape [1, ..., 1, N]; for
-  // any other (a scalar, MaxViT's relative-position bias [heads, 49, 49]) it falls back to
-  // ref:any, which made MaxViT's 22 attention-score MatMuls take 1.8 s of its 2.6 s. Such an
-  // Add runs as its own kernel.
+  // oneDNN's matmul (2.6 and 3.2) has a real kernel (brgemm, gemm) only for a bias of shape
+  // [1, ..., 1, N]; for any other (a scalar, MaxViT's relative-position bias [heads, 49, 49]) it
+  // falls back to ref:any, which made MaxViT's 22 attention-score MatMuls take 1.8 s of its 2.6 s.
+  // Such an Add runs as its own kernel.
   const ir::Shape& bias = c.shape(other);
   if (bias.empty() || bias.back() != c.shape(value).back() ||
       std::any_of(bias.begin(), bias.end() - 1, [](int64_t d) { return d != 1; }))
@@ -924,10 +928,13 @@ std::optional<ValueId> bias_of(const BuildContext& c, const ir::Node& add, Value
   return other;
 }
 
-// Whether `activation` can extend `chain`'s eltwise post-ops. oneDNN 2.7's post-op chain gives
+// Whether `activation` can extend `chain`'s eltwise post-ops. oneDNN 2.x's post-op chain gives
 // every eltwise step of one algorithm the first such step's alpha and beta (seen on Debian 12's
-// oneDNN: Conv, Clip(0, 6), Clip(0, 1) clipped to 6), so a step that would repeat an algorithm
-// with other parameters ends the chain and runs as its own kernel.
+// oneDNN 2.6: Conv, Clip(0, 6), Clip(0, 1) clipped to 6), so a step that would repeat an
+// algorithm with other parameters ends the chain and runs as its own kernel. oneDNN 3.2 computed
+// such chains right in every AVX2 kernel tried (brgconv, jit_1x1, jit_dw, brdgmm_dw, gemm, the
+// matmul and binary ones; 2.6 did not on the same machine); AVX-512 is unchecked, so the split
+// stays.
 bool joins_post_ops(const Chain& chain, const ir::Node& activation) {
   for (const EltwiseStep& step : eltwise_steps(activation))
     for (const ir::Node* earlier : chain.activations)
@@ -1045,7 +1052,7 @@ void warn_if_reference(const ir::Node& node, const std::vector<std::string>& imp
   static std::mutex mutex;
   static std::set<std::string> warned;
   for (const std::string& impl : implementations) {
-    if (!impl.starts_with("ref:")) continue;
+    if (!is_reference_implementation(impl)) continue;
     const std::string key = node.name + "\n" + impl;
     std::lock_guard lock(mutex);
     if (!warned.insert(key).second) continue;
@@ -1058,6 +1065,11 @@ void warn_if_reference(const ir::Node& node, const std::vector<std::string>& imp
 
 }  // namespace
 }  // namespace detail
+
+bool is_reference_implementation(std::string_view name) {
+  return name.starts_with("ref:") || name.find("+ref:") != std::string_view::npos ||
+         name.find("_ref:") != std::string_view::npos;
+}
 
 std::vector<std::string> implementation_names(const Kernel& kernel) {
   if (const auto* k = dynamic_cast<const detail::DnnlKernel*>(&kernel)) return k->implementations();

@@ -1,4 +1,4 @@
-// CPU kernels: the ops of one schedule unit compiled into oneDNN 2.6 primitives (plus a few
+// CPU kernels: the ops of one schedule unit compiled into oneDNN 3.x primitives (plus a few
 // plain loops), once, at prepare time. execute() only binds arena pointers and runs.
 //
 //   omp_set_num_threads(threads_of_this_lane);            // fixed into the primitives here
@@ -32,6 +32,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -40,6 +41,9 @@
 #include "base/units.h"
 #include "exec/kernel.h"
 #include "ir/graph.h"
+
+// The kernels use the 3.x API (primitive_desc(engine, ..., attr), runtime scales) only.
+static_assert(DNNL_VERSION_MAJOR >= 3, "braid's CPU executor needs oneDNN 3.x (make deps)");
 
 namespace braid::exec::cpu {
 
@@ -56,10 +60,16 @@ struct KernelBuildContext {
 // Whether make_unit_kernels can compile `node` (every op kind of the IR on float32 tensors).
 bool supports(const ir::Graph& graph, NodeId node);
 
-// oneDNN's implementation of each primitive `kernel` runs ("jit:avx512_core", "ref:any", ...),
+// oneDNN's implementation of each primitive `kernel` runs ("brgconv:avx2", "ref:any", ...),
 // in order; empty for the plain-loop kernels. make_unit_kernels warns (spdlog) about every
-// "ref:" one it could not avoid.
+// reference one it could not avoid.
 std::vector<std::string> implementation_names(const Kernel& kernel);
+
+// Whether an implementation name is oneDNN's reference implementation (naive loops, one to
+// three orders of magnitude slower than its jit kernels): "ref:any", alone or inside a
+// composite name ("conv:any+ref:any": a deconvolution on the reference convolution), or 2.x's
+// "lrn_ref:any", "bnorm_ref:any".
+bool is_reference_implementation(std::string_view name);
 
 // Compiles the ops of one schedule unit, in order, into kernels to execute in the returned
 // order. Sets *scratchpad_bytes to the largest scratchpad any of them needs. Throws

@@ -31,8 +31,7 @@ memory::desc plain_md(const Dims& dims);
 memory::desc layout_md(const Dims& dims, TensorLayout layout);
 // An arena tensor as it is laid out.
 memory::desc arena_md(const TensorRef& ref);
-// Whether oneDNN chose its reference implementation ("ref:any", "ref:..."): naive loops, one to
-// three orders of magnitude slower than its jit kernels.
+// Whether oneDNN chose its reference implementation (is_reference_implementation).
 bool is_reference(const dnnl::primitive_desc_base& pd);
 // Every primitive uses a user scratchpad, so it can run on any lane (ecosystem.md §2.5 B).
 dnnl::primitive_attr make_attr(const dnnl::post_ops& post_ops = {});

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <limits>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -52,6 +52,32 @@ std::vector<double> fold_batch_norm(const BuildContext& c, const ir::Node& bn,
   return s;
 }
 
+// oneDNN 3.2 lists its brgemm-based convolutions first on AVX2. For spatial kernels they are the
+// fastest here (brgconv against 3.2's jit:avx2: 0.5-0.9x), but for 1x1 and depthwise convs they
+// are not: on the zoo's shapes (nhwc, batch 1, this AMD EPYC), brgconv_1x1 took 1.0-1.3x the time
+// of jit_1x1 and brdgmm_dw 1.0-1.35x that of jit_dw, at 1 and 2 threads, and NASNet (267 1x1 and
+// 220 depthwise convs) ran 1.32x slower end to end (bench/onednn/README.md "Implementation
+// choice"). Take jit_1x1 or jit_dw where oneDNN has them for the conv; elsewhere (a 1x1 conv
+// that jit_1x1 does not take, such as NASNet's strided path convs) keep oneDNN's choice.
+bool slower_brgemm_conv(std::string_view impl) {
+  return impl.find("brgconv_1x1") != std::string_view::npos ||
+         impl.find("brdgmm_dw") != std::string_view::npos;
+}
+
+template <typename MakePd>
+void prefer_jit_conv(dnnl::convolution_forward::primitive_desc& pd, const MakePd& make_pd) {
+  if (!slower_brgemm_conv(pd.impl_info_str())) return;
+  // next_impl moves the handle (which a C++ copy shares): step a fresh one on pd's layouts.
+  auto candidate = make_pd(pd.src_desc(), pd.dst_desc());
+  while (candidate.next_impl()) {
+    const std::string_view impl = candidate.impl_info_str();
+    if (impl.starts_with("jit_1x1:") || impl.starts_with("jit_dw:")) {
+      pd = std::move(candidate);
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
@@ -72,16 +98,17 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
   // Fixed weights let the primitive choose its layout; we reorder them once below.
   const memory::desc w_md = w_fixed ? memory::desc(w_dims, dt::f32, tag::any) : user_w_md;
   // Activations already blocked in the arena (layout.h) are used as they are. A plain one: on
-  // nchw, oneDNN 2.6 runs a convolution as im2col + GEMM. Its blocked kernels plus a reorder in
-  // and out of the lane scratchpad were faster on this machine (1 and 2 threads) for spatial
-  // kernels (about 2x), grouped and depthwise convs (10x) and few input channels; for dense
-  // 1x1 convs with 32+ channels the two were level, and plain saves the copies.
+  // nchw, oneDNN runs a convolution as im2col + GEMM (x64:gemm:jit, 2.6 and 3.2). On 2.6 its
+  // blocked kernels plus a reorder in and out of the lane scratchpad were faster on this machine
+  // (1 and 2 threads) for spatial kernels (about 2x), grouped and depthwise convs (10x) and few
+  // input channels; for dense 1x1 convs with 32+ channels the two were level, and plain saves
+  // the copies.
   const bool blocked = groups > 1 || ws[2] * ws[3] > 1 || ws[1] < kMinPlainChannels ||
                        src_ref.layout != TensorLayout::kPlain ||
                        dst_ref.layout != TensorLayout::kPlain;
   auto conv_md = [&](const memory::desc& md, const TensorRef& ref) {
     if (!blocked || ref.layout != TensorLayout::kPlain) return md;
-    return memory::desc(md.dims(), dt::f32, tag::any);
+    return memory::desc(md.get_dims(), dt::f32, tag::any);
   };
   const memory::desc conv_src_md = conv_md(src_md, src_ref);
   const memory::desc conv_dst_md = conv_md(dst_md, dst_ref);
@@ -110,27 +137,26 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
   const Dims dilation{a.dilation[0] - 1, a.dilation[1] - 1};  // oneDNN: 0 means dense
   const Dims pad_l{a.pads[0], a.pads[1]}, pad_r{a.pads[2], a.pads[3]};
   auto make_pd = [&](const memory::desc& conv_src, const memory::desc& conv_dst) {
-    const auto desc =
-        has_bias ? dnnl::convolution_forward::desc(
-                       prop_kind::forward_inference, algorithm::convolution_direct, conv_src, w_md,
-                       bias_md, conv_dst, strides, dilation, pad_l, pad_r)
-                 : dnnl::convolution_forward::desc(prop_kind::forward_inference,
-                                                   algorithm::convolution_direct, conv_src, w_md,
-                                                   conv_dst, strides, dilation, pad_l, pad_r);
-    return dnnl::convolution_forward::primitive_desc(desc, make_attr(po), c.engine);
+    using pd_t = dnnl::convolution_forward::primitive_desc;
+    if (has_bias)
+      return pd_t(c.engine, prop_kind::forward_inference, algorithm::convolution_direct, conv_src,
+                  w_md, bias_md, conv_dst, strides, dilation, pad_l, pad_r, make_attr(po));
+    return pd_t(c.engine, prop_kind::forward_inference, algorithm::convolution_direct, conv_src,
+                w_md, conv_dst, strides, dilation, pad_l, pad_r, make_attr(po));
   };
   dnnl::convolution_forward::primitive_desc pd = make_pd(conv_src_md, conv_dst_md);
   if (is_reference(pd)) {
     // The arena's layouts have only oneDNN's reference kernel for this conv. Grouped convs of
-    // 8 channels per group do: from nhwc to a plain (`any`) dst, measured here on 104 channels
-    // at 28x28, ref:any 83 ms against 0.13 ms for the jit kernel on nhwc to nhwc; and in
-    // nChw16c (224 channels: 3.5 s against 2.6 ms on nChw8c). Run it in a layout that has a
+    // 8 channels per group did on 2.6: from nhwc to a plain (`any`) dst, measured here on 104
+    // channels at 28x28, ref:any 83 ms against 0.13 ms for the jit kernel on nhwc to nhwc; and
+    // in nChw16c (224 channels: 3.5 s against 2.6 ms on nChw8c). On 3.2 (AVX2) the first gets
+    // jit:avx2, the second is still ref:any. Run it in a layout that has a
     // real kernel instead, reordering src and dst through the lane scratchpad: oneDNN's own
     // choice first, then each layout the executor knows. make_unit_kernels warns when none has.
     for (tag t : {tag::any, tag::nhwc, tag::nChw8c, tag::nChw16c, tag::nchw}) {
       try {
-        auto candidate = make_pd(memory::desc(src_md.dims(), dt::f32, t),
-                                 memory::desc(dst_md.dims(), dt::f32, t));
+        auto candidate = make_pd(memory::desc(src_md.get_dims(), dt::f32, t),
+                                 memory::desc(dst_md.get_dims(), dt::f32, t));
         if (!is_reference(candidate)) {
           pd = std::move(candidate);
           break;
@@ -139,6 +165,7 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
       }
     }
   }
+  prefer_jit_conv(pd, make_pd);
 
   auto k = std::make_unique<DnnlKernel>(c.engine);
   Args args{{DNNL_ARG_SRC, k->input(pd.src_desc(), src_ref)},
@@ -241,8 +268,8 @@ std::unique_ptr<Kernel> build_conv_transpose(const BuildContext& c, const Chain&
   const memory::desc user_w_md(w_dims, dt::f32, groups > 1 ? tag::giohw : tag::iohw);
   const memory::desc w_md(w_dims, dt::f32, tag::any);
   const TensorRef src_ref = c.ref(x), dst_ref = c.ref(chain.output);
-  const memory::desc src_md(arena_md(src_ref).dims(), dt::f32, tag::any);
-  const memory::desc dst_md(arena_md(dst_ref).dims(), dt::f32, tag::any);
+  const memory::desc src_md(arena_md(src_ref).get_dims(), dt::f32, tag::any);
+  const memory::desc dst_md(arena_md(dst_ref).get_dims(), dt::f32, tag::any);
   // The Add of a per-channel bias and the BatchNormalization plan_chain took, folded:
   // s = scale / sqrt(var + eps), w' = w * s[oc], b' = (b + add - mean) * s + shift. ONNX's
   // weights are [IC, OC/g, KH, KW]: input channel i of group g feeds output g * OC/g + ocl.
@@ -274,10 +301,9 @@ std::unique_ptr<Kernel> build_conv_transpose(const BuildContext& c, const Chain&
   const Dims dilation{a.dilation[0] - 1, a.dilation[1] - 1};
   const Dims pad_l{a.pads[0], a.pads[1]};
   const Dims pad_r{a.pads[2] - a.output_padding[0], a.pads[3] - a.output_padding[1]};
-  const dnnl::deconvolution_forward::desc desc(prop_kind::forward_inference,
-                                               algorithm::deconvolution_direct, src_md, w_md,
-                                               dst_md, strides, dilation, pad_l, pad_r);
-  const dnnl::deconvolution_forward::primitive_desc pd(desc, make_attr(), c.engine);
+  const dnnl::deconvolution_forward::primitive_desc pd(
+      c.engine, prop_kind::forward_inference, algorithm::deconvolution_direct, src_md, w_md, dst_md,
+      strides, dilation, pad_l, pad_r, make_attr());
   auto k = std::make_unique<DnnlKernel>(c.engine);
   Args args{{DNNL_ARG_SRC, k->input(pd.src_desc(), src_ref)}};
   if (!folded_w.empty()) {
@@ -294,7 +320,11 @@ std::unique_ptr<Kernel> build_conv_transpose(const BuildContext& c, const Chain&
   // oneDNN 2.6's deconvolution applies its own bias and post-ops in a slow loop, and its binary
   // broadcasts a channel vector over a blocked tensor only with ref:any (PaddleOCR's detector,
   // 24 -> 24 channels, 80x80 -> 160x160: 0.65 ms bare, 5 ms with its bias, 45 ms with a ReLU,
-  // 66 ms as a binary on nChw8c).
+  // 66 ms as a binary on nChw8c). oneDNN 3.2 (AVX2, 1 thread) applies them inside its strided
+  // brgconv deconvolution at no cost (that shape: 0.57 ms bare and with bias + ReLU), but still
+  // in the slow loop for its stride-1 and depthwise ones (64 -> 64 3x3 at 28x28: 0.64 -> 5.4 ms;
+  // FCN's depthwise 4x4/2 upsampling of 21x32x32: 0.03 -> 8.7 ms), and its channel-vector binary
+  // on nChw8c is still ref:any (155 ms on that shape); so this stays.
   BRAID_ASSERT(dst_ref.layout == TensorLayout::kPlain, "a ConvTranspose output is never blocked");
   const Dims bias_dims{1, oc, 1, 1};
   memory bias;
@@ -309,59 +339,12 @@ std::unique_ptr<Kernel> build_conv_transpose(const BuildContext& c, const Chain&
   append_activations(po, chain);
   const memory::desc y_md = plain_md(to_dims(c.shape(chain.output)));
   const memory y = k->bind(y_md, dst_ref);
-  const dnnl::binary::desc add_desc(algorithm::binary_add, y_md, plain_md(bias_dims), y_md);
-  const dnnl::binary::primitive_desc add_pd(add_desc, make_attr(po), c.engine);
+  const dnnl::binary::primitive_desc add_pd(c.engine, algorithm::binary_add, y_md,
+                                            plain_md(bias_dims), y_md, make_attr(po));
   k->add(add_pd, dnnl::binary(add_pd),
          {{DNNL_ARG_SRC_0, y}, {DNNL_ARG_SRC_1, bias}, {DNNL_ARG_DST, y}});
   return k;
 }
-
-namespace {
-
-// Max pooling over channels-last tensors as plain loops: for each output pixel, the running
-// maximum of whole channel rows (contiguous, so the compiler vectorizes it). oneDNN 2.6's
-// jit:avx2 nhwc max pool took 2.8-3.9 ms for each of Inception V3's 3x3/2 pools over 64x147x147
-// and 192x71x71, where this takes a few tenths of a millisecond (bench/onednn/README.md: 2370 us
-// on oneDNN 2.6 against 164-202 us on 3.x for the second). Rows of output pixels are split
-// between the lane's OpenMP threads.
-class MaxPoolNhwcKernel final : public Kernel {
- public:
-  MaxPoolNhwcKernel(TensorRef x, TensorRef y, ir::PoolAttrs a) : x_(x), y_(y), a_(a) {}
-
-  void execute(const KernelContext& context) const override {
-    const float* x = x_.data(context);
-    float* y = y_.data(context);
-    const ir::Shape &xs = x_.type.shape, &ys = y_.type.shape;
-    const int64_t batch = xs[0], channels = xs[1], h = xs[2], w = xs[3], oh_size = ys[2],
-                  ow_size = ys[3];
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t n = 0; n < batch; ++n)
-      for (int64_t oh = 0; oh < oh_size; ++oh) {
-        const int64_t h0 = oh * a_.stride[0] - a_.pads[0];
-        const int64_t kh_begin = std::max<int64_t>(0, -h0),
-                      kh_end = std::min<int64_t>(a_.kernel[0], h - h0);
-        for (int64_t ow = 0; ow < ow_size; ++ow) {
-          const int64_t w0 = ow * a_.stride[1] - a_.pads[1];
-          const int64_t kw_begin = std::max<int64_t>(0, -w0),
-                        kw_end = std::min<int64_t>(a_.kernel[1], w - w0);
-          float* out = y + ((n * oh_size + oh) * ow_size + ow) * channels;
-          for (int64_t ch = 0; ch < channels; ++ch)
-            out[ch] = -std::numeric_limits<float>::infinity();
-          for (int64_t kh = kh_begin; kh < kh_end; ++kh)
-            for (int64_t kw = kw_begin; kw < kw_end; ++kw) {
-              const float* in = x + ((n * h + h0 + kh) * w + w0 + kw) * channels;
-              for (int64_t ch = 0; ch < channels; ++ch) out[ch] = std::max(out[ch], in[ch]);
-            }
-        }
-      }
-  }
-
- private:
-  TensorRef x_, y_;
-  ir::PoolAttrs a_;
-};
-
-}  // namespace
 
 std::unique_ptr<Kernel> build_pool(const BuildContext& c, const Chain& chain) {
   const ir::Node& node = *chain.head;
@@ -369,10 +352,10 @@ std::unique_ptr<Kernel> build_pool(const BuildContext& c, const Chain& chain) {
   const ir::Shape& xs = c.shape(node.inputs[0]);
   const ir::Shape& ys = c.shape(chain.output);
   const bool is_max = node.kind == ir::OpKind::MaxPool;
-  if (is_max && c.ref(node.inputs[0]).layout == TensorLayout::kNhwc &&
-      c.ref(chain.output).layout == TensorLayout::kNhwc && chain.activations.empty() &&
-      c.ref(node.inputs[0]).type.dtype == ir::DType::kFloat32)
-    return std::make_unique<MaxPoolNhwcKernel>(c.ref(node.inputs[0]), c.ref(chain.output), a);
+  // Max pooling on nhwc too: braid ran its own loop there while oneDNN 2.6's jit:avx2 nhwc max
+  // pool took 2.8-3.9 ms on each of Inception V3's two big 3x3/2 pools; 3.2's is 1.5-1.9x faster
+  // than that loop was (1 thread, AVX2: 64x147x147 213 against 375 us, 192x71x71 147 against
+  // 240 us), with the same outputs.
   const algorithm alg = is_max                ? algorithm::pooling_max
                         : a.count_include_pad ? algorithm::pooling_avg_include_padding
                                               : algorithm::pooling_avg_exclude_padding;
@@ -388,12 +371,11 @@ std::unique_ptr<Kernel> build_pool(const BuildContext& c, const Chain& chain) {
   const TensorRef src_ref = c.ref(node.inputs[0]), dst_ref = c.ref(chain.output);
   const memory::desc src_md = arena_md(src_ref);
   const memory::desc dst_md = layout_md(to_dims(ys), src_ref.layout);
-  const dnnl::pooling_v2_forward::desc desc(
-      prop_kind::forward_inference, alg, src_md, dst_md, Dims{a.stride[0], a.stride[1]},
-      Dims{a.kernel[0], a.kernel[1]}, Dims{0, 0}, Dims{a.pads[0], a.pads[1]}, pad_r);
-  dnnl::pooling_v2_forward::primitive_desc pd(desc, make_attr(), c.engine);
+  const dnnl::pooling_forward::primitive_desc pd(
+      c.engine, prop_kind::forward_inference, alg, src_md, dst_md, Dims{a.stride[0], a.stride[1]},
+      Dims{a.kernel[0], a.kernel[1]}, Dims{0, 0}, Dims{a.pads[0], a.pads[1]}, pad_r, make_attr());
   auto k = std::make_unique<DnnlKernel>(c.engine);
-  k->add(pd, dnnl::pooling_v2_forward(pd),
+  k->add(pd, dnnl::pooling_forward(pd),
          {{DNNL_ARG_SRC, k->bind(src_md, src_ref)}, {DNNL_ARG_DST, k->output(dst_md, dst_ref)}});
 
   if (!is_max && a.count_include_pad && clipped_windows) {
@@ -434,12 +416,11 @@ std::unique_ptr<Kernel> build_global_average_pool(const BuildContext& c, const C
   const memory::desc src_md = arena_md(src_ref);
   const memory::desc dst_md = layout_md(to_dims(c.shape(chain.output)), src_ref.layout);
   // One window covering the whole plane.
-  const dnnl::pooling_v2_forward::desc desc(
-      prop_kind::forward_inference, algorithm::pooling_avg_exclude_padding, src_md, dst_md,
-      Dims{1, 1}, Dims{xs[2], xs[3]}, Dims{0, 0}, Dims{0, 0}, Dims{0, 0});
-  dnnl::pooling_v2_forward::primitive_desc pd(desc, make_attr(), c.engine);
+  const dnnl::pooling_forward::primitive_desc pd(
+      c.engine, prop_kind::forward_inference, algorithm::pooling_avg_exclude_padding, src_md,
+      dst_md, Dims{1, 1}, Dims{xs[2], xs[3]}, Dims{0, 0}, Dims{0, 0}, Dims{0, 0}, make_attr());
   auto k = std::make_unique<DnnlKernel>(c.engine);
-  k->add(pd, dnnl::pooling_v2_forward(pd),
+  k->add(pd, dnnl::pooling_forward(pd),
          {{DNNL_ARG_SRC, k->bind(src_md, src_ref)}, {DNNL_ARG_DST, k->output(dst_md, dst_ref)}});
   return k;
 }
@@ -454,13 +435,13 @@ dnnl::matmul::primitive_desc make_matmul_pd(const BuildContext& c, const memory:
                                             const memory::desc& dst_md,
                                             const dnnl::primitive_attr& attr) {
   auto make = [&](const memory::desc& w_md) {
-    const auto desc = bias_md ? dnnl::matmul::desc(src_md, w_md, *bias_md, dst_md)
-                              : dnnl::matmul::desc(src_md, w_md, dst_md);
-    return dnnl::matmul::primitive_desc(desc, attr, c.engine);
+    if (bias_md)
+      return dnnl::matmul::primitive_desc(c.engine, src_md, w_md, *bias_md, dst_md, attr);
+    return dnnl::matmul::primitive_desc(c.engine, src_md, w_md, dst_md, attr);
   };
   if (w_fixed) {
     try {
-      return make(memory::desc(user_w_md.dims(), dt::f32, tag::any));
+      return make(memory::desc(user_w_md.get_dims(), dt::f32, tag::any));
     } catch (const dnnl::error&) {
     }
   }
@@ -490,8 +471,9 @@ std::unique_ptr<Kernel> build_matmul(const BuildContext& c, const Chain& chain) 
     bias_dims = pad_front(to_dims(c.shape(*bias)), rank);
   }
   // Weights shared by every batch row (a linear layer: [B..., M, K] x [K, N]) are a 2-D
-  // problem [B*M, K] x [K, N]: oneDNN 2.6's brgemm matmul then packs the weights, which it
-  // does not for a 3-D problem (measured: BERT 12x128 at 1 thread, 237 -> 128 ms).
+  // problem [B*M, K] x [K, N]: oneDNN 2.6's brgemm matmul (AVX-512) then packs the weights,
+  // which it does not for a 3-D problem (measured: BERT 12x128 at 1 thread, 237 -> 128 ms). On
+  // AVX2, 3.2 runs both forms on gemm:jit:f32; the 2-D one is kept for brgemm.
   const bool shared_weights =
       rank > 2 && std::all_of(b_dims.begin(), b_dims.end() - 2, [](int64_t d) { return d == 1; });
   const bool bias_row = !bias || std::all_of(bias_dims.begin(), bias_dims.end() - 1,
@@ -554,11 +536,11 @@ std::unique_ptr<Kernel> build_gemm(const BuildContext& c, const Chain& chain) {
     const memory::desc bias_md = plain_md({n});
     dnnl::post_ops po;
     append_activations(po, chain);
-    const auto desc =
-        cv ? dnnl::inner_product_forward::desc(prop_kind::forward_inference, src_md, w_md, bias_md,
-                                               y_md)
-           : dnnl::inner_product_forward::desc(prop_kind::forward_inference, src_md, w_md, y_md);
-    dnnl::inner_product_forward::primitive_desc pd(desc, make_attr(po), c.engine);
+    using pd_t = dnnl::inner_product_forward::primitive_desc;
+    const pd_t pd =
+        cv ? pd_t(c.engine, prop_kind::forward_inference, src_md, w_md, bias_md, y_md,
+                  make_attr(po))
+           : pd_t(c.engine, prop_kind::forward_inference, src_md, w_md, y_md, make_attr(po));
     Args args{{DNNL_ARG_SRC, k->bind(src_md, c.ref(a))},
               {DNNL_ARG_WEIGHTS,
                prepare_weights(c, k->bind(user_w_md, c.ref(b)), pd.weights_desc(), true)},
@@ -578,7 +560,7 @@ std::unique_ptr<Kernel> build_gemm(const BuildContext& c, const Chain& chain) {
   std::optional<memory::desc> bias_md;
   memory c_mem;  // bias or binary post-op operand
   int c_post_op = -1;
-  float output_scale = 1.0f;
+  float src_scale = 1.0f;
   if (cv) {
     const bool c_fixed = c.is_fixed(*cv);
     if (c_fixed && beta != 1.0f) {
@@ -592,31 +574,34 @@ std::unique_ptr<Kernel> build_gemm(const BuildContext& c, const Chain& chain) {
       bias_md = c_md;
     } else if (c_fixed || beta == 1.0f) {
       // c_mem already holds beta * C.
-      po.append_eltwise(1.0f, algorithm::eltwise_linear, g.alpha, 0.0f);
+      po.append_eltwise(algorithm::eltwise_linear, g.alpha, 0.0f);
       c_post_op = po.len();
       po.append_binary(algorithm::binary_add, c_md);
     } else {
       // beta * (alpha / beta * A'B' + C), since a binary post-op cannot scale its operand.
-      // alpha / beta is an output scale: oneDNN 2.6's brgemm matmul applies two eltwise_linear
-      // post-ops both with the first one's alpha (verified here: linear(4), linear(0.25) on
-      // all-ones 5x5x8 gives 80, not 5).
-      output_scale = g.alpha / beta;
+      // alpha / beta is a scale of A (a runtime scale; 2.x had output scales), not a first
+      // eltwise_linear: oneDNN 2.6's brgemm matmul applied two eltwise_linear post-ops both with
+      // the first one's alpha (verified here: linear(4), linear(0.25) on all-ones 5x5x8 gave 80,
+      // not 5); 3.2 gets that right on AVX2, AVX-512 is unchecked (joins_post_ops).
+      src_scale = g.alpha / beta;
       c_post_op = po.len();
       po.append_binary(algorithm::binary_add, c_md);
-      po.append_eltwise(1.0f, algorithm::eltwise_linear, beta, 0.0f);
+      po.append_eltwise(algorithm::eltwise_linear, beta, 0.0f);
     }
   } else if (g.alpha != 1.0f) {
-    po.append_eltwise(1.0f, algorithm::eltwise_linear, g.alpha, 0.0f);
+    po.append_eltwise(algorithm::eltwise_linear, g.alpha, 0.0f);
   }
   append_activations(po, chain);
   dnnl::primitive_attr attr = make_attr(po);
-  if (output_scale != 1.0f) attr.set_output_scales(0, {output_scale});
+  if (src_scale != 1.0f) attr.set_scales_mask(DNNL_ARG_SRC, 0);  // one scale, given below
   const auto pd = make_matmul_pd(c, a_md, b_md, c.is_fixed(b), bias_md, y_md, attr);
   Args args{{DNNL_ARG_SRC, k->bind(a_md, c.ref(a))},
             {DNNL_ARG_WEIGHTS, matmul_weights(c, *k, b_md, b, pd)},
             {DNNL_ARG_DST, k->bind(y_md, c.ref(chain.output))}};
   if (bias_md) args[DNNL_ARG_BIAS] = c_mem;
   if (c_post_op >= 0) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(c_post_op) | DNNL_ARG_SRC_1] = c_mem;
+  if (src_scale != 1.0f)
+    args[DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC] = owned_copy(c, {1}, {&src_scale, 1});
   k->add(pd, dnnl::matmul(pd), std::move(args));
   return k;
 }

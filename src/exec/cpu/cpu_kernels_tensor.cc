@@ -1,4 +1,4 @@
-// Plain-loop CPU kernels for the ops oneDNN 2.6 has no primitive for, most of them from
+// Plain-loop CPU kernels for the ops oneDNN has no primitive for, most of them from
 // transformer exports: Erf, Where, Expand, Gather, Cast, Equal, Not and Slice, and Resize
 // (detectors, segmentation heads). They run on plain
 // tensors of any dtype (layout.h never blocks their operands). Index arithmetic is planned at

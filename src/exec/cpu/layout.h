@@ -5,9 +5,10 @@
 // boundaries, inside the kernel that crosses one (ONNX Runtime's NCHWc transformer does the
 // same with MLAS's nChw8c/16c).
 //
-// The default is nhwc: oneDNN 2.6 runs its brgemm convolutions (brgconv) on it, which measured
-// faster than its direct nChw16c convolutions here (AVX-512, batch 1: Inception V3 1 thread
-// 70 vs 78 ms, NASNet 349 vs 413 ms, RandWire 131 vs 156 ms; GoogLeNet, SqueezeNet within 3%).
+// The default is nhwc: oneDNN runs its brgemm convolutions (brgconv) on it, which measured
+// faster than its direct nChw16c convolutions here on 2.6 (AVX-512, batch 1: Inception V3 1
+// thread 70 vs 78 ms, NASNet 349 vs 413 ms, RandWire 131 vs 156 ms; GoogLeNet, SqueezeNet within
+// 3%). 3.2 runs brgconv on nhwc on AVX2 too (2.6 ran jit:avx2 there).
 // nChw16c keeps one advantage: a Concat's channel windows are contiguous whole blocks, so
 // producers can write straight into them (nhwc windows interleave; a strided nhwc destination
 // sends oneDNN's convolution to its reference implementation).
