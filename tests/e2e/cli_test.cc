@@ -745,7 +745,8 @@ TEST(Cli, TopRunsAScenarioAndRejectsBadInput) {
   std::filesystem::remove(scenario);
 }
 
-// Issue 28: one planning pipeline. `braid run`, a Session, tune::bench and the runtime plan
+// Issue 28: one planning pipeline. `braid run`, `braid schedule`, a Session, tune::bench and the
+// runtime plan
 // squeezenet with ios under the roofline on the CPU, and each gets the same schedule.
 TEST(FrontEnds, SamePlanForTheSameModelDeviceAndOptions) {
   models::LoadOptions load;
@@ -788,6 +789,20 @@ TEST(FrontEnds, SamePlanForTheSameModelDeviceAndOptions) {
                                   .cost = "roofline"});
   const runtime::RuntimeModel& rm = runner.models().model(0);
   EXPECT_EQ(sched::to_json(rm.schedule, rm.units()), from_run);
+
+  // `braid schedule` writes the same plan (with its search stats and prediction, which the
+  // others may lack).
+  auto schedule = run_command(cli() + " schedule squeezenet --image-size 64 --algo ios " +
+                              "--cost roofline -o " + path.string());
+  ASSERT_EQ(schedule.exit_code, 0) << schedule.err;
+  std::ifstream written(path);
+  nlohmann::json from_schedule = nlohmann::json::parse(written);
+  nlohmann::json run_plan = from_run;
+  for (const char* key : {"stats", "predicted_ms"}) {
+    from_schedule.erase(key);
+    run_plan.erase(key);
+  }
+  EXPECT_EQ(from_schedule, run_plan);
   std::filesystem::remove(path);
 }
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "base/device.h"
 #include "base/error.h"
 #include "commands.h"
 #include "cost_flags.h"
@@ -12,6 +13,7 @@
 #include "sched/predict.h"
 #include "sched/registry.h"
 #include "sched/validate.h"
+#include "tune/planner.h"
 
 namespace braid::cli {
 
@@ -56,7 +58,8 @@ void add_schedule_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("schedule", "Schedule a model and write the schedule (JSON)");
   static ModelFlags flags;
   static CostFlags cost_flags;
-  static std::string algo, output;
+  static std::string algo, output, device_text = "cpu";
+  static int threads_per_stream = 1;
   static sched::ScheduleOptions options;
   static bool json = false;
   add_model_flags(*cmd, flags);
@@ -78,7 +81,7 @@ void add_schedule_command(CLI::App& app) {
       ->capture_default_str();
   add_ios_search_flags(*cmd, options);
   add_multi_device_flags(*cmd, options);
-  cmd->add_option("--threads-per-stream", cost_flags.cpu.threads_per_stream,
+  cmd->add_option("--threads-per-stream", threads_per_stream,
                   "--cost cpu: OpenMP threads per stream while measuring")
       ->check(whole_number_in("the threads per stream", 1, kMaxThreads))
       ->capture_default_str();
@@ -88,29 +91,41 @@ void add_schedule_command(CLI::App& app) {
                 "(default: inside the plan's CUDA Graph, as braid runs on GPUs)");
   cmd->add_option("-o,--output", output, "Write the schedule to this file");
   cmd->add_flag("--json", json, "Print a JSON summary with the schedule");
+  cmd->add_option("--device", device_text,
+                  "Where the plan will run: cpu, cuda:N or sim:NAME; the cost model defaults to "
+                  "it as for `braid run` (cpu: measured here)")
+      ->capture_default_str();
   cmd->callback([] {
     BRAID_CHECK(algo != "auto", ErrorCode::kInvalidArgument,
                 "auto chooses by running schedules on a device: use `braid run MODEL` (its "
                 "--json has the decision) or `braid bench MODEL --algos ...,auto`");
-    flags.options.with_weights = cost_needs_weights(cost_flags, flags.spec);
+    tune::check_algorithm_name(algo);
+    const Device device = parse_device(device_text);
+    // The plan options `braid run` would build for the same flags, so that the planner prices
+    // and schedules alike (same default cost model, profiler threads and layout).
+    tune::PlanOptions plan{
+        .device = device, .algorithm = algo, .cost = cost_flags, .schedule_options = options};
+    plan.measure.device = device;
+    plan.measure.graph_replay = device.is_gpu() && !cost_flags.eager;
+    plan.measure.executor.threads_per_stream = threads_per_stream;
+    const bool weighted_dag = flags.spec.ends_with(".dag.json");
+    flags.options.with_weights =
+        cost_needs_weights(tune::plan_cost_spec(plan, weighted_dag), flags.spec);
     models::LoadedModel m = models::load_model(flags.spec, flags.options);
     auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
-    apply_device_set(cost_flags.name, options);
-    std::unique_ptr<cost::CostModel> cost = make_cost_model(cost_flags, m.units, weights);
-    auto scheduler = sched::make_scheduler(algo, options);
+    std::unique_ptr<cost::CostModel> cost = tune::make_plan_cost(m.units, weights, plan);
     sched::SearchStats stats;
     const cost::CostStats cost_before = cost->stats();
     auto begin = std::chrono::steady_clock::now();
     std::optional<Progress> progress(std::in_place,
                                      fmt::format("scheduling {} with {}", m.units.name(), algo));
-    sched::Schedule s = scheduler->schedule(m.units, *cost, &stats);
+    // plan_model validates the scheduler's output before anyone can run it.
+    sched::Schedule s = tune::plan_model(m.units, weights, *cost, plan, &stats).schedule;
     progress.reset();
     double search_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
     const cost::CostStats cost_after = cost->stats();
     s.model = m.units.name();
-    // A scheduler's output is checked before anyone can run it.
-    sched::validate_or_throw(m.units, s);
     const Micros predicted = sched::predicted_latency(m.units, s, *cost);
     const sched::Schedule sequential =
         sched::make_scheduler("sequential")->schedule(m.units, *cost);
