@@ -517,6 +517,8 @@ def main() -> int:
     ap.add_argument("--braid-config", action="append", default=[], metavar="ALGO:STREAMS:THREADS",
                     help="an extra braid config (repeatable), e.g. greedy:2:1")
     ap.add_argument("--only", default="", help="keep configs whose name contains this text")
+    ap.add_argument("--skip", action="append", default=[], metavar="TEXT",
+                    help="drop configs whose name contains this text (repeatable)")
     ap.add_argument("--cpus", default="0,1", help="CPUs to pin the whole run to (taskset -c)")
     ap.add_argument("--no-pin", action="store_true")
     ap.add_argument("--no-parallel-check", action="store_true", help="skip the ORT_PARALLEL profile")
@@ -551,6 +553,8 @@ def main() -> int:
     configs += ORT_CONFIGS
     if args.only:
         configs = [c for c in configs if args.only in c.name]
+    for text in args.skip:
+        configs = [c for c in configs if text not in c.name]
     env = braid_env(args.spin)
 
     out = {
