@@ -1,7 +1,6 @@
 #include "cost_flags.h"
 
 #include "commands.h"
-#include "sim/device_spec.h"
 
 namespace braid::cli {
 
@@ -20,11 +19,6 @@ void add_cost_flags(CLI::App& cmd, CostFlags& flags) {
       ->capture_default_str();
   cmd.add_option("--transfers", flags.transfers,
                  "Price transfers between devices with this measured link (braid transfers -o)");
-}
-
-void apply_device_set(const std::string& spec, sched::ScheduleOptions& options) {
-  if (!spec.starts_with("sim:") || options.num_devices != 1) return;
-  options.num_devices = sim::parse_device_set(spec.substr(4)).second;
 }
 
 }  // namespace braid::cli

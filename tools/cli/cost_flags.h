@@ -18,7 +18,4 @@ using tune::make_cost_model;
 // --cost only: --threads-per-stream belongs to the command (the executor's and the profiler's).
 void add_cost_flags(CLI::App& cmd, CostFlags& flags);
 
-// "sim:a40x2" (a device set): schedules get 2 devices unless --devices said otherwise.
-void apply_device_set(const std::string& spec, sched::ScheduleOptions& options);
-
 }  // namespace braid::cli
