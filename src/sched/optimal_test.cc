@@ -10,6 +10,7 @@
 #include <functional>
 #include <numeric>
 #include <random>
+#include <string>
 
 #include "base/error.h"
 #include "cost/dag_cost.h"
@@ -297,34 +298,50 @@ TEST(Optimal, RefusesWhatItCannotSolve) {
   EXPECT_DOUBLE_EQ(s.predicted_latency->count(), 200);
 }
 
+// Nodes and wall time of the searches a test prints (printed, not asserted).
+struct SearchEffort {
+  int64_t most_nodes = 0, total_nodes = 0;
+  double slowest_ms = 0, total_ms = 0;
+  int searches = 0;
+
+  // Runs search(&stats), counts its nodes and time, and returns its schedule.
+  template <typename Search>
+  Schedule add(const Search& search) {
+    SearchStats stats;
+    const auto begin = std::chrono::steady_clock::now();
+    Schedule s = search(&stats);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    most_nodes = std::max(most_nodes, stats.nodes);
+    total_nodes += stats.nodes;
+    slowest_ms = std::max(slowest_ms, ms);
+    total_ms += ms;
+    ++searches;
+    return s;
+  }
+  // "WHAT: N graphs, nodes mean .. max .., time mean .. ms max .. ms".
+  void print(const std::string& what) const {
+    std::printf("%s: %d graphs, nodes mean %lld max %lld, time mean %.1f ms max %.1f ms\n",
+                what.c_str(), searches, static_cast<long long>(total_nodes / searches),
+                static_cast<long long>(most_nodes), total_ms / searches, slowest_ms);
+  }
+};
+
 // Search effort on 14-unit blocks (printed, not asserted beyond exactness of the bounds): the
 // numbers the header quotes.
 TEST(Optimal, FourteenUnitBlocks) {
   for (int k : {2, 3}) {
-    int64_t most = 0, total = 0;
-    double slowest_ms = 0, total_ms = 0;
-    const int graphs = 20;
-    for (uint64_t seed = 0; seed < graphs; ++seed) {
+    SearchEffort effort;
+    for (uint64_t seed = 0; seed < 20; ++seed) {
       const ir::UnitGraph g = small_dag(5000 + seed, 14);
       const cost::DagCostModel cost(g);
-      SearchStats stats;
-      const auto begin = std::chrono::steady_clock::now();
-      const Schedule s = OptimalScheduler({.max_streams = k}).schedule(g, cost, &stats);
-      const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
-              .count();
+      const Schedule s = effort.add([&](SearchStats* stats) {
+        return OptimalScheduler({.max_streams = k}).schedule(g, cost, stats);
+      });
       expect_well_formed(g, cost, s);
       EXPECT_GE(s.predicted_latency->count(), total_work(g, cost).count() / k - 1e-6);
-      most = std::max(most, stats.nodes);
-      total += stats.nodes;
-      slowest_ms = std::max(slowest_ms, ms);
-      total_ms += ms;
     }
-    std::printf(
-        "[optimal] 14 units, %d streams: %d graphs, nodes mean %lld max %lld, "
-        "time mean %.1f ms max %.1f ms\n",
-        k, graphs, static_cast<long long>(total / graphs), static_cast<long long>(most),
-        total_ms / graphs, slowest_ms);
+    effort.print("[optimal] 14 units, " + std::to_string(k) + " streams");
   }
 }
 
@@ -552,29 +569,17 @@ TEST(OptimalThreads, RefusesWhatItCannotSolve) {
 TEST(OptimalThreads, TwelveAndFourteenUnitBlocks) {
   for (int n : {12, 14}) {
     for (int cores : {2, 3}) {
-      int64_t most = 0, total = 0;
-      double slowest_ms = 0, total_ms = 0;
-      const int graphs = 10;
-      for (uint64_t seed = 0; seed < graphs; ++seed) {
+      SearchEffort effort;
+      for (uint64_t seed = 0; seed < 10; ++seed) {
         const ir::UnitGraph g = small_dag(5000 + seed, n);
         const testing::ScalingCost cost(g, random_scalings(seed, g.num_units()), cores);
-        SearchStats stats;
-        const auto begin = std::chrono::steady_clock::now();
-        const Schedule s = make_scheduler("optimal-threads")->schedule(g, cost, &stats);
-        const double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
-                .count();
+        const Schedule s = effort.add([&](SearchStats* stats) {
+          return make_scheduler("optimal-threads")->schedule(g, cost, stats);
+        });
         expect_allotment_well_formed(g, cost, s, cores);
-        most = std::max(most, stats.nodes);
-        total += stats.nodes;
-        slowest_ms = std::max(slowest_ms, ms);
-        total_ms += ms;
       }
-      std::printf(
-          "[optimal-threads] %d units, %d cores: %d graphs, nodes mean %lld max %lld, "
-          "time mean %.1f ms max %.1f ms\n",
-          n, cores, graphs, static_cast<long long>(total / graphs), static_cast<long long>(most),
-          total_ms / graphs, slowest_ms);
+      effort.print("[optimal-threads] " + std::to_string(n) + " units, " + std::to_string(cores) +
+                   " cores");
     }
   }
 }
@@ -631,4 +636,3 @@ TEST(OptimalScratch, DISABLED_Stress) {
 }
 }  // namespace
 }  // namespace braid::sched
-
