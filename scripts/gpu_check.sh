@@ -5,7 +5,9 @@
 #   bash scripts/gpu_check.sh OUT tests      # CUDA tests, `braid run` defaults, IOS under cuda:0
 #   bash scripts/gpu_check.sh OUT bench      # every scheduler, measured cost and sim:h100's
 #   bash scripts/gpu_check.sh OUT eager      # the eager path and the calibration series
-# (no part: all three). Every step runs under its own time limit and the script goes on when one
+#   bash scripts/gpu_check.sh OUT precision  # issue 29: TF32/FP16/BF16 outputs and timings
+#   bash scripts/gpu_check.sh OUT peers      # issue 29: PyTorch in FP16/BF16 beside braid
+# (no part: tests bench eager). Every step runs under its own time limit and the script goes on when one
 # fails; OUT/summary.txt lists each step's exit status and time, the other files what it printed.
 # Nothing here is judged: docs/gpu.md says what the numbers should be set beside.
 set -uo pipefail
@@ -26,6 +28,8 @@ export BRAID_CACHE_DIR=${BRAID_CACHE_DIR:-$(mktemp -d)}  # a fresh cache: every 
 braid=$BRAID_BIN_DIR/braid
 models="tv_inception_v3 googlenet resnet50 tv_squeezenet1_0 inception_v3 squeezenet"
 algos=sequential,greedy,lios,nimble,opara,ios
+models4="tv_inception_v3 googlenet resnet50 tv_squeezenet1_0"
+tv_models="inception_v3 googlenet resnet50 squeezenet1_0"
 
 step() {  # step NAME LIMIT_S COMMAND...: runs it, its output in OUT/NAME.txt
   local name=$1 limit=$2
@@ -69,10 +73,43 @@ eager() {
     -o "$out/h100_calibrated.json"
 }
 
+precision() {
+  step device 20 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  # Every zoo model in TF32/FP16/BF16 against the CPU's FP32 (bounds in the test), then the
+  # single-op cases in each precision. PRECISION_TEST=0 leaves it out.
+  if [[ ${PRECISION_TEST:-1} == 1 ]]; then
+    step precision_test 120 "$BRAID_BIN_DIR/exec_cuda_test" \
+      --gtest_filter='*Precision*:*ConvTranspose*:*Resize*:*CnnOps*'
+  fi
+  # Each precision: auto and sequential, plans under the simulator's (FP32) cost so that nothing
+  # is profiled; graph replay, medians of 100 runs, input and output copies included.
+  for p in ${PRECISIONS:-fp16 fp32 bf16 tf32}; do
+    step "bench_$p" 50 "$braid" bench $models4 --device cuda:0 --cost sim:h100 --precision "$p" \
+      --algos auto,sequential --iters 100 --warmup 10 --json-file "$out/bench_$p.json"
+  done
+}
+
+peers() {
+  # PyTorch eager and CUDA Graph in the same precision as braid, one interleaved run each.
+  # PEER_FLAGS go to gpu_peers.py (e.g. --channels-last), PEER_TAG names their files.
+  # PyTorch gets the machine's own libraries; braid the bundle's, through a wrapper that also
+  # schedules under the simulator's cost (nothing profiled: the lease is short).
+  local wrap=$out/braid.sh
+  printf '#!/bin/sh\nexport LD_LIBRARY_PATH=%s BRAID_DEVICES_DIR=%s BRAID_CACHE_DIR=%s\nexec %s "$@" --cost sim:h100\n' \
+    "$LD_LIBRARY_PATH" "${BRAID_DEVICES_DIR:-}" "$BRAID_CACHE_DIR" "$braid" >"$wrap"
+  chmod +x "$wrap"
+  for p in ${PEER_PRECISIONS:-fp16 bf16}; do
+    step "peers_$p${PEER_TAG:-}" 120 env -u LD_LIBRARY_PATH python3 "$root/bench/gpu_peers.py" $tv_models \
+      --braid "$wrap" --precision "$p" --algos auto --rounds 3 --iters 100 \
+      --compile-modes none ${PEER_FLAGS:-} --json "$out/peers_$p${PEER_TAG:-}.json" \
+      --markdown "$out/peers_$p${PEER_TAG:-}.md"
+  done
+}
+
 for part in $parts; do
   case $part in
-    tests | bench | eager) "$part" ;;
-    *) echo "unknown part '$part' (known: tests, bench, eager)"; exit 2 ;;
+    tests | bench | eager | precision | peers) "$part" ;;
+    *) echo "unknown part '$part' (known: tests, bench, eager, precision, peers)"; exit 2 ;;
   esac
 done
 echo "results in $out (summary.txt)"

@@ -154,8 +154,9 @@ std::unique_ptr<exec::Executor> make_executor(const ir::UnitGraph& units,
                                               std::span<const sched::Schedule> schedules,
                                               const MeasureOptions& options) {
   const bool gpu = options.device.is_cuda();
-  BRAID_CHECK(!options.allow_tf32 || gpu, ErrorCode::kInvalidArgument,
-              "--tf32 needs a CUDA device (cuda:N)");
+  BRAID_CHECK(options.precision == Precision::kFp32 || gpu, ErrorCode::kInvalidArgument,
+              "--precision ", to_string(options.precision),
+              " needs a CUDA device (cuda:N); the CPU executor and the simulator compute FP32");
   BRAID_CHECK(!options.graph_replay || gpu, ErrorCode::kInvalidArgument,
               "--graph (CUDA Graph replay) needs a GPU device (cuda:N, or sim:NAME)");
   BRAID_CHECK(units.graph() != nullptr, ErrorCode::kInvalidArgument, "'", units.name(),
@@ -170,7 +171,7 @@ std::unique_ptr<exec::Executor> make_executor(const ir::UnitGraph& units,
   if (gpu)
     return exec::make_cuda_executor({.device = options.device.index,
                                      .graph = options.graph_replay,
-                                     .allow_tf32 = options.allow_tf32});
+                                     .precision = options.precision});
   if (mpi) return make_mpi_executor(options.executor);
   return exec::make_cpu_executor(options.executor);
 }

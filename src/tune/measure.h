@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/device.h"
+#include "base/precision.h"
 #include "exec/chrome_trace.h"
 #include "exec/cpu/cpu_executor.h"
 #include "ir/weights.h"
@@ -29,8 +30,8 @@ namespace braid::tune {
 struct MeasureOptions {
   Device device;              // cpu
   bool graph_replay = false;  // cuda, sim: the plan captured once and replayed as a CUDA Graph
-  bool allow_tf32 = false;    // cuda: TF32 tensor cores for convolutions and GEMMs
-  std::string sim_trace;      // sim: write the kernel-level Chrome trace here
+  Precision precision = Precision::kFp32;  // cuda: what convolutions and GEMMs compute in
+  std::string sim_trace;                   // sim: write the kernel-level Chrome trace here
   exec::CpuExecutorOptions executor;
   int iters = 20;  // timed runs of each schedule (rounds, when several are timed together)
   int warmup = 3;  // untimed runs of each schedule first

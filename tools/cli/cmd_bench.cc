@@ -43,6 +43,7 @@ void add_bench_command(CLI::App& app) {
   static sched::ScheduleOptions options;
   static MeasureOptions measure{.iters = 10, .warmup = 2};
   static bool json = false, no_measure = false, eager = false;
+  static PrecisionFlags precision;
   static std::string device;
   cmd->add_option("MODELS", specs, "Zoo names, .onnx or .dag.json files")->required();
   cmd->add_option("--algos", algos,
@@ -82,8 +83,7 @@ void add_bench_command(CLI::App& app) {
                 "cuda:N, sim:NAME: launch every kernel from the host instead of replaying a CUDA "
                 "Graph (the slow path)")
       ->excludes(graph_opt);
-  cmd->add_flag("--tf32", measure.allow_tf32,
-                "cuda:N: let cuDNN and cuBLAS use TF32 tensor cores (default: FP32 FMA math)");
+  add_precision_flags(*cmd, precision);
   cmd->add_flag("--json", json, "Print the rows as JSON");
   cmd->add_option("--json-file", json_path, "Also write the JSON rows here");
   cmd->add_option("--csv", csv_path, "Also write the rows as CSV");
@@ -101,6 +101,7 @@ void add_bench_command(CLI::App& app) {
     tune::require_cuda_device(measure.device);  // fail before scheduling when there is no GPU
     // A CUDA Graph replay is the default wherever there is a GPU, real or simulated.
     if (measure.device.is_gpu() && !eager) measure.graph_replay = true;
+    measure.precision = precision_of(precision);
     cost_flags.eager = eager;
     if (simulated) measure.iters = 1, measure.warmup = 0;  // deterministic
     std::unique_ptr<Progress> progress;

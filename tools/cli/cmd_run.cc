@@ -36,7 +36,8 @@ void add_run_command(CLI::App& app) {
   static CostFlags cost_flags;
   static int iters = 20, warmup = 3;
   static uint64_t input_seed = 1;
-  static bool json = false, graph_flag = false, eager = false, retune = false, tf32 = false;
+  static bool json = false, graph_flag = false, eager = false, retune = false;
+  static PrecisionFlags precision;
   static int auto_rounds = 0;
   add_model_flags(*cmd, flags);
   add_cost_flags(*cmd, cost_flags);
@@ -57,8 +58,7 @@ void add_run_command(CLI::App& app) {
                 "cuda:N, sim:NAME: launch every kernel from the host instead of replaying a CUDA "
                 "Graph (the slow path: one host thread issuing launches is the bottleneck)")
       ->excludes(graph_opt);
-  cmd->add_flag("--tf32", tf32,
-                "cuda:N: let cuDNN and cuBLAS use TF32 tensor cores (default: FP32 FMA math)");
+  add_precision_flags(*cmd, precision);
   cmd->add_option("--auto-rounds", auto_rounds,
                   "auto: interleaved timed rounds of its candidates (0: 200 on cuda:N, 20 on "
                   "cpu, 1 on sim)")
@@ -126,7 +126,7 @@ void add_run_command(CLI::App& app) {
     cost_flags.eager = eager;  // sim:NAME prices kernels as they will launch
     MeasureOptions measure{.device = device,
                            .graph_replay = graph_replay,
-                           .allow_tf32 = tf32,
+                           .precision = precision_of(precision),
                            .sim_trace = sim ? trace_path : "",
                            .executor = exec_options,
                            .iters = iters,
@@ -185,6 +185,7 @@ void add_run_command(CLI::App& app) {
       if (!plan.cost_model.empty()) j["cost_model"] = plan.cost_model;
       if (plan.predicted_ms) j["predicted_ms"] = *plan.predicted_ms;
       if (gpu) j["graph_replay"] = graph_replay;
+      if (gpu) j["precision"] = to_string(measure.precision);
       if (r.simulated) {
         j["simulated"] = true;
         j["kernels"] = r.kernels;
@@ -213,8 +214,10 @@ void add_run_command(CLI::App& app) {
     fmt::print(
         "{} {} on {}{} ({}): median {:.3f} ms (p10 {:.3f}, p90 {:.3f}), activations {:.1f} MiB\n",
         m.units.name(), s.algorithm, to_string(device),
-        gpu ? (graph_replay ? " (graph replay)" : " (eager)") : "", threads, median, p10, p90,
-        r.peak_bytes / 1048576.0);
+        gpu ? fmt::format(" {}{}", to_string(measure.precision),
+                          graph_replay ? " (graph replay)" : " (eager)")
+            : "",
+        threads, median, p10, p90, r.peak_bytes / 1048576.0);
   });
 }
 

@@ -1,5 +1,6 @@
 #include "cost_flags.h"
 
+#include "base/error.h"
 #include "commands.h"
 
 namespace braid::cli {
@@ -19,6 +20,23 @@ void add_cost_flags(CLI::App& cmd, CostFlags& flags) {
       ->capture_default_str();
   cmd.add_option("--transfers", flags.transfers,
                  "Price transfers between devices with this measured link (braid transfers -o)");
+}
+
+void add_precision_flags(CLI::App& cmd, PrecisionFlags& flags) {
+  cmd.add_option("--precision", flags.name,
+                 "cuda:N: fp32 (FP32 FMA math), tf32 (TF32 tensor cores in convolutions and "
+                 "GEMMs), fp16 or bf16 (16-bit weights and activations, FP32 accumulation; inputs "
+                 "and outputs stay FP32)")
+      ->capture_default_str();
+  cmd.add_flag("--tf32", flags.tf32, "cuda:N: the same as --precision tf32");
+}
+
+Precision precision_of(const PrecisionFlags& flags) {
+  const Precision p = parse_precision(flags.name);
+  BRAID_CHECK(!flags.tf32 || p == Precision::kFp32 || p == Precision::kTf32,
+              ErrorCode::kInvalidArgument, "--tf32 and --precision ", flags.name,
+              " ask for different precisions");
+  return flags.tf32 ? Precision::kTf32 : p;
 }
 
 }  // namespace braid::cli

@@ -105,6 +105,25 @@ DeviceBuffer upload_array(const std::vector<T>& data) {
   return b;
 }
 
+// Column-major C[m,n] = alpha op(A) op(B) + beta C through cuBLAS: SGEMM in FP32 (the handle's
+// math mode says whether TF32 tensor cores may be used), GemmEx with FP32 accumulation for
+// 16-bit storage.
+void gemm(cublasHandle_t h, Elem e, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          float alpha, const std::byte* a, int64_t lda, const std::byte* b, int64_t ldb, float beta,
+          std::byte* c, int64_t ldc) {
+  const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (e == Elem::kF32) {
+    BRAID_CU(cublasSgemm(
+        h, ta, tb, int(m), int(n), int(k), &alpha, reinterpret_cast<const float*>(a), int(lda),
+        reinterpret_cast<const float*>(b), int(ldb), &beta, reinterpret_cast<float*>(c), int(ldc)));
+    return;
+  }
+  const cudaDataType_t t = cuda_type(e);
+  BRAID_CU(cublasGemmEx(h, ta, tb, int(m), int(n), int(k), &alpha, a, t, int(lda), b, t, int(ldb),
+                        &beta, c, t, int(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 // A cuDNN algorithm is chosen once, at compile time: the fastest by cuDNN's heuristics that
 // fits the workspace limit.
 template <typename Perf, typename Algo>
@@ -118,9 +137,36 @@ std::optional<std::pair<Algo, size_t>> first_fitting(const Perf* perf, int found
 
 }  // namespace
 
+Elem elem_of(Precision p) {
+  switch (p) {
+    case Precision::kFp16:
+      return Elem::kF16;
+    case Precision::kBf16:
+      return Elem::kBF16;
+    case Precision::kFp32:
+    case Precision::kTf32:
+      return Elem::kF32;
+  }
+  return Elem::kF32;
+}
+cudnnDataType_t cudnn_type(Elem e) {
+  return e == Elem::kF16    ? CUDNN_DATA_HALF
+         : e == Elem::kBF16 ? CUDNN_DATA_BFLOAT16
+                            : CUDNN_DATA_FLOAT;
+}
+cudaDataType_t cuda_type(Elem e) {
+  return e == Elem::kF16 ? CUDA_R_16F : e == Elem::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
 Compiler::Compiler(const ir::Graph& graph, const ir::Weights& weights, const MemoryPlan& memory,
                    const CudaExecutorOptions& options, cudnnHandle_t cudnn)
-    : g_(graph), weights_(weights), memory_(memory), options_(options), cudnn_(cudnn) {}
+    : g_(graph),
+      weights_(weights),
+      memory_(memory),
+      options_(options),
+      cudnn_(cudnn),
+      elem_(elem_of(options.precision)),
+      esize_(elem_bytes(elem_of(options.precision))) {}
 Compiler::~Compiler() {
   for (auto d : tensor_descs_) cudnnDestroyTensorDescriptor(d);
   for (auto d : filter_descs_) cudnnDestroyFilterDescriptor(d);
@@ -145,25 +191,35 @@ std::vector<Op> Compiler::compile_unit(std::span<const NodeId> ops) {
 // Pointer to `v` at run time: parameters in the weights buffer, the rest in the arena.
 Locator Compiler::locate(ValueId v) {
   if (g_.value(v).kind == ir::ValueKind::kParameter) {
-    float* p = constant(v);
+    std::byte* p = constant(v);
     return [p](std::byte*) { return p; };
   }
   const int64_t offset = memory_.offset[index(v)];
   BRAID_ASSERT(offset >= 0, "cuda: value without arena storage");
-  return [offset](std::byte* arena) { return reinterpret_cast<float*>(arena + offset); };
+  return [offset](std::byte* arena) { return arena + offset; };
 }
 
-float* Compiler::constant(ValueId v) {
+std::byte* Compiler::constant(ValueId v) {
   if (auto it = uploaded_.find(index(v)); it != uploaded_.end()) return it->second;
   BRAID_CHECK(weights_.has(v), ErrorCode::kInvalidModel, "cuda: parameter '", g_.value(v).name,
               "' has no data");
-  return keep(upload(weights_.data(v)), index(v));
+  std::byte* p = keep_as(weights_.data(v), elem_);
+  uploaded_[index(v)] = p;
+  return p;
 }
-float* Compiler::keep(DeviceBuffer b, std::optional<size_t> key) {
-  float* p = reinterpret_cast<float*>(b.get());
+std::byte* Compiler::keep(DeviceBuffer b, std::optional<size_t> key) {
+  std::byte* p = b.get();
   constants_.push_back(std::move(b));
   if (key) uploaded_[*key] = p;
   return p;
+}
+std::byte* Compiler::keep_as(std::span<const float> data, Elem as) {
+  if (as == Elem::kF32) return keep(upload(data));
+  DeviceBuffer f32 = upload(data);
+  DeviceBuffer converted(data.size() * size_t(elem_bytes(as)));
+  cuda::convert(Elem::kF32, f32.get(), as, converted.get(), int64_t(data.size()), nullptr);
+  BRAID_CU(cudaStreamSynchronize(nullptr));  // before f32 is freed
+  return keep(std::move(converted));
 }
 std::span<const float> Compiler::host(ValueId v, const char* what) const {
   BRAID_CHECK(g_.value(v).kind == ir::ValueKind::kParameter && weights_.has(v),
@@ -181,7 +237,7 @@ std::pair<cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t> Compiler::conv_
   cudnnFilterDescriptor_t w_desc;
   BRAID_CU(cudnnCreateFilterDescriptor(&w_desc));
   filter_descs_.push_back(w_desc);
-  BRAID_CU(cudnnSetFilter4dDescriptor(w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(ws[0]),
+  BRAID_CU(cudnnSetFilter4dDescriptor(w_desc, cudnn_type(elem_), CUDNN_TENSOR_NCHW, int(ws[0]),
                                       int(ws[1]), int(ws[2]), int(ws[3])));
   cudnnConvolutionDescriptor_t c_desc;
   BRAID_CU(cudnnCreateConvolutionDescriptor(&c_desc));
@@ -190,9 +246,12 @@ std::pair<cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t> Compiler::conv_
                                            int(stride[1]), int(dilation[0]), int(dilation[1]),
                                            CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   BRAID_CU(cudnnSetConvolutionGroupCount(c_desc, int(groups)));
-  // FP32 FMA, no TF32 unless asked: outputs stay comparable with the CPU executor.
-  BRAID_CU(cudnnSetConvolutionMathType(c_desc,
-                                       options_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  // FP32 FMA unless asked otherwise: outputs stay comparable with the CPU executor. The
+  // accumulation stays FP32 in every precision (cuDNN's PSEUDO_HALF/PSEUDO_BFLOAT16 configs).
+  const cudnnMathType_t math = options_.precision == Precision::kFp32   ? CUDNN_FMA_MATH
+                               : options_.precision == Precision::kTf32 ? CUDNN_DEFAULT_MATH
+                                                                        : CUDNN_TENSOR_OP_MATH;
+  BRAID_CU(cudnnSetConvolutionMathType(c_desc, math));
   return {w_desc, c_desc};
 }
 
@@ -200,7 +259,7 @@ cudnnTensorDescriptor_t Compiler::tensor4(int64_t n, int64_t c, int64_t h, int64
   cudnnTensorDescriptor_t d;
   BRAID_CU(cudnnCreateTensorDescriptor(&d));
   tensor_descs_.push_back(d);
-  BRAID_CU(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(n), int(c),
+  BRAID_CU(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, cudnn_type(elem_), int(n), int(c),
                                       int(h), int(w)));
   return d;
 }
@@ -270,7 +329,7 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   BRAID_CHECK(n == ys[0] && c == ys[1] && h == ys[2] && wd == ys[3], ErrorCode::kInternal,
               "cuda: cuDNN's output shape of Conv '", conv.name, "' differs from the graph's");
 
-  const bool fuse_relu = activation && activation->kind == cuda::Unary::kRelu;
+  bool fuse_relu = activation && activation->kind == cuda::Unary::kRelu;
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0;
   BRAID_CU(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x_desc, w_desc, c_desc, y_desc,
@@ -281,7 +340,7 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
               conv.name, "' within ", options_.workspace_bytes, " bytes of workspace");
   const auto chosen = algo->first;
   const size_t workspace = algo->second;
-  const int64_t pad_bytes = symmetric ? 0 : ir::num_elements(padded) * int64_t(sizeof(float));
+  const int64_t pad_bytes = symmetric ? 0 : ir::num_elements(padded) * esize_;
   const int64_t workspace_aligned = (int64_t(workspace) + 255) / 256 * 256;
   scratch_bytes_ = std::max(scratch_bytes_, workspace_aligned + pad_bytes);
 
@@ -292,21 +351,39 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
     BRAID_CU(
         cudnnSetActivationDescriptor(act_desc, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
   }
-  float* w_dev = keep(upload(w));
-  float* b_dev = keep(upload(bias));
+  std::byte* w_dev = keep_as(w, elem_);
+  // The fused call takes its bias in the output's type. In 16-bit storage cuDNN may refuse a
+  // configuration at run time, so it is tried once here on zeros; refused, the conv runs as
+  // Forward + our bias/activation kernel.
+  if (fuse_relu && elem_ != Elem::kF32) {
+    DeviceBuffer px(size_t(ir::num_elements(padded) * esize_)),
+        py(size_t(ir::num_elements(ys) * esize_)), pb(size_t(oc * esize_)),
+        pws(std::max<size_t>(workspace, 256));
+    BRAID_CU(cudaMemset(px.get(), 0, size_t(ir::num_elements(padded) * esize_)));
+    BRAID_CU(cudaMemset(pb.get(), 0, size_t(oc * esize_)));
+    const float one = 1.0f, zero = 0.0f;
+    const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
+        cudnn_, &one, x_desc, px.get(), w_desc, w_dev, c_desc, chosen, pws.get(), workspace, &zero,
+        y_desc, py.get(), b_desc, pb.get(), act_desc, y_desc, py.get());
+    BRAID_CU(cudaDeviceSynchronize());
+    fuse_relu = st == CUDNN_STATUS_SUCCESS;
+  }
+  // Fused: the bias in elem() for cuDNN; otherwise FP32 for channel_affine.
+  std::byte* b_dev = fuse_relu ? keep_as(bias, elem_) : keep_as(bias, Elem::kF32);
+  const Elem e = elem_;
   auto x = locate(conv.inputs[0]);
   auto out_ptr = locate(y);
   Strided x_layout = row_major(xs), padded_layout = row_major(padded);
   std::array<int64_t, 4> pads_begin{0, 0, a.pads[0], a.pads[1]};
   const int64_t channels = ys[1], inner = ys[2] * ys[3];
   out.push_back([=](const LaneContext& lane, std::byte* arena) {
-    const float* src = x(arena);
+    const std::byte* src = x(arena);
     if (!symmetric) {
-      float* scratch = reinterpret_cast<float*>(lane.workspace + workspace_aligned);
-      cuda::pad(scratch, padded_layout, src, x_layout, pads_begin.data(), 0.0f, lane.stream);
+      std::byte* scratch = lane.workspace + workspace_aligned;
+      cuda::pad(e, scratch, padded_layout, src, x_layout, pads_begin.data(), 0.0f, lane.stream);
       src = scratch;
     }
-    float* dst = out_ptr(arena);
+    std::byte* dst = out_ptr(arena);
     const float one = 1.0f, zero = 0.0f;
     if (fuse_relu) {
       BRAID_CU(cudnnConvolutionBiasActivationForward(
@@ -317,9 +394,10 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
     BRAID_CU(cudnnConvolutionForward(lane.cudnn, &one, x_desc, src, w_desc, w_dev, c_desc, chosen,
                                      lane.workspace, workspace, &zero, y_desc, dst));
     if (has_bias || activation)
-      cuda::channel_affine(dst, dst, nullptr, has_bias ? b_dev : nullptr, ys[0], channels, inner,
-                           activation.value_or(cuda::Unary::kCopy), activation.has_value(),
-                           lane.stream);
+      cuda::channel_affine(e, dst, dst, nullptr,
+                           has_bias ? reinterpret_cast<const float*>(b_dev) : nullptr, ys[0],
+                           channels, inner, activation.value_or(cuda::Unary::kCopy),
+                           activation.has_value(), lane.stream);
   });
   return used;
 }
@@ -449,28 +527,29 @@ void Compiler::compile_conv_transpose(const ir::Node& n, std::vector<Op>& out) {
   const auto chosen = algo->first;
   const size_t workspace = algo->second;
   const int64_t workspace_aligned = (int64_t(workspace) + 255) / 256 * 256;
-  const int64_t full_bytes = direct ? 0 : ir::num_elements(full) * int64_t(sizeof(float));
+  const int64_t full_bytes = direct ? 0 : ir::num_elements(full) * esize_;
   scratch_bytes_ = std::max(scratch_bytes_, workspace_aligned + full_bytes);
 
   auto x = locate(n.inputs[0]);
   auto w = locate(n.inputs[1]);
-  std::optional<Locator> bias;
-  if (n.inputs.size() > 2) bias = locate(n.inputs[2]);
+  const float* bias = n.inputs.size() > 2 ? keep_f32(host(n.inputs[2], "ConvTranspose bias"))
+                                          : nullptr;  // FP32 for channel_affine
   auto y = locate(n.outputs[0]);
+  const Elem e = elem_;
   const Strided y_layout = row_major(ys), full_layout = row_major(full);
   const std::array<int64_t, 4> crop_begin{0, 0, -a.pads[0], -a.pads[1]};
   const int64_t batch = ys[0], channels = ys[1], inner = ys[2] * ys[3];
   out.push_back([=](const LaneContext& lane, std::byte* arena) {
-    float* dst = y(arena);
-    float* dx = direct ? dst : reinterpret_cast<float*>(lane.workspace + workspace_aligned);
+    std::byte* dst = y(arena);
+    std::byte* dx = direct ? dst : lane.workspace + workspace_aligned;
     const float one = 1.0f, zero = 0.0f;
     BRAID_CU(cudnnConvolutionBackwardData(lane.cudnn, &one, w_desc, w(arena), x_desc, x(arena),
                                           c_desc, chosen, lane.workspace, workspace, &zero,
                                           full_desc, dx));
-    if (!direct) cuda::pad(dst, y_layout, dx, full_layout, crop_begin.data(), 0.0f, lane.stream);
-    if (bias)
-      cuda::channel_affine(dst, dst, nullptr, (*bias)(arena), batch, channels, inner,
-                           cuda::Unary::kCopy, false, lane.stream);
+    if (!direct) cuda::pad(e, dst, y_layout, dx, full_layout, crop_begin.data(), 0.0f, lane.stream);
+    if (bias != nullptr)
+      cuda::channel_affine(e, dst, dst, nullptr, bias, batch, channels, inner, cuda::Unary::kCopy,
+                           false, lane.stream);
   });
 }
 
@@ -494,12 +573,13 @@ void Compiler::compile_resize(const ir::Node& n, std::vector<Op>& out) {
     if (axis.identity) continue;
     t.begin[d] = reinterpret_cast<const int64_t*>(keep(upload_array(axis.begin)));
     t.index[d] = reinterpret_cast<const int64_t*>(keep(upload_array(axis.index)));
-    t.weight[d] = keep(upload(std::vector<float>(axis.weight.begin(), axis.weight.end())));
+    t.weight[d] = keep_f32(std::vector<float>(axis.weight.begin(), axis.weight.end()));
   }
   auto x = locate(n.inputs[0]);
   auto y = locate(n.outputs[0]);
+  const Elem e = elem_;
   out.push_back([=](const LaneContext& l, std::byte* arena) {
-    cuda::resize(x(arena), y(arena), t, l.stream);
+    cuda::resize(e, x(arena), y(arena), t, l.stream);
   });
 }
 
@@ -509,8 +589,9 @@ void Compiler::compile_unary(const ir::Node& n, std::vector<Op>& out) {
   auto x = locate(n.inputs[0]);
   const cuda::UnaryOp op = unary_of(n.kind, n.attrs);
   const int64_t count = ir::num_elements(ys);
+  const Elem e = elem_;
   out.push_back([=](const LaneContext& l, std::byte* arena) {
-    cuda::unary(op, x(arena), y(arena), count, l.stream);
+    cuda::unary(e, op, x(arena), y(arena), count, l.stream);
   });
 }
 
@@ -533,10 +614,11 @@ void Compiler::compile_binary(const ir::Node& n, std::vector<Op>& out) {
     layouts.push_back(broadcast_to(shape(v), ys));
   }
   const Strided own = row_major(ys);
+  const Elem e = elem_;
   out.push_back([=](const LaneContext& l, std::byte* arena) {
-    cuda::binary(op, in[0](arena), layouts[0], in[1](arena), layouts[1], y(arena), l.stream);
+    cuda::binary(e, op, in[0](arena), layouts[0], in[1](arena), layouts[1], y(arena), l.stream);
     for (size_t k = 2; k < in.size(); ++k)
-      cuda::binary(op, y(arena), own, in[k](arena), layouts[k], y(arena), l.stream);
+      cuda::binary(e, op, y(arena), own, in[k](arena), layouts[k], y(arena), l.stream);
   });
 }
 
@@ -562,8 +644,9 @@ void Compiler::compile_pool(const ir::Node& n, std::vector<Op>& out) {
                  .is_max = n.kind == ir::OpKind::MaxPool,
                  .count_include_pad = a.count_include_pad};
   auto x = locate(n.inputs[0]);
+  const Elem e = elem_;
   out.push_back([=](const LaneContext& l, std::byte* arena) {
-    cuda::pool2d(x(arena), y(arena), p, l.stream);
+    cuda::pool2d(e, x(arena), y(arena), p, l.stream);
   });
 }
 
@@ -572,8 +655,9 @@ void Compiler::compile_global_average_pool(const ir::Node& n, std::vector<Op>& o
   const ir::Shape& xs = shape(n.inputs[0]);
   const int64_t rows = xs[0] * xs[1], inner = ir::num_elements(xs) / std::max<int64_t>(rows, 1);
   auto x = locate(n.inputs[0]);
+  const Elem e = elem_;
   out.push_back([=](const LaneContext& l, std::byte* arena) {
-    cuda::mean_rows(x(arena), y(arena), rows, inner, l.stream);
+    cuda::mean_rows(e, x(arena), y(arena), rows, inner, l.stream);
   });
 }
 
@@ -592,8 +676,9 @@ void Compiler::compile_reduce_mean(const ir::Node& n, std::vector<Op>& out) {
   const int64_t rows = ir::num_elements(xs) / inner;
   auto y = locate(n.outputs[0]);
   auto x = locate(n.inputs[0]);
+  const Elem e = elem_;
   out.push_back([=](const LaneContext& l, std::byte* arena) {
-    cuda::mean_rows(x(arena), y(arena), rows, inner, l.stream);
+    cuda::mean_rows(e, x(arena), y(arena), rows, inner, l.stream);
   });
 }
 
@@ -607,10 +692,11 @@ void Compiler::compile_concat(const ir::Node& n, std::vector<Op>& out) {
   for (ValueId v : n.inputs) {
     Strided dst = out_layout, src = row_major(shape(v));
     for (int d = 0; d < dst.rank; ++d) dst.dims[d] = src.dims[d];
-    const int64_t offset = at * out_layout.strides[axis];
+    const int64_t offset = at * out_layout.strides[axis] * esize_;
     auto x = locate(v);
+    const Elem e = elem_;
     out.push_back([=](const LaneContext& l, std::byte* arena) {
-      cuda::strided_copy(y(arena) + offset, dst, x(arena), src, l.stream);
+      cuda::strided_copy(e, y(arena) + offset, dst, x(arena), src, l.stream);
     });
     at += shape(v)[axis];
   }
@@ -626,10 +712,11 @@ void Compiler::compile_split(const ir::Node& n, std::vector<Op>& out) {
   for (ValueId o : n.outputs) {
     Strided dst = row_major(shape(o)), src = in_layout;
     for (int d = 0; d < src.rank; ++d) src.dims[d] = dst.dims[d];
-    const int64_t offset = at * in_layout.strides[axis];
+    const int64_t offset = at * in_layout.strides[axis] * esize_;
     auto yo = locate(o);
+    const Elem e = elem_;
     out.push_back([=](const LaneContext& l, std::byte* arena) {
-      cuda::strided_copy(yo(arena), dst, x(arena) + offset, src, l.stream);
+      cuda::strided_copy(e, yo(arena), dst, x(arena) + offset, src, l.stream);
     });
     at += shape(o)[axis];
   }
@@ -647,8 +734,9 @@ void Compiler::compile_transpose(const ir::Node& n, std::vector<Op>& out) {
   Strided src = dst;
   for (int d = 0; d < src.rank; ++d) src.strides[d] = in_layout.strides[perm[d]];
   auto x = locate(n.inputs[0]);
+  const Elem e = elem_;
   out.push_back([=](const LaneContext& l, std::byte* arena) {
-    cuda::strided_copy(y(arena), dst, x(arena), src, l.stream);
+    cuda::strided_copy(e, y(arena), dst, x(arena), src, l.stream);
   });
 }
 
@@ -661,8 +749,9 @@ void Compiler::compile_pad(const ir::Node& n, std::vector<Op>& out) {
   for (size_t d = 0; d < ys.size(); ++d) begin[d] = a.pads[d];
   const float value = a.value;
   auto x = locate(n.inputs[0]);
+  const Elem e = elem_;
   out.push_back([=](const LaneContext& l, std::byte* arena) {
-    cuda::pad(y(arena), y_layout, x(arena), x_layout, begin.data(), value, l.stream);
+    cuda::pad(e, y(arena), y_layout, x(arena), x_layout, begin.data(), value, l.stream);
   });
 }
 
@@ -680,12 +769,13 @@ void Compiler::compile_batch_norm(const ir::Node& n, std::vector<Op>& out) {
     k[c] = scale[c] / std::sqrt(var[c] + eps);
     b[c] = shift[c] - mean[c] * k[c];
   }
-  float* k_dev = keep(upload(k));
-  float* b_dev = keep(upload(b));
+  const float* k_dev = keep_f32(k);
+  const float* b_dev = keep_f32(b);
   const int64_t inner = ir::num_elements(ys) / (ys[0] * channels), outer = ys[0];
   auto x = locate(n.inputs[0]);
+  const Elem e = elem_;
   out.push_back([=](const LaneContext& l, std::byte* arena) {
-    cuda::channel_affine(x(arena), y(arena), k_dev, b_dev, outer, channels, inner,
+    cuda::channel_affine(e, x(arena), y(arena), k_dev, b_dev, outer, channels, inner,
                          cuda::Unary::kCopy, false, l.stream);
   });
 }
@@ -702,8 +792,9 @@ void Compiler::compile_layer_norm(const ir::Node& n, std::vector<Op>& out) {
   std::optional<Locator> bias;
   if (n.inputs.size() > 2) bias = locate(n.inputs[2]);
   const float eps = a.epsilon;
+  const Elem e = elem_;
   out.push_back([=](const LaneContext& l, std::byte* arena) {
-    cuda::layer_norm(x(arena), scale(arena), bias ? (*bias)(arena) : nullptr, y(arena), outer,
+    cuda::layer_norm(e, x(arena), scale(arena), bias ? (*bias)(arena) : nullptr, y(arena), outer,
                      inner, eps, l.stream);
   });
 }
@@ -730,7 +821,7 @@ void Compiler::compile_softmax(const ir::Node& n, std::vector<Op>& out) {
 void Compiler::compile_copy(ValueId from, ValueId to, std::vector<Op>& out) {
   auto x = locate(from);
   auto y = locate(to);
-  const size_t bytes = size_t(g_.value(to).type.bytes());
+  const size_t bytes = size_t(g_.value(to).type.elements() * esize_);
   out.push_back([=](const LaneContext& l, std::byte* arena) {
     if (x(arena) != y(arena))  // views share storage: nothing to copy
       BRAID_CU(cudaMemcpyAsync(y(arena), x(arena), bytes, cudaMemcpyDeviceToDevice, l.stream));
@@ -764,14 +855,14 @@ void Compiler::compile_matmul(const ir::Node& n, std::vector<Op>& out) {
   auto a = locate(n.inputs[0]);
   auto b = locate(n.inputs[1]);
   auto y = locate(n.outputs[0]);
+  const Elem e = elem_;
+  const int64_t es = esize_;
   out.push_back([=](const LaneContext& l, std::byte* arena) {
-    const float one = 1.0f, zero = 0.0f;
-    const float *pa = a(arena), *pb = b(arena);
-    float* py = y(arena);
+    const std::byte *pa = a(arena), *pb = b(arena);
+    std::byte* py = y(arena);
     for (size_t t = 0; t < pairs.size(); ++t)
-      BRAID_CU(cublasSgemm(l.cublas, CUBLAS_OP_N, CUBLAS_OP_N, int(nn), int(m), int(k), &one,
-                           pb + pairs[t].second, int(nn), pa + pairs[t].first, int(k), &zero,
-                           py + int64_t(t) * m * nn, int(nn)));
+      gemm(l.cublas, e, false, false, nn, m, k, 1.0f, pb + pairs[t].second * es, nn,
+           pa + pairs[t].first * es, k, 0.0f, py + int64_t(t) * m * nn * es, nn);
   });
 }
 
@@ -791,12 +882,12 @@ void Compiler::compile_gemm(const ir::Node& n, std::vector<Op>& out) {
   }
   const float alpha = attrs.alpha, beta = c ? attrs.beta : 0.0f;
   const bool ta = attrs.trans_a, tb = attrs.trans_b;
+  const Elem e = elem_;
   out.push_back([=](const LaneContext& l, std::byte* arena) {
-    float* py = y(arena);
-    if (c) cuda::strided_copy(py, y_layout, (*c)(arena), c_layout, l.stream);
-    BRAID_CU(cublasSgemm(l.cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                         int(nn), int(m), int(k), &alpha, b(arena), tb ? int(k) : int(nn), a(arena),
-                         ta ? int(m) : int(k), &beta, py, int(nn)));
+    std::byte* py = y(arena);
+    if (c) cuda::strided_copy(e, py, y_layout, (*c)(arena), c_layout, l.stream);
+    gemm(l.cublas, e, tb, ta, nn, m, k, alpha, b(arena), tb ? k : nn, a(arena), ta ? m : k, beta,
+         py, nn);
   });
 }
 

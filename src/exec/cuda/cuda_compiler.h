@@ -22,6 +22,7 @@
 
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_executor.h"
+#include "exec/cuda/cuda_kernels.h"
 #include "exec/memory_plan.h"
 #include "ir/graph.h"
 #include "ir/unit_graph.h"
@@ -64,8 +65,14 @@ constexpr int64_t kCublasWorkspace = 4 << 20;
 
 // One op of a unit, compiled: runs on a lane with the request's arena.
 using Op = std::function<void(const LaneContext&, std::byte* arena)>;
-// Where a value lies at run time: parameters in the weights, the rest in the arena.
-using Locator = std::function<float*(std::byte* arena)>;
+// Where a value lies at run time: parameters in the weights, the rest in the arena. Every value
+// a Locator finds is stored as the compiler's elem() (FP32, FP16 or BF16).
+using Locator = std::function<std::byte*(std::byte* arena)>;
+
+// How a precision stores tensors, and the cuDNN/CUDA names of that type.
+Elem elem_of(Precision p);
+cudnnDataType_t cudnn_type(Elem e);
+cudaDataType_t cuda_type(Elem e);
 
 // Compiles the ops of a graph into Ops: owns the uploaded constants and the cuDNN descriptors.
 class Compiler {
@@ -79,19 +86,28 @@ class Compiler {
   // The ops of one unit, in order (fusing a Conv with its BatchNormalization and activation).
   std::vector<Op> compile_unit(std::span<const NodeId> ops);
   Locator locate(ValueId v);
+  // How every located value is stored, and its size in bytes.
+  Elem elem() const { return elem_; }
+  int64_t elem_size() const { return esize_; }
   // The largest per-lane scratch any Op needs (cuDNN workspace + padded input, or + a
   // ConvTranspose's uncropped output).
   int64_t scratch_bytes() const { return scratch_bytes_; }
 
  private:
-  float* constant(ValueId v);
-  float* keep(DeviceBuffer b, std::optional<size_t> key = std::nullopt);
+  std::byte* constant(ValueId v);
+  std::byte* keep(DeviceBuffer b, std::optional<size_t> key = std::nullopt);
+  // Host FP32 data uploaded once in `as` (converted on the device), kept by the compiler.
+  std::byte* keep_as(std::span<const float> data, Elem as);
+  float* keep_f32(std::span<const float> data) {
+    return reinterpret_cast<float*>(keep_as(data, Elem::kF32));
+  }
   const ir::Shape& shape(ValueId v) const { return g_.value(v).type.shape; }
   std::span<const float> host(ValueId v, const char* what) const;
   bool single_consumer(ValueId v) const;
   cudnnTensorDescriptor_t tensor4(int64_t n, int64_t c, int64_t h, int64_t w);
-  // A filter of `ws` ([K, C/groups, R, S]) and a cross-correlation of these pads (top, left),
-  // strides, dilations and groups, in FP32 (TF32 when allowed); both owned by the compiler.
+  // A filter of `ws` ([K, C/groups, R, S]) in elem() and a cross-correlation of these pads (top,
+  // left), strides, dilations and groups accumulating in FP32 (FMA math for kFp32, tensor cores
+  // otherwise); both owned by the compiler.
   std::pair<cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t> conv_descriptors(
       const ir::Shape& ws, int64_t pad_h, int64_t pad_w, const std::array<int64_t, 2>& stride,
       const std::array<int64_t, 2>& dilation, int64_t groups);
@@ -123,7 +139,9 @@ class Compiler {
   CudaExecutorOptions options_;
   cudnnHandle_t cudnn_;
   std::vector<DeviceBuffer> constants_;
-  std::unordered_map<size_t, float*> uploaded_;
+  std::unordered_map<size_t, std::byte*> uploaded_;
+  Elem elem_ = Elem::kF32;
+  int64_t esize_ = 4;
   std::vector<cudnnTensorDescriptor_t> tensor_descs_;
   std::vector<cudnnFilterDescriptor_t> filter_descs_;
   std::vector<cudnnConvolutionDescriptor_t> conv_descs_;

@@ -27,6 +27,15 @@ class CudaPrepared final : public PreparedModel {
         compiled_(*graph_, *weights_, units_, plan_, options_) {
     for (ValueId v : graph_->inputs()) input_offsets_.push_back(compiled_.memory.offset[index(v)]);
     for (ValueId v : graph_->outputs()) outputs_.push_back(compiled_.compiler->locate(v));
+    // 16-bit storage: each input and output has an FP32 window in the request's staging buffer.
+    if (compiled_.compiler->elem() != cuda::Elem::kF32) {
+      auto add = [&](ValueId v) {
+        staging_offsets_.push_back(staging_bytes_);
+        staging_bytes_ += (graph_->value(v).type.bytes() + 255) / 256 * 256;
+      };
+      for (ValueId v : graph_->inputs()) add(v);
+      for (ValueId v : graph_->outputs()) add(v);
+    }
   }
 
   std::unique_ptr<Request> new_request() const override {
@@ -35,7 +44,8 @@ class CudaPrepared final : public PreparedModel {
                                .scratch_bytes = compiled_.compiler->scratch_bytes(),
                                .num_lanes = plan_.lanes.size(),
                                .num_events = plan_.num_events,
-                               .allow_tf32 = options_.allow_tf32};
+                               .precision = options_.precision,
+                               .staging_bytes = staging_bytes_};
     for (ValueId v : graph_->inputs()) layout.pinned_bytes.push_back(graph_->value(v).type.bytes());
     for (ValueId v : graph_->outputs())
       layout.pinned_bytes.push_back(graph_->value(v).type.bytes());
@@ -110,17 +120,26 @@ class CudaPrepared final : public PreparedModel {
     std::byte* arena = r.arena.get();
     switch (c.kind) {
       case Kind::kCopyIn: {
-        const ValueId v = graph_->inputs()[c.index];
-        BRAID_CU(cudaMemcpyAsync(arena + input_offsets_[c.index], r.pinned[c.index],
-                                 size_t(graph_->value(v).type.bytes()), cudaMemcpyHostToDevice,
-                                 r.main));
+        const ir::Value& v = graph_->value(graph_->inputs()[c.index]);
+        std::byte* slot = arena + input_offsets_[c.index];
+        const cuda::Elem e = compiled_.compiler->elem();
+        std::byte* to = e == cuda::Elem::kF32 ? slot : r.staging.get() + staging_offsets_[c.index];
+        BRAID_CU(cudaMemcpyAsync(to, r.pinned[c.index], size_t(v.type.bytes()),
+                                 cudaMemcpyHostToDevice, r.main));
+        if (to != slot) cuda::convert(cuda::Elem::kF32, to, e, slot, v.type.elements(), r.main);
         return;
       }
       case Kind::kCopyOut: {
-        const ValueId v = graph_->outputs()[c.index];
-        BRAID_CU(cudaMemcpyAsync(r.pinned[graph_->inputs().size() + c.index],
-                                 outputs_[c.index](arena), size_t(graph_->value(v).type.bytes()),
-                                 cudaMemcpyDeviceToHost, r.main));
+        const ir::Value& v = graph_->value(graph_->outputs()[c.index]);
+        std::byte* from = outputs_[c.index](arena);
+        const cuda::Elem e = compiled_.compiler->elem();
+        if (e != cuda::Elem::kF32) {
+          std::byte* f32 = r.staging.get() + staging_offsets_[graph_->inputs().size() + c.index];
+          cuda::convert(e, from, cuda::Elem::kF32, f32, v.type.elements(), r.main);
+          from = f32;
+        }
+        BRAID_CU(cudaMemcpyAsync(r.pinned[graph_->inputs().size() + c.index], from,
+                                 size_t(v.type.bytes()), cudaMemcpyDeviceToHost, r.main));
         return;
       }
       case Kind::kBeginCapture:
@@ -190,6 +209,8 @@ class CudaPrepared final : public PreparedModel {
   cuda::CompiledModel compiled_;
   std::vector<int64_t> input_offsets_;
   std::vector<cuda::Locator> outputs_;
+  std::vector<Bytes> staging_offsets_;  // 16-bit storage: inputs, then outputs
+  Bytes staging_bytes_ = 0;
 };
 
 class CudaExecutor final : public Executor {

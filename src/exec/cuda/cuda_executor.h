@@ -23,6 +23,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/precision.h"
 #include "exec/executor.h"
 
 namespace braid::exec {
@@ -34,10 +35,13 @@ struct CudaExecutorOptions {
   // event each run, the slow path (issue 14: 1.7-10x slower on an H100). Runs with a RunObserver
   // (per-unit times) always go eagerly.
   bool graph = true;
-  // Let cuDNN convolutions (CUDNN_DEFAULT_MATH) and cuBLAS GEMMs (CUBLAS_TF32_TENSOR_OP_MATH)
-  // use TF32 tensor cores on Ampere and later: faster, with a 10-bit mantissa in the products.
-  // False (the default): FP32 FMA math, so outputs compare with the CPU executor at 1e-3.
-  bool allow_tf32 = false;
+  // What the plan computes in (base/precision.h). kFp32 (the default): FP32 FMA math, so outputs
+  // compare with the CPU executor at 1e-3. kTf32: cuDNN convolutions (CUDNN_DEFAULT_MATH) and
+  // cuBLAS GEMMs (CUBLAS_TF32_TENSOR_OP_MATH) on TF32 tensor cores. kFp16/kBf16: weights
+  // converted once at prepare, activations stored in 16 bits, tensor-core convolutions and
+  // GEMMs accumulating in FP32, our kernels computing in FP32; inputs and outputs stay FP32 at
+  // the executor's interface (converted on the device).
+  Precision precision = Precision::kFp32;
   // Largest cuDNN workspace a convolution may use (per lane: lanes run convs concurrently).
   int64_t workspace_bytes = 64 << 20;
 };

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <random>
 
@@ -101,6 +102,80 @@ TEST_P(CudaExecutorZoo, MatchesTheCpuExecutor) {
         }
       }
   }
+}
+
+// Issue 29: every zoo model in TF32, FP16 and BF16 against the CPU executor's FP32, with the
+// issue's tolerances per output: the largest error within a fraction of the output's scale
+// (its largest magnitude) and a cosine similarity of at least the stated bound. FP16 keeps 11
+// mantissa bits, BF16 8, TF32 products 11 with FP32 storage.
+struct PrecisionBound {
+  Precision precision;
+  double max_error;  // of the output's scale
+  double min_cosine;
+};
+constexpr PrecisionBound kPrecisionBounds[] = {{Precision::kTf32, 1e-2, 0.9999},
+                                               {Precision::kFp16, 1e-2, 0.999},
+                                               {Precision::kBf16, 5e-2, 0.99}};
+
+class CudaExecutorPrecision : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CudaExecutorPrecision, MatchesFp32WithinTheStatedBounds) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
+  const Case& c = GetParam();
+  models::LoadOptions load;
+  load.zoo.image_size = c.image_size;
+  models::LoadedModel m = models::load_model(c.model, load);
+  auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<std::vector<float>> inputs;
+  for (ValueId v : m.graph->inputs()) {
+    inputs.emplace_back(m.graph->value(v).type.elements());
+    for (float& x : inputs.back()) x = dist(rng);
+  }
+  cost::RooflineCostModel roofline(m.units);
+  const auto expected =
+      run(*make_cpu_executor({}), m, weights,
+          sched::make_scheduler("sequential", {})->schedule(m.units, roofline), inputs, false);
+  const sched::Schedule s = sched::make_scheduler("ios", {})->schedule(m.units, roofline);
+  // The zoo's random weights drive RandWire's and NASNet's outputs to 1e6..1e8 in FP32: past
+  // FP16's largest finite value, so FP16 overflows there as it would in any framework (H100,
+  // 2026-11-27: inf). FP16 is checked where the FP32 outputs fit its range; BF16 and TF32
+  // everywhere.
+  double largest = 0;
+  for (const auto& out : expected)
+    for (float v : out) largest = std::max(largest, double(std::abs(v)));
+  constexpr double kFp16Max = 65504;
+  for (const PrecisionBound& bound : kPrecisionBounds)
+    for (bool graph : {false, true}) {
+      if (bound.precision == Precision::kFp16 && largest > kFp16Max) {
+        std::printf("[ precision ] %s fp16 not checked: FP32 outputs reach %.3g, past FP16's %g\n",
+                    c.model, largest, kFp16Max);
+        continue;
+      }
+      SCOPED_TRACE(to_string(bound.precision) + (graph ? " graph" : " eager"));
+      auto cuda = make_cuda_executor({.device = 0, .graph = graph, .precision = bound.precision});
+      const auto got = run(*cuda, m, weights, s, inputs, false);
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        double scale = 0, err = 0, dot = 0, gg = 0, ee = 0;
+        for (size_t j = 0; j < got[i].size(); ++j) {
+          ASSERT_TRUE(std::isfinite(got[i][j])) << "output " << i << " element " << j;
+          const double g = got[i][j], e = expected[i][j];
+          scale = std::max(scale, std::abs(e));
+          err = std::max(err, std::abs(g - e));
+          dot += g * e;
+          gg += g * g;
+          ee += e * e;
+        }
+        const double cosine = dot / std::max(std::sqrt(gg * ee), 1e-300);
+        std::printf("[ precision ] %s %s output %zu: max error %.3g of scale %.3g, cosine %.6f\n",
+                    c.model, to_string(bound.precision).c_str(), i, err / std::max(scale, 1e-30),
+                    scale, cosine);
+        EXPECT_LE(err, bound.max_error * std::max(scale, 1e-30)) << "output " << i;
+        EXPECT_GE(cosine, bound.min_cosine) << "output " << i;
+      }
+    }
 }
 
 // Issue 14: under replay the run's timing events were captured into the graph and every run
@@ -220,18 +295,23 @@ void expect_matches_reference(models::LoadedModel m, double tolerance) {
   if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
   cost::RooflineCostModel roofline(m.units);
   const sched::Schedule s = sched::make_scheduler("sequential", {})->schedule(m.units, roofline);
-  for (bool graph : {false, true}) {
-    SCOPED_TRACE(graph ? "graph" : "eager");
-    const auto got =
-        run(*make_cuda_executor({.device = 0, .graph = graph}), m, weights, s, inputs, false);
-    ASSERT_EQ(got.size(), expected.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      ASSERT_EQ(got[i].size(), expected[i].size());
-      for (size_t j = 0; j < got[i].size(); ++j)
-        ASSERT_NEAR(got[i][j], expected[i][j], tolerance * (1 + std::abs(expected[i][j])))
-            << "output " << i << " element " << j;
+  // FP32 at `tolerance`; 16-bit storage (issue 29) at its rounding: FP16 2e-2, BF16 1e-1.
+  const std::pair<Precision, double> precisions[] = {
+      {Precision::kFp32, tolerance}, {Precision::kFp16, 2e-2}, {Precision::kBf16, 1e-1}};
+  for (const auto& [precision, tol] : precisions)
+    for (bool graph : {false, true}) {
+      SCOPED_TRACE(to_string(precision) + (graph ? " graph" : " eager"));
+      const auto got =
+          run(*make_cuda_executor({.device = 0, .graph = graph, .precision = precision}), m,
+              weights, s, inputs, false);
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].size(), expected[i].size());
+        for (size_t j = 0; j < got[i].size(); ++j)
+          ASSERT_NEAR(got[i][j], expected[i][j], tol * (1 + std::abs(expected[i][j])))
+              << "output " << i << " element " << j;
+      }
     }
-  }
 }
 
 struct ConvTransposeCase {
@@ -371,6 +451,11 @@ TEST(CudaExecutor, ResizeMatchesTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, CudaExecutorZoo,
+                         ::testing::Values(Case{"squeezenet", 0}, Case{"googlenet", 0},
+                                           Case{"inception_v3", 0}, Case{"randwire", 0},
+                                           Case{"nasnet", 0}, Case{"resnet50", 0}, Case{"bert", 0}),
+                         [](const auto& info) { return std::string(info.param.model); });
+INSTANTIATE_TEST_SUITE_P(Zoo, CudaExecutorPrecision,
                          ::testing::Values(Case{"squeezenet", 0}, Case{"googlenet", 0},
                                            Case{"inception_v3", 0}, Case{"randwire", 0},
                                            Case{"nasnet", 0}, Case{"resnet50", 0}, Case{"bert", 0}),

@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 namespace braid::exec::cuda {
 namespace {
 
@@ -56,19 +59,70 @@ __device__ float apply(UnaryOp op, float x) {
   return x;
 }
 
-__global__ void strided_copy_kernel(float* dst, Strided dl, const float* src, Strided sl,
-                                    int64_t n) {
+// Storage types: every kernel loads its elements as float, computes in float and stores back in
+// the tensor's own type (issue 29: FP32 arithmetic, 16-bit storage).
+__device__ __forceinline__ float to_float(float x) {
+  return x;
+}
+__device__ __forceinline__ float to_float(__half x) {
+  return __half2float(x);
+}
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+template <typename T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+// Calls f(T{}) with T the C++ type of `e`: one launcher body for every storage type.
+template <typename F>
+void dispatch(Elem e, F&& f) {
+  switch (e) {
+    case Elem::kF32:
+      f(float{});
+      return;
+    case Elem::kF16:
+      f(__half{});
+      return;
+    case Elem::kBF16:
+      f(__nv_bfloat16{});
+      return;
+  }
+}
+
+template <typename T>
+__global__ void strided_copy_kernel(T* dst, Strided dl, const T* src, Strided sl, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     dst[offset_of(i, dl)] = src[offset_of(i, sl)];
+}
+
+template <typename From, typename To>
+__global__ void convert_kernel(const From* src, To* dst, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    dst[i] = from_float<To>(to_float(src[i]));
 }
 
 struct Pads {
   int64_t begin[kMaxRank];
 };
 
-__global__ void pad_kernel(float* y, Strided yl, const float* x, Strided xl, Pads pads, float value,
+template <typename T>
+__global__ void pad_kernel(T* y, Strided yl, const T* x, Strided xl, Pads pads, float value,
                            int64_t n) {
+  const T fill = from_float<T>(value);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = i, offset = 0;
@@ -79,64 +133,71 @@ __global__ void pad_kernel(float* y, Strided yl, const float* x, Strided xl, Pad
       inside = inside && at >= 0 && at < xl.dims[d];
       offset += at * xl.strides[d];
     }
-    y[i] = inside ? x[offset] : value;
+    y[i] = inside ? x[offset] : fill;
   }
 }
 
-__global__ void unary_kernel(UnaryOp op, const float* x, float* y, int64_t n) {
+template <typename T>
+__global__ void unary_kernel(UnaryOp op, const T* x, T* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = apply(op, x[i]);
+    y[i] = from_float<T>(apply(op, to_float(x[i])));
 }
 
-__global__ void binary_kernel(Binary op, const float* a, Strided al, const float* b, Strided bl,
-                              float* y, int64_t n) {
+template <typename T>
+__global__ void binary_kernel(Binary op, const T* a, Strided al, const T* b, Strided bl, T* y,
+                              int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const float u = a[offset_of(i, al)], v = b[offset_of(i, bl)];
+    const float u = to_float(a[offset_of(i, al)]), v = to_float(b[offset_of(i, bl)]);
+    float r = 0.0f;
     switch (op) {
       case Binary::kAdd:
-        y[i] = u + v;
+        r = u + v;
         break;
       case Binary::kMul:
-        y[i] = u * v;
+        r = u * v;
         break;
       case Binary::kSub:
-        y[i] = u - v;
+        r = u - v;
         break;
       case Binary::kDiv:
-        y[i] = u / v;
+        r = u / v;
         break;
       case Binary::kPow:
-        y[i] = powf(u, v);
+        r = powf(u, v);
         break;
     }
+    y[i] = from_float<T>(r);
   }
 }
 
-__global__ void channel_affine_kernel(const float* x, float* y, const float* scale,
-                                      const float* shift, int64_t channels, int64_t inner,
-                                      UnaryOp activation, bool has_activation, int64_t n) {
+template <typename T>
+__global__ void channel_affine_kernel(const T* x, T* y, const float* scale, const float* shift,
+                                      int64_t channels, int64_t inner, UnaryOp activation,
+                                      bool has_activation, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t c = (i / inner) % channels;
-    float v = x[i] * (scale != nullptr ? scale[c] : 1.0f) + (shift != nullptr ? shift[c] : 0.0f);
-    y[i] = has_activation ? apply(activation, v) : v;
+    float v = to_float(x[i]) * (scale != nullptr ? scale[c] : 1.0f) +
+              (shift != nullptr ? shift[c] : 0.0f);
+    y[i] = from_float<T>(has_activation ? apply(activation, v) : v);
   }
 }
 
-__global__ void pool2d_kernel(const float* x, float* y, Pool2d p, int64_t n) {
+template <typename T>
+__global__ void pool2d_kernel(const T* x, T* y, Pool2d p, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t ow = i % p.out_w, oh = (i / p.out_w) % p.out_h, plane = i / (p.out_w * p.out_h);
     const int64_t h0 = oh * p.stride_h - p.pad_top, w0 = ow * p.stride_w - p.pad_left;
     const int64_t h_end = min(h0 + p.kernel_h, p.in_h), w_end = min(w0 + p.kernel_w, p.in_w);
-    const float* xp = x + plane * p.in_h * p.in_w;
+    const T* xp = x + plane * p.in_h * p.in_w;
     float best = -INFINITY, sum = 0.0f;
     int64_t taken = 0;
     for (int64_t ih = max(h0, int64_t(0)); ih < h_end; ++ih)
       for (int64_t iw = max(w0, int64_t(0)); iw < w_end; ++iw) {
-        const float v = xp[ih * p.in_w + iw];
+        const float v = to_float(xp[ih * p.in_w + iw]);
         best = fmaxf(best, v);
         sum += v;
         ++taken;
@@ -146,7 +207,7 @@ __global__ void pool2d_kernel(const float* x, float* y, Pool2d p, int64_t n) {
       const int64_t w1 = min(w0 + p.kernel_w, p.in_w + p.pad_right);
       taken = (h1 - h0) * (w1 - w0);
     }
-    y[i] = p.is_max ? best : sum / float(taken);
+    y[i] = from_float<T>(p.is_max ? best : sum / float(taken));
   }
 }
 
@@ -165,13 +226,14 @@ __device__ float block_sum(float v) {
   return sum;
 }
 
-// One block per row.
-__global__ void mean_rows_kernel(const float* x, float* y, int64_t inner) {
-  const float* row = x + blockIdx.x * inner;
+// One block per row; the sum in FP32 whatever the storage.
+template <typename T>
+__global__ void mean_rows_kernel(const T* x, T* y, int64_t inner) {
+  const T* row = x + blockIdx.x * inner;
   float sum = 0.0f;
-  for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) sum += row[i];
+  for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) sum += to_float(row[i]);
   sum = block_sum(sum);
-  if (threadIdx.x == 0) y[blockIdx.x] = sum / float(inner);
+  if (threadIdx.x == 0) y[blockIdx.x] = from_float<T>(sum / float(inner));
 }
 
 __global__ void read_through_kernel(const float4* data, int64_t n4, float* sink) {
@@ -184,22 +246,28 @@ __global__ void read_through_kernel(const float4* data, int64_t n4, float* sink)
   if (sum == -1e30f) *sink = sum;
 }
 
-__global__ void layer_norm_kernel(const float* x, const float* scale, const float* bias, float* y,
-                                  int64_t inner, float epsilon) {
-  const float* row = x + blockIdx.x * inner;
-  float* out = y + blockIdx.x * inner;
+// Mean and variance in FP32 whatever the storage.
+template <typename T>
+__global__ void layer_norm_kernel(const T* x, const T* scale, const T* bias, T* y, int64_t inner,
+                                  float epsilon) {
+  const T* row = x + blockIdx.x * inner;
+  T* out = y + blockIdx.x * inner;
   float sum = 0.0f;
-  for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) sum += row[i];
+  for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) sum += to_float(row[i]);
   const float mean = block_sum(sum) / float(inner);
   float var = 0.0f;
-  for (int64_t i = threadIdx.x; i < inner; i += blockDim.x)
-    var += (row[i] - mean) * (row[i] - mean);
+  for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) {
+    const float d = to_float(row[i]) - mean;
+    var += d * d;
+  }
   const float inv_std = rsqrtf(block_sum(var) / float(inner) + epsilon);
   for (int64_t i = threadIdx.x; i < inner; i += blockDim.x)
-    out[i] = (row[i] - mean) * inv_std * scale[i] + (bias != nullptr ? bias[i] : 0.0f);
+    out[i] = from_float<T>((to_float(row[i]) - mean) * inv_std * to_float(scale[i]) +
+                           (bias != nullptr ? to_float(bias[i]) : 0.0f));
 }
 
-__global__ void resize_kernel(const float* x, float* y, ResizeTables t, int64_t n) {
+template <typename T>
+__global__ void resize_kernel(const T* x, T* y, ResizeTables t, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     // Per axis, the range of the output index's taps; identity axes add to `base` instead.
@@ -223,7 +291,7 @@ __global__ void resize_kernel(const float* x, float* y, ResizeTables t, int64_t 
       at[d] = first[d];
     }
     if (outside) {
-      y[i] = t.extrapolation_value;
+      y[i] = from_float<T>(t.extrapolation_value);
       continue;
     }
     float acc = 0.0f;
@@ -235,13 +303,13 @@ __global__ void resize_kernel(const float* x, float* y, ResizeTables t, int64_t 
           w *= t.weight[d][at[d]];
           offset += t.index[d][at[d]] * t.in_strides[d];
         }
-      acc += w * x[offset];
+      acc += w * to_float(x[offset]);
       // The next combination of taps: an odometer over the axes, the last one fastest.
       int d = t.rank - 1;
       for (; d >= 0 && ++at[d] == last[d]; --d) at[d] = first[d];
       if (d < 0) break;
     }
-    y[i] = acc;
+    y[i] = from_float<T>(acc);
   }
 }
 
@@ -263,51 +331,97 @@ void spin_kernel(long long cycles, cudaStream_t stream) {
   spin<<<1, 1, 0, stream>>>(cycles);
 }
 
-void strided_copy(float* dst, Strided dst_layout, const float* src, Strided src_layout,
+int elem_bytes(Elem e) {
+  return e == Elem::kF32 ? 4 : 2;
+}
+
+void strided_copy(Elem e, void* dst, Strided dst_layout, const void* src, Strided src_layout,
                   cudaStream_t stream) {
   const int64_t n = count(dst_layout);
   if (n == 0) return;
-  strided_copy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dst, dst_layout, src, src_layout, n);
+  dispatch(e, [&](auto tag) {
+    using T = decltype(tag);
+    strided_copy_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<T*>(dst), dst_layout, static_cast<const T*>(src), src_layout, n);
+  });
 }
 
-void pad(float* y, Strided y_layout, const float* x, Strided x_layout, const int64_t* pads_begin,
-         float value, cudaStream_t stream) {
+void convert(Elem from, const void* src, Elem to, void* dst, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  dispatch(from, [&](auto from_tag) {
+    using From = decltype(from_tag);
+    dispatch(to, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      convert_kernel<From, To><<<blocks_for(n), kThreads, 0, stream>>>(
+          static_cast<const From*>(src), static_cast<To*>(dst), n);
+    });
+  });
+}
+
+void pad(Elem e, void* y, Strided y_layout, const void* x, Strided x_layout,
+         const int64_t* pads_begin, float value, cudaStream_t stream) {
   const int64_t n = count(y_layout);
+  if (n == 0) return;
   Pads pads{};
   for (int d = 0; d < y_layout.rank; ++d) pads.begin[d] = pads_begin[d];
-  pad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, y_layout, x, x_layout, pads, value, n);
+  dispatch(e, [&](auto tag) {
+    using T = decltype(tag);
+    pad_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<T*>(y), y_layout, static_cast<const T*>(x), x_layout, pads, value, n);
+  });
 }
 
-void unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t stream) {
+void unary(Elem e, UnaryOp op, const void* x, void* y, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  unary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(op, x, y, n);
+  dispatch(e, [&](auto tag) {
+    using T = decltype(tag);
+    unary_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(op, static_cast<const T*>(x),
+                                                            static_cast<T*>(y), n);
+  });
 }
 
-void binary(Binary op, const float* a, Strided a_layout, const float* b, Strided b_layout, float* y,
-            cudaStream_t stream) {
+void binary(Elem e, Binary op, const void* a, Strided a_layout, const void* b, Strided b_layout,
+            void* y, cudaStream_t stream) {
   const int64_t n = count(a_layout);
   if (n == 0) return;
-  binary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(op, a, a_layout, b, b_layout, y, n);
+  dispatch(e, [&](auto tag) {
+    using T = decltype(tag);
+    binary_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(op, static_cast<const T*>(a), a_layout,
+                                                             static_cast<const T*>(b), b_layout,
+                                                             static_cast<T*>(y), n);
+  });
 }
 
-void channel_affine(const float* x, float* y, const float* scale, const float* shift, int64_t outer,
-                    int64_t channels, int64_t inner, UnaryOp activation, bool has_activation,
-                    cudaStream_t stream) {
+void channel_affine(Elem e, const void* x, void* y, const float* scale, const float* shift,
+                    int64_t outer, int64_t channels, int64_t inner, UnaryOp activation,
+                    bool has_activation, cudaStream_t stream) {
   const int64_t n = outer * channels * inner;
   if (n == 0) return;
-  channel_affine_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, scale, shift, channels, inner,
-                                                                activation, has_activation, n);
+  dispatch(e, [&](auto tag) {
+    using T = decltype(tag);
+    channel_affine_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), scale, shift, channels, inner, activation,
+        has_activation, n);
+  });
 }
 
-void pool2d(const float* x, float* y, Pool2d p, cudaStream_t stream) {
+void pool2d(Elem e, const void* x, void* y, Pool2d p, cudaStream_t stream) {
   const int64_t n = p.planes * p.out_h * p.out_w;
   if (n == 0) return;
-  pool2d_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, p, n);
+  dispatch(e, [&](auto tag) {
+    using T = decltype(tag);
+    pool2d_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x),
+                                                             static_cast<T*>(y), p, n);
+  });
 }
 
-void mean_rows(const float* x, float* y, int64_t rows, int64_t inner, cudaStream_t stream) {
+void mean_rows(Elem e, const void* x, void* y, int64_t rows, int64_t inner, cudaStream_t stream) {
   if (rows == 0) return;
-  mean_rows_kernel<<<rows, kThreads, 0, stream>>>(x, y, inner);
+  dispatch(e, [&](auto tag) {
+    using T = decltype(tag);
+    mean_rows_kernel<T>
+        <<<rows, kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), inner);
+  });
 }
 
 void read_through(const float* data, int64_t n, float* sink, cudaStream_t stream) {
@@ -317,17 +431,26 @@ void read_through(const float* data, int64_t n, float* sink, cudaStream_t stream
       reinterpret_cast<const float4*>(data), n4, sink);
 }
 
-void resize(const float* x, float* y, const ResizeTables& tables, cudaStream_t stream) {
+void resize(Elem e, const void* x, void* y, const ResizeTables& tables, cudaStream_t stream) {
   int64_t n = 1;
   for (int d = 0; d < tables.rank; ++d) n *= tables.out_dims[d];
   if (n == 0) return;
-  resize_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, tables, n);
+  dispatch(e, [&](auto tag) {
+    using T = decltype(tag);
+    resize_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x),
+                                                             static_cast<T*>(y), tables, n);
+  });
 }
 
-void layer_norm(const float* x, const float* scale, const float* bias, float* y, int64_t outer,
+void layer_norm(Elem e, const void* x, const void* scale, const void* bias, void* y, int64_t outer,
                 int64_t inner, float epsilon, cudaStream_t stream) {
   if (outer == 0) return;
-  layer_norm_kernel<<<outer, kThreads, 0, stream>>>(x, scale, bias, y, inner, epsilon);
+  dispatch(e, [&](auto tag) {
+    using T = decltype(tag);
+    layer_norm_kernel<T><<<outer, kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<const T*>(scale), static_cast<const T*>(bias),
+        static_cast<T*>(y), inner, epsilon);
+  });
 }
 
 }  // namespace braid::exec::cuda

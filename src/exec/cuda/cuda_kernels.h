@@ -1,6 +1,8 @@
 // Our CUDA kernels (cuda_kernels.cu): what cuDNN and cuBLAS do not cover, or cover only with
 // restrictions braid's IR does not have. Every launcher is asynchronous on `stream` and takes
-// device pointers; shapes are small host structs passed by value (rank <= kMaxRank).
+// device pointers; shapes are small host structs passed by value (rank <= kMaxRank). Tensors are
+// stored as `Elem` (FP32, FP16 or BF16; one kernel template per op, instantiated for each) and
+// computed in FP32; per-channel parameters (scale, shift) and resize weights are always FP32.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,10 @@
 namespace braid::exec::cuda {
 
 inline constexpr int kMaxRank = 8;
+
+// How a tensor's elements are stored on the device.
+enum class Elem : int { kF32, kF16, kBF16 };
+int elem_bytes(Elem e);
 
 // An index space of `rank` dims and, per operand, its element strides over them (0 broadcasts).
 struct Strided {
@@ -43,21 +49,23 @@ enum class Binary : int { kAdd, kMul, kSub, kDiv, kPow };
 
 // dst[offset(i, dst)] = src[offset(i, src)] for every index i of dst's dims (src uses dst's
 // dims with its own strides): Concat windows, Split, Transpose, broadcasts, copies.
-void strided_copy(float* dst, Strided dst_layout, const float* src, Strided src_layout,
+void strided_copy(Elem e, void* dst, Strided dst_layout, const void* src, Strided src_layout,
                   cudaStream_t stream);
+// dst[i] = src[i] converted, i < n (inputs into the arena's storage, outputs back to FP32).
+void convert(Elem from, const void* src, Elem to, void* dst, int64_t n, cudaStream_t stream);
 // y = x padded: y's dims, x's dims and row-major strides, the leading pads per dim.
-void pad(float* y, Strided y_layout, const float* x, Strided x_layout, const int64_t* pads_begin,
-         float value, cudaStream_t stream);
-void unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t stream);
+void pad(Elem e, void* y, Strided y_layout, const void* x, Strided x_layout,
+         const int64_t* pads_begin, float value, cudaStream_t stream);
+void unary(Elem e, UnaryOp op, const void* x, void* y, int64_t n, cudaStream_t stream);
 // y[i] = a[offset(i, a)] op b[offset(i, b)] over y's dims (y row-major). y may alias a or b
 // when that operand is not broadcast.
-void binary(Binary op, const float* a, Strided a_layout, const float* b, Strided b_layout, float* y,
-            cudaStream_t stream);
+void binary(Elem e, Binary op, const void* a, Strided a_layout, const void* b, Strided b_layout,
+            void* y, cudaStream_t stream);
 // y = activation(x * scale[c] + shift[c]) for x in [outer][channels][inner] (BatchNormalization,
 // a conv's bias and activation when cuDNN could not fuse them). scale may be null (1).
-void channel_affine(const float* x, float* y, const float* scale, const float* shift, int64_t outer,
-                    int64_t channels, int64_t inner, UnaryOp activation, bool has_activation,
-                    cudaStream_t stream);
+void channel_affine(Elem e, const void* x, void* y, const float* scale, const float* shift,
+                    int64_t outer, int64_t channels, int64_t inner, UnaryOp activation,
+                    bool has_activation, cudaStream_t stream);
 struct Pool2d {
   int64_t planes = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
   int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
@@ -65,14 +73,14 @@ struct Pool2d {
   bool is_max = true, count_include_pad = false;
 };
 // MaxPool / AveragePool with any padding and ceil mode (ONNX Runtime's semantics).
-void pool2d(const float* x, float* y, Pool2d p, cudaStream_t stream);
+void pool2d(Elem e, const void* x, void* y, Pool2d p, cudaStream_t stream);
 // y[p] = mean of x[p * inner .. p * inner + inner).
-void mean_rows(const float* x, float* y, int64_t rows, int64_t inner, cudaStream_t stream);
+void mean_rows(Elem e, const void* x, void* y, int64_t rows, int64_t inner, cudaStream_t stream);
 // Reads data[0 .. n) and writes `sink` only if the sum is exactly -1e30 (never, for the caller's
 // zeros): reads that cannot be elided, to evict the L2 cache before a timed stage.
 void read_through(const float* data, int64_t n, float* sink, cudaStream_t stream);
 // LayerNormalization over the last `inner` elements of each of `outer` rows.
-void layer_norm(const float* x, const float* scale, const float* bias, float* y, int64_t outer,
+void layer_norm(Elem e, const void* x, const void* scale, const void* bias, void* y, int64_t outer,
                 int64_t inner, float epsilon, cudaStream_t stream);
 
 // Resize (ir/resize.h) as per-axis tap tables in device memory. Output index o of axis d reads
@@ -91,7 +99,7 @@ struct ResizeTables {
 };
 // y[o] = sum over the tensor product of o's per-axis taps of prod(weight) * x[index...]; one
 // thread per output element.
-void resize(const float* x, float* y, const ResizeTables& tables, cudaStream_t stream);
+void resize(Elem e, const void* x, void* y, const ResizeTables& tables, cudaStream_t stream);
 
 // Calibration probes: `count` empty one-thread kernels on `stream`, and one kernel that spins
 // on the SM clock for about `cycles` cycles (something long to queue launches behind).

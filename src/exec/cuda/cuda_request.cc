@@ -7,9 +7,10 @@ namespace braid::exec::cuda {
 CudaRequest::CudaRequest(const RequestLayout& layout)
     : device(layout.device),
       scratch_bytes_((std::max<int64_t>(layout.scratch_bytes, 256) + 255) / 256 * 256),
-      allow_tf32_(layout.allow_tf32) {
+      precision_(layout.precision) {
   BRAID_CU(cudaSetDevice(device));
   arena = DeviceBuffer(size_t(std::max<Bytes>(layout.arena_bytes, 256)));
+  if (layout.staging_bytes > 0) staging = DeviceBuffer(size_t(layout.staging_bytes));
   BRAID_CU(cudaStreamCreateWithFlags(&main, cudaStreamNonBlocking));
   BRAID_CU(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
   BRAID_CU(cudaEventCreate(&started));
@@ -40,8 +41,9 @@ void CudaRequest::add_lanes(size_t n) {
     BRAID_CU(cudnnSetStream(owned.cudnn, owned.stream));
     BRAID_CU(cublasCreate(&owned.cublas));
     BRAID_CU(cublasSetStream(owned.cublas, owned.stream));
-    BRAID_CU(cublasSetMathMode(owned.cublas,
-                               allow_tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    BRAID_CU(cublasSetMathMode(owned.cublas, precision_ == Precision::kTf32
+                                                 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                 : CUBLAS_DEFAULT_MATH));
     // Set explicitly so that cuBLAS never allocates during a capture (cuBLAS docs, CUDA Graphs).
     BRAID_CU(cublasSetWorkspace(owned.cublas, owned.workspace + scratch_bytes_, kCublasWorkspace));
     cudaEvent_t join;

@@ -24,8 +24,10 @@ struct RequestLayout {
   int64_t scratch_bytes = 0;  // per lane: Compiler::scratch_bytes()
   size_t num_lanes = 0;
   uint32_t num_events = 0;
-  bool allow_tf32 = false;          // cuBLAS handles in TF32 tensor-op math (CudaExecutorOptions)
-  std::vector<Bytes> pinned_bytes;  // graph inputs, then graph outputs
+  Precision precision = Precision::kFp32;  // kTf32: cuBLAS handles in TF32 tensor-op math
+  std::vector<Bytes> pinned_bytes;         // graph inputs, then graph outputs
+  // 16-bit storage: FP32 inputs and outputs pass through here, converted on the device.
+  Bytes staging_bytes = 0;
 };
 
 class CudaRequest final : public Request {
@@ -53,11 +55,12 @@ class CudaRequest final : public Request {
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> timing;  // per unit, when observed
   std::vector<std::tuple<size_t, UnitId, cudaEvent_t, cudaEvent_t>> unit_events;  // last run
   std::vector<float*> pinned;                    // graph inputs, then graph outputs
+  DeviceBuffer staging;                          // RequestLayout::staging_bytes
   std::map<BlockRange, cudaGraphExec_t> graphs;  // captured on a range's first replayed run
 
  private:
   int64_t scratch_bytes_ = 0;
-  bool allow_tf32_ = false;
+  Precision precision_ = Precision::kFp32;
 };
 
 // Records a timing event. Timing events recorded inside a stream capture become graph nodes that
