@@ -14,6 +14,7 @@
 
 #include "base/device.h"
 #include "base/error.h"
+#include "base/precision.h"
 #include "runtime/inbox.h"
 #include "runtime/runtime.h"
 #include "runtime/scenario.h"
@@ -41,7 +42,7 @@ Described describe(const std::vector<session::TensorInfo>& infos) {
 }
 
 struct Options {
-  std::string scheduler = "auto", device = "cpu", cost;
+  std::string scheduler = "auto", device = "cpu", cost, precision = "fp32";
   int threads_per_stream = 1;
   std::optional<std::string> schedule_json;
   int64_t batch = 1, image_size = 0;
@@ -57,7 +58,8 @@ session::SessionOptions session_options(const Options& o) {
   session::SessionOptions s{.scheduler = o.scheduler,
                             .device = parse_device(o.device),
                             .threads_per_stream = o.threads_per_stream,
-                            .cost = o.cost};
+                            .cost = o.cost,
+                            .precision = parse_precision(o.precision)};
   if (o.schedule_json) s.schedule = nlohmann::json::parse(*o.schedule_json);
   s.schedule_options.max_streams = o.streams;
   s.load.zoo.batch = o.batch;
@@ -404,6 +406,7 @@ NB_MODULE(_braid, m) {
       .def_rw("scheduler", &Options::scheduler)
       .def_rw("device", &Options::device)
       .def_rw("cost", &Options::cost)
+      .def_rw("precision", &Options::precision)
       .def_rw("threads_per_stream", &Options::threads_per_stream)
       .def_rw("schedule_json", &Options::schedule_json)
       .def_rw("batch", &Options::batch)

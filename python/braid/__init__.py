@@ -110,10 +110,11 @@ def _device_of(providers, provider_options) -> str:
 
 
 def _options(scheduler="auto", device="cpu", threads=None, cost=None, schedule=None,
-             options: Mapping[str, Any] | None = None) -> _braid.Options:
+             options: Mapping[str, Any] | None = None, precision: str = "fp32") -> _braid.Options:
     o = _braid.Options()
     o.scheduler = scheduler
     o.device = device
+    o.precision = precision
     if threads is not None:
         if int(threads) < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
@@ -189,6 +190,9 @@ class InferenceSession:
     dims are fixed at load: `shapes` {"x": [1, 3, 48, 320]} gives inputs' whole shapes, `dims`
     {"width": 320} every dim of that dim_param (ONNX Runtime's free dimension overrides); a
     dynamic dim left unfixed (but the batch, which options["batch"] fills) is an error naming it.
+    `precision` ("fp32", "tf32", "fp16", "bf16") is what a cuda:N session computes in (16-bit
+    weights and activations, FP32 accumulation; inputs and outputs stay float32); the CPU and
+    sim: devices take "fp32" only.
     run() releases the GIL: several threads may run one session at once."""
 
     def __init__(self, model, sess_options=None, providers=None, provider_options=None, *,
@@ -196,7 +200,7 @@ class InferenceSession:
                  cost: str | None = "cpu", schedule=None,
                  options: Mapping[str, Any] | None = None,
                  shapes: Mapping[str, Sequence[int]] | None = None,
-                 dims: Mapping[str, int] | None = None):
+                 dims: Mapping[str, int] | None = None, precision: str = "fp32"):
         if providers is not None:
             wanted = _device_of(providers, provider_options)
             if device is not None and device != wanted:
@@ -206,7 +210,7 @@ class InferenceSession:
             # ONNX Runtime's SessionOptions (or any object with its attribute): its intra-op
             # threads are each stream's OpenMP threads; 0 is ORT's "default".
             threads = getattr(sess_options, "intra_op_num_threads", 0) or None
-        o = _options(scheduler, device or "cpu", threads, cost, schedule, options)
+        o = _options(scheduler, device or "cpu", threads, cost, schedule, options, precision)
         _set_input_shapes(o, shapes, dims)
         self._session = _braid.Session(_model_arg(model), o)
         self._inputs = [NodeArg(n, list(s), _ONNX_TYPES[t]) for n, s, t in self._session.inputs]

@@ -71,7 +71,8 @@ std::unique_ptr<exec::Executor> make_executor(const SessionOptions& o, int num_d
     case Device::Kind::kCpu:
       return exec::make_cpu_executor(cpu);
     case Device::Kind::kCuda:
-      return exec::make_cuda_executor({.device = o.device.index, .graph = true});
+      return exec::make_cuda_executor(
+          {.device = o.device.index, .graph = true, .precision = o.precision});
     case Device::Kind::kSim: {
       // Simulated time, the values from the CPU executor (as tune::measure_schedule on sim).
       exec::SimExecutorOptions sim{.graph_replay = true, .compute_values = true, .cpu = cpu};
@@ -95,6 +96,9 @@ std::shared_ptr<Session::Impl> build(models::LoadedModel model, const SessionOpt
   s->outputs = tensor_infos(*s->model.graph, s->model.graph->outputs());
   BRAID_CHECK(o.schedule_options.num_devices == 1 || o.device.is_sim(), ErrorCode::kInvalidArgument,
               "a session on ", to_string(o.device), " runs on one device (several: sim:NAME)");
+  BRAID_CHECK(o.precision == Precision::kFp32 || o.device.is_cuda(), ErrorCode::kInvalidArgument,
+              "precision ", to_string(o.precision), " needs a CUDA device (cuda:N); ",
+              to_string(o.device), " computes FP32");
   tune::require_cuda_device(o.device);  // "no CUDA device" before a search that needs it
   tune::Plan plan = tune::plan_model(s->model.units, s->weights, plan_options(o));
   s->schedule = std::move(plan.schedule);
@@ -125,6 +129,7 @@ tune::PlanOptions plan_options(const SessionOptions& o) {
           .schedule_options = o.schedule_options,
           .measure = {.device = o.device,
                       .graph_replay = o.device.is_gpu(),
+                      .precision = o.precision,
                       .executor = {.threads_per_stream = o.threads_per_stream,
                                    .pin_threads = o.pin_threads}},
           .batch = o.load.zoo.batch,

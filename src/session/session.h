@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/device.h"
+#include "base/precision.h"
 #include "ir/tensor_type.h"
 #include "models/loader.h"
 #include "sched/registry.h"
@@ -47,6 +48,8 @@ struct SessionOptions {
   // one process would pin their lanes to the same CPUs.
   bool pin_threads = false;
   std::string cost;  // the cost model scheduling uses ("": the planner's default for the device)
+  // What a cuda:N plan computes in (base/precision.h); the CPU and the simulator take fp32 only.
+  Precision precision = Precision::kFp32;
   // A schedule to run instead of searching one (the braid.schedule/1 JSON of
   // docs/schedule-format.md); validated against the model.
   std::optional<nlohmann::json> schedule;

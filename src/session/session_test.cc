@@ -176,6 +176,17 @@ TEST(Session, BadInputsAndOptionsAreNamed) {
   SessionOptions no_threads = small();
   no_threads.threads_per_stream = 0;
   EXPECT_EQ(code_of("squeezenet", no_threads), ErrorCode::kInvalidArgument);
+  // 16-bit and TF32 plans are CUDA's: the CPU refuses them in one sentence, before any search.
+  SessionOptions fp16 = small();
+  fp16.precision = Precision::kFp16;
+  try {
+    Session::open("squeezenet", fp16);
+    ADD_FAILURE() << "fp16 on the CPU was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("precision fp16 needs a CUDA device"), std::string::npos)
+        << e.what();
+  }
   try {
     Session::from_onnx_bytes("not onnx", "junk", small());
     ADD_FAILURE() << "bytes that are not ONNX were accepted";
