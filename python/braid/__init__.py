@@ -191,8 +191,8 @@ class InferenceSession:
     {"width": 320} every dim of that dim_param (ONNX Runtime's free dimension overrides); a
     dynamic dim left unfixed (but the batch, which options["batch"] fills) is an error naming it.
     `precision` ("fp32", "tf32", "fp16", "bf16") is what a cuda:N session computes in (16-bit
-    weights and activations, FP32 accumulation; inputs and outputs stay float32); the CPU and
-    sim: devices take "fp32" only.
+    weights and activations, FP32 accumulation; inputs and outputs stay float32), and what a
+    sim: session's time is priced in; the CPU takes "fp32" only.
     run() releases the GIL: several threads may run one session at once."""
 
     def __init__(self, model, sess_options=None, providers=None, provider_options=None, *,

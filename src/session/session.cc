@@ -76,7 +76,8 @@ std::unique_ptr<exec::Executor> make_executor(const SessionOptions& o, int num_d
     case Device::Kind::kSim: {
       // Simulated time, the values from the CPU executor (as tune::measure_schedule on sim).
       exec::SimExecutorOptions sim{.graph_replay = true, .compute_values = true, .cpu = cpu};
-      sim.devices.assign(num_devices, sim::load_device(o.device.sim));
+      sim.devices.assign(num_devices,
+                         sim::with_precision(sim::load_device(o.device.sim), o.precision));
       return exec::make_sim_executor(std::move(sim));
     }
   }
@@ -96,8 +97,8 @@ std::shared_ptr<Session::Impl> build(models::LoadedModel model, const SessionOpt
   s->outputs = tensor_infos(*s->model.graph, s->model.graph->outputs());
   BRAID_CHECK(o.schedule_options.num_devices == 1 || o.device.is_sim(), ErrorCode::kInvalidArgument,
               "a session on ", to_string(o.device), " runs on one device (several: sim:NAME)");
-  BRAID_CHECK(o.precision == Precision::kFp32 || o.device.is_cuda(), ErrorCode::kInvalidArgument,
-              "precision ", to_string(o.precision), " needs a CUDA device (cuda:N); ",
+  BRAID_CHECK(o.precision == Precision::kFp32 || o.device.is_gpu(), ErrorCode::kInvalidArgument,
+              "precision ", to_string(o.precision), " needs a GPU device (cuda:N or sim:NAME); ",
               to_string(o.device), " computes FP32");
   tune::require_cuda_device(o.device);  // "no CUDA device" before a search that needs it
   tune::Plan plan = tune::plan_model(s->model.units, s->weights, plan_options(o));
@@ -125,7 +126,7 @@ tune::PlanOptions plan_options(const SessionOptions& o) {
   return {.device = o.device,
           .algorithm = o.scheduler,
           .schedule = o.schedule,
-          .cost = {.name = o.cost},
+          .cost = {.name = o.cost, .precision = o.precision},
           .schedule_options = o.schedule_options,
           .measure = {.device = o.device,
                       .graph_replay = o.device.is_gpu(),

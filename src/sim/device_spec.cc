@@ -118,6 +118,38 @@ std::filesystem::path device_path(const std::string& name_or_path) {
   return path;
 }
 
+namespace {
+
+// The dense tensor-core peak for `p` in TFLOP/s and the device file's field that gives it.
+std::pair<double, const char*> tensor_peak(const DeviceSpec& d, Precision p) {
+  switch (p) {
+    case Precision::kTf32:
+      return {d.peak_tensor_tf32_tflops, "peak_tensor_tf32_tflops"};
+    case Precision::kFp16:
+      return {d.peak_tensor_fp16_tflops, "peak_tensor_fp16_tflops"};
+    case Precision::kBf16:
+      return {d.peak_tensor_bf16_tflops, "peak_tensor_bf16_tflops"};
+    case Precision::kFp32:
+      break;
+  }
+  return {d.peak_fp32_tflops * d.sustained_fp32_fraction, "peak_fp32_tflops"};
+}
+
+}  // namespace
+
+double DeviceSpec::gemm_flop_scale() const {
+  if (precision == Precision::kFp32) return 1;
+  return sustained_fp32_flops() / (tensor_peak(*this, precision).first * 1e12);
+}
+
+DeviceSpec with_precision(DeviceSpec spec, Precision p) {
+  const auto [peak, field_name] = tensor_peak(spec, p);
+  BRAID_CHECK(peak > 0, ErrorCode::kUnsupported, "sim: ", spec.name, " has no ", to_string(p),
+              " tensor-core peak (", field_name, " in its device file)");
+  spec.precision = p;
+  return spec;
+}
+
 DeviceSpec load_device(const std::string& name_or_path) {
   const std::filesystem::path path = device_path(name_or_path);
   std::ifstream in(path);
@@ -140,6 +172,10 @@ DeviceSpec load_device(const std::string& name_or_path) {
   d.clock_mhz = field<double>(j, "clock_mhz", where);
   d.peak_fp32_tflops = field<double>(j, "peak_fp32_tflops", where);
   d.peak_tensor_fp16_tflops = field<double>(j, "peak_tensor_fp16_tflops", where);
+  if (j.contains("peak_tensor_tf32_tflops"))
+    d.peak_tensor_tf32_tflops = field<double>(j, "peak_tensor_tf32_tflops", where);
+  if (j.contains("peak_tensor_bf16_tflops"))
+    d.peak_tensor_bf16_tflops = field<double>(j, "peak_tensor_bf16_tflops", where);
   d.dram_gbps = field<double>(j, "dram_gbps", where);
   if (j.contains("sustained_fp32_fraction"))
     d.sustained_fp32_fraction = field<double>(j, "sustained_fp32_fraction", where);
@@ -187,7 +223,8 @@ DeviceSpec load_device(const std::string& name_or_path) {
   BRAID_CHECK(d.per_sm.max_warps * 32 == d.per_sm.max_threads, ErrorCode::kInvalidArgument, where,
               ": per_sm.max_warps (", d.per_sm.max_warps, ") x 32 != per_sm.max_threads (",
               d.per_sm.max_threads, ")");
-  BRAID_CHECK(d.peak_tensor_fp16_tflops >= 0 && d.host.launch_us >= 0 &&
+  BRAID_CHECK(d.peak_tensor_fp16_tflops >= 0 && d.peak_tensor_tf32_tflops >= 0 &&
+                  d.peak_tensor_bf16_tflops >= 0 && d.host.launch_us >= 0 &&
                   d.host.graph_launch_us >= 0 && d.host.event_record_us >= 0 &&
                   d.host.event_wait_us >= 0 && d.host.kernel_latency_us >= 0,
               ErrorCode::kInvalidArgument, where, ": tensor peak and host costs must be >= 0");

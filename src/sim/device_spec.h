@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/precision.h"
+
 namespace braid::sim {
 
 struct SmLimits {
@@ -88,7 +90,9 @@ struct DeviceSpec {
   int sms = 0;
   double clock_mhz = 0;
   double peak_fp32_tflops = 0;
-  double peak_tensor_fp16_tflops = 0;  // 0: no tensor cores
+  double peak_tensor_fp16_tflops = 0;  // dense, FP32 accumulation; 0: no tensor cores
+  double peak_tensor_tf32_tflops = 0;  // dense; 0: none (the file's, optional)
+  double peak_tensor_bf16_tflops = 0;  // dense, FP32 accumulation; 0: none (optional)
   double dram_gbps = 0;
   long long l2_bytes = 0;
   SmLimits per_sm;
@@ -103,11 +107,24 @@ struct DeviceSpec {
   // sustained_fp32_fraction, default 1).
   double sustained_fp32_fraction = 1;
   KernelModel kernel_model;
+  // What simulated plans compute in (with_precision): GEMM kernels (convolutions, MatMul,
+  // Gemm) on the tensor-core peak of that type, every tensor in its bytes. The kernel model's
+  // tiles and efficiencies stay those fitted to FP32 (an assumption, docs/simulator.md).
+  Precision precision = Precision::kFp32;
 
   double peak_fp32_flops() const { return peak_fp32_tflops * 1e12; }
   double sustained_fp32_flops() const { return peak_fp32_flops() * sustained_fp32_fraction; }
   double dram_bytes_per_s() const { return dram_gbps * 1e9; }
+  // Sustained FP32 FLOPs per tensor-core FLOP of `precision` (1 in FP32): a GEMM kernel's work
+  // is scaled by it, so the engine's FP32 issue model prices it at the datasheet's peak ratio.
+  double gemm_flop_scale() const;
+  // Bytes of a stored element over FP32's: 0.5 for FP16/BF16.
+  double element_bytes_scale() const { return storage_bytes(precision) / 4.0; }
 };
+
+// `spec` computing in `p`; kUnsupported naming the device file's missing field when the device
+// has no tensor-core peak for it (V100: no TF32 or BF16).
+DeviceSpec with_precision(DeviceSpec spec, Precision p);
 
 // The directory device names resolve in.
 std::filesystem::path devices_dir();

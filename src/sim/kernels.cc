@@ -46,7 +46,7 @@ Kernel elementwise(std::string name, UnitId unit, int64_t elements, double flops
   k.registers = 32;
   k.efficiency = 0.5;
   k.flops = flops / k.blocks;
-  k.dram_bytes = k.uncached_bytes = bytes / k.blocks;
+  k.dram_bytes = k.uncached_bytes = bytes * spec.element_bytes_scale() / k.blocks;
   k.working_set = 0;  // streams through once: nothing to reuse
   return k;
 }
@@ -93,6 +93,11 @@ std::vector<Kernel> gemm_kernels(const std::string& name, UnitId unit, const Gem
           main.dram_bytes,
           kFloatBytes * (double(tile.m) * slice + double(slice) * tile.n) + partials / main.blocks);
       main.working_set = p.a_bytes + p.b_bytes + partials;  // write-back L2: outputs too
+      // In TF32/FP16/BF16: tensor-core work and the precision's bytes (DeviceSpec::precision).
+      main.flops *= spec.gemm_flop_scale();
+      main.dram_bytes *= spec.element_bytes_scale();
+      main.uncached_bytes *= spec.element_bytes_scale();
+      main.working_set *= spec.element_bytes_scale();
       if (main.blocks_per_sm(spec) == 0) continue;
       std::vector<Kernel> candidate{main};
       double us = idle_kernel_us(main, spec);
@@ -344,7 +349,8 @@ std::vector<Kernel> per_op_unit_kernels(const ir::UnitGraph& units, UnitId unit,
         gemv.registers = 32;
         gemv.efficiency = 0.5;
         gemv.flops = 2.0 * p.m * p.n * p.k / double(gemv.blocks);
-        gemv.dram_bytes = gemv.uncached_bytes = (p.a_bytes + p.b_bytes + p.c_bytes) / gemv.blocks;
+        gemv.dram_bytes = gemv.uncached_bytes =
+            (p.a_bytes + p.b_bytes + p.c_bytes) * spec.element_bytes_scale() / gemv.blocks;
         gemv.library_call = true;
         kernels.push_back(gemv);
         break;

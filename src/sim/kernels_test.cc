@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/error.h"
 #include "ir/op_cost.h"
 #include "models/loader.h"
 #include "sim/program.h"
@@ -124,6 +125,57 @@ TEST(Kernels, ConvTransposeIsAGemmAndResizeIsElementwise) {
       EXPECT_TRUE(saw_gemm);
       EXPECT_TRUE(saw_resize);
     }
+}
+
+// Issue 29: a plan's precision reaches the kernels. GEMM work is scaled by the FP32/tensor-core
+// peak ratio of the device file (H100: 66.9 vs 989 TFLOP/s in FP16), every tensor's bytes by
+// its element size; a device without that tensor peak is refused by name.
+TEST(Kernels, PrecisionScalesGemmWorkAndTensorBytes) {
+  const models::LoadedModel m = load("googlenet");
+  const DeviceSpec fp32 = load_device("h100");
+  const DeviceSpec fp16 = with_precision(fp32, Precision::kFp16);
+  EXPECT_NEAR(fp16.gemm_flop_scale(), 66.9 / 989, 1e-9);
+  EXPECT_EQ(fp16.element_bytes_scale(), 0.5);
+  EXPECT_NEAR(with_precision(fp32, Precision::kTf32).gemm_flop_scale(), 66.9 / 494.7, 1e-9);
+  EXPECT_EQ(with_precision(fp32, Precision::kTf32).element_bytes_scale(), 1.0);
+  size_t gemm_units = 0, elementwise_units = 0;
+  for (size_t u = 0; u < m.units.num_units(); ++u) {
+    const std::vector<Kernel> a = unit_kernels(m.units, UnitId(u), fp32);
+    const std::vector<Kernel> b = unit_kernels(m.units, UnitId(u), fp16);
+    const std::string& name = m.units.unit(UnitId(u)).name;
+    double gemm_flops = 0, bytes_a = 0, bytes_b = 0, us_a = 0, us_b = 0;
+    bool gemm = false;
+    for (const Kernel& k : a) {
+      gemm = gemm || k.gemm;
+      if (!k.gemm) bytes_a += k.dram_bytes * k.blocks;
+      us_a += idle_kernel_us(k, fp32);
+    }
+    for (const Kernel& k : b) {
+      (k.gemm ? gemm_flops : bytes_b) += k.gemm ? k.flops * k.blocks : k.dram_bytes * k.blocks;
+      us_b += idle_kernel_us(k, fp16);
+    }
+    if (gemm) {
+      ++gemm_units;
+      // Scaled back, the tiles still carry every FLOP of the unit (they may pad more: a cheaper
+      // GEMM can take a larger tile), and the unit is faster on an idle device.
+      double op_flops = 0;
+      for (NodeId n : m.units.unit(UnitId(u)).ops) op_flops += double(ir::op_flops(*m.graph, n));
+      EXPECT_GE(gemm_flops / fp16.gemm_flop_scale() * 1.0000001, op_flops) << name;
+      EXPECT_LT(us_b, us_a) << name;
+    } else if (bytes_a > 0) {
+      ++elementwise_units;
+      EXPECT_NEAR(bytes_b, bytes_a / 2, 1e-6 * bytes_a) << name;
+    }
+  }
+  EXPECT_GT(gemm_units, 50u);
+  EXPECT_GT(elementwise_units, 5u);
+  try {
+    with_precision(load_device("v100"), Precision::kBf16);
+    ADD_FAILURE() << "a V100 in BF16 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("peak_tensor_bf16_tflops"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

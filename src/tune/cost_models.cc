@@ -49,8 +49,9 @@ std::unique_ptr<cost::CostModel> make_base(const CostSpec& spec, const ir::UnitG
                                                   profile::GpuProfilerOptions{.device = device});
   }
   if (name.starts_with("sim:"))
-    return std::make_unique<sim::SimCostModel>(units, sim::load_device(parse_device(name).sim),
-                                               sim::SimCostOptions{.graph_replay = !spec.eager});
+    return std::make_unique<sim::SimCostModel>(
+        units, sim::with_precision(sim::load_device(parse_device(name).sim), spec.precision),
+        sim::SimCostOptions{.graph_replay = !spec.eager});
   BRAID_THROW(ErrorCode::kInvalidArgument, "unknown cost model '", name,
               "' (known: ", known_names(), ")");
 }

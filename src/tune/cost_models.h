@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/precision.h"
 #include "cost/cost_model.h"
 #include "ir/unit_graph.h"
 #include "ir/weights.h"
@@ -29,6 +30,9 @@ struct CostSpec {
   // sim:NAME prices every kernel as a host launch, for plans run with --eager; by default it
   // prices them inside the plan's CUDA Graph, as braid runs on GPUs (cuda:N always does).
   bool eager = false;
+  // sim:NAME prices GEMMs on the tensor-core peak of this precision and tensors in its bytes
+  // (sim::with_precision); cpu, cuda:N and dag price FP32 (the GPU profiler measures FP32).
+  Precision precision = Precision::kFp32;
 };
 
 // The names, in the order of the list above (cuda:N and sim:NAME as patterns).

@@ -71,7 +71,8 @@ Measured simulate_schedule(const ir::UnitGraph& units, std::shared_ptr<const ir:
   const std::string& device = options.device.sim;
   const sched::ExecutionPlan plan = sched::lower(units, schedule);
   exec::SimExecutorOptions sim_options;
-  sim_options.devices.assign(schedule.num_devices, sim::load_device(device));
+  sim_options.devices.assign(schedule.num_devices,
+                             sim::with_precision(sim::load_device(device), options.precision));
   sim_options.graph_replay = options.graph_replay;
   sim_options.compute_values = units.graph() != nullptr;
   sim_options.record_timeline = true;
@@ -156,7 +157,7 @@ std::unique_ptr<exec::Executor> make_executor(const ir::UnitGraph& units,
   const bool gpu = options.device.is_cuda();
   BRAID_CHECK(options.precision == Precision::kFp32 || gpu, ErrorCode::kInvalidArgument,
               "--precision ", to_string(options.precision),
-              " needs a CUDA device (cuda:N); the CPU executor and the simulator compute FP32");
+              " needs a GPU device (cuda:N, or sim:NAME); the CPU executor computes FP32");
   BRAID_CHECK(!options.graph_replay || gpu, ErrorCode::kInvalidArgument,
               "--graph (CUDA Graph replay) needs a GPU device (cuda:N, or sim:NAME)");
   BRAID_CHECK(units.graph() != nullptr, ErrorCode::kInvalidArgument, "'", units.name(),

@@ -202,7 +202,7 @@ def test_errors_name_what_is_wrong():
         braid.InferenceSession(b"not an onnx model", **FAST)
     with pytest.raises(ValueError, match="unknown option 'colour'"):
         braid.InferenceSession("squeezenet", options={"colour": 1})
-    with pytest.raises(ValueError, match="precision fp16 needs a CUDA device"):
+    with pytest.raises(ValueError, match="precision fp16 needs a GPU device"):
         braid.InferenceSession("squeezenet", precision="fp16", **FAST)
     with pytest.raises(ValueError, match="fp32, tf32, fp16, bf16"):
         braid.InferenceSession("squeezenet", precision="half", **FAST)
