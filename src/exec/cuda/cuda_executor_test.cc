@@ -64,20 +64,32 @@ std::vector<std::vector<float>> run(Executor& executor, const models::LoadedMode
   return outs;
 }
 
+// A zoo model with its weights shared and uniform [-1, 1] inputs from seed 7.
+struct ZooCase {
+  explicit ZooCase(const Case& c) {
+    models::LoadOptions load;
+    load.zoo.image_size = c.image_size;
+    model = models::load_model(c.model, load);
+    weights = std::make_shared<const ir::Weights>(std::move(model.weights));
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    for (ValueId v : model.graph->inputs()) {
+      inputs.emplace_back(model.graph->value(v).type.elements());
+      for (float& x : inputs.back()) x = dist(rng);
+    }
+  }
+  models::LoadedModel model;
+  std::shared_ptr<const ir::Weights> weights;
+  std::vector<std::vector<float>> inputs;
+};
+
 TEST_P(CudaExecutorZoo, MatchesTheCpuExecutor) {
   if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
   const Case& c = GetParam();
-  models::LoadOptions load;
-  load.zoo.image_size = c.image_size;
-  models::LoadedModel m = models::load_model(c.model, load);
-  auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<std::vector<float>> inputs;
-  for (ValueId v : m.graph->inputs()) {
-    inputs.emplace_back(m.graph->value(v).type.elements());
-    for (float& x : inputs.back()) x = dist(rng);
-  }
+  ZooCase z(c);
+  models::LoadedModel& m = z.model;
+  const auto& weights = z.weights;
+  const auto& inputs = z.inputs;
   cost::RooflineCostModel roofline(m.units);
   auto cpu = make_cpu_executor({});
   const auto expected =
@@ -122,17 +134,10 @@ class CudaExecutorPrecision : public ::testing::TestWithParam<Case> {};
 TEST_P(CudaExecutorPrecision, MatchesFp32WithinTheStatedBounds) {
   if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
   const Case& c = GetParam();
-  models::LoadOptions load;
-  load.zoo.image_size = c.image_size;
-  models::LoadedModel m = models::load_model(c.model, load);
-  auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<std::vector<float>> inputs;
-  for (ValueId v : m.graph->inputs()) {
-    inputs.emplace_back(m.graph->value(v).type.elements());
-    for (float& x : inputs.back()) x = dist(rng);
-  }
+  ZooCase z(c);
+  models::LoadedModel& m = z.model;
+  const auto& weights = z.weights;
+  const auto& inputs = z.inputs;
   cost::RooflineCostModel roofline(m.units);
   const auto expected =
       run(*make_cpu_executor({}), m, weights,
