@@ -20,11 +20,10 @@ struct DTypeName {
   DType dtype;
   std::string_view name, descr;  // descr without the byte-order character
 };
-constexpr DTypeName kDTypes[] = {{DType::kFloat32, "float32", "f4"},
-                                 {DType::kFloat64, "float64", "f8"},
-                                 {DType::kInt32, "int32", "i4"},
-                                 {DType::kInt64, "int64", "i8"},
-                                 {DType::kBool, "bool", "b1"}};
+constexpr DTypeName kDTypes[] = {
+    {DType::kFloat32, "float32", "f4"}, {DType::kFloat64, "float64", "f8"},
+    {DType::kInt32, "int32", "i4"},     {DType::kInt64, "int64", "i8"},
+    {DType::kBool, "bool", "b1"},       {DType::kFloat16, "float16", "f2"}};
 
 // The header's Python literal: a dict of str keys to a str, a bool or a tuple of ints.
 class HeaderParser {
@@ -182,7 +181,7 @@ Array parse(std::string_view bytes, std::string_view name) {
     fail(order == '>' ? "big-endian data ('" : "dtype '", descr,
          order == '>'
              ? "') is not supported; save it little-endian (a.astype(a.dtype.newbyteorder('<')))"
-             : "' is not supported (float32, float64, int32, int64, bool are)");
+             : "' is not supported (float32, float64, float16, int32, int64, bool are)");
   a.dtype = dtype->dtype;
   if (fortran_order && a.shape.size() > 1)
     fail("Fortran-order (column-major) arrays are not supported; save numpy.ascontiguousarray(a)");

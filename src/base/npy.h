@@ -8,7 +8,8 @@
 // (uint16 little-endian in version 1.0, uint32 in 2.0 and 3.0), then a Python dict literal
 // {'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 224, 224), } padded with spaces
 // and '\n', then the raw data. Read: versions 1.0, 2.0 and 3.0 (3.0 only makes the header
-// UTF-8); little-endian (or byte-order-free) float32, float64, int32, int64 and bool, C order.
+// UTF-8); little-endian (or byte-order-free) float32, float64, float16, int32, int64 and bool,
+// C order.
 // Fortran order and big-endian data are refused with a message saying how to convert. Written:
 // version 1.0, as numpy writes it (2.0 only when the header does not fit 64 KiB).
 //
@@ -27,9 +28,9 @@
 
 namespace braid::npy {
 
-enum class DType : uint8_t { kFloat32, kFloat64, kInt32, kInt64, kBool };
+enum class DType : uint8_t { kFloat32, kFloat64, kInt32, kInt64, kBool, kFloat16 };
 
-std::string_view to_string(DType);  // numpy's names: "float32", "int64", "bool"
+std::string_view to_string(DType);  // numpy's names: "float32", "float16", "int64", "bool"
 int64_t size_of(DType);
 
 struct Array {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "base/float16.h"
 #include "test_env.h"
 
 namespace braid::npy {
@@ -18,6 +19,14 @@ std::vector<T> values_of(const Array& a) {
   std::vector<T> v(a.data.size() / sizeof(T));
   std::memcpy(v.data(), a.data.data(), a.data.size());
   return v;
+}
+
+// The float16 bit pattern of `v`, which float16 must hold exactly.
+uint16_t float16_bits(float v) {
+  for (uint32_t h = 0; h <= 0xffff; ++h)
+    if (float16_to_float(static_cast<uint16_t>(h)) == v) return static_cast<uint16_t>(h);
+  ADD_FAILURE() << v << " is not a float16 value";
+  return 0;
 }
 
 template <typename T>
@@ -128,7 +137,7 @@ d = sys.argv[2]
 def expected(dtype):
     a = (np.arange(24).reshape(2, 3, 4) - 7) * (0.5 if np.dtype(dtype).kind == 'f' else 1)
     return (a % 3 == 0) if dtype == 'bool' else a.astype(dtype)
-dtypes = ['float32', 'float64', 'int32', 'int64', 'bool']
+dtypes = ['float32', 'float64', 'float16', 'int32', 'int64', 'bool']
 if sys.argv[1] == 'write':
     for t in dtypes:
         for v in [(1, 0), (2, 0), (3, 0)]:
@@ -162,6 +171,9 @@ else:
           case DType::kFloat64:
             EXPECT_EQ(values_of<double>(a)[i], k * 0.5);
             break;
+          case DType::kFloat16:  // halves of small integers: exact in float16
+            EXPECT_EQ(float16_to_float(values_of<uint16_t>(a)[i]), k * 0.5f);
+            break;
           case DType::kInt32:
             EXPECT_EQ(values_of<int32_t>(a)[i], k);
             break;
@@ -177,6 +189,7 @@ else:
   };
   check(DType::kFloat32, "float32");
   check(DType::kFloat64, "float64");
+  check(DType::kFloat16, "float16");
   check(DType::kInt32, "int32");
   check(DType::kInt64, "int64");
   check(DType::kBool, "bool");
@@ -186,12 +199,14 @@ else:
 
   std::vector<float> f32;
   std::vector<double> f64;
+  std::vector<uint16_t> f16;
   std::vector<int32_t> i32;
   std::vector<int64_t> i64;
   std::vector<uint8_t> b;
   for (int64_t i = 0; i < 24; ++i) {
     f32.push_back((i - 7) * 0.5f);
     f64.push_back((i - 7) * 0.5);
+    f16.push_back(float16_bits((i - 7) * 0.5f));
     i32.push_back(static_cast<int32_t>(i - 7));
     i64.push_back(i - 7);
     b.push_back((i - 7) % 3 == 0);
@@ -199,6 +214,7 @@ else:
   auto path = [&](const char* t) { return (dir / (std::string("braid_") + t + ".npy")).string(); };
   write_file(path("float32"), DType::kFloat32, shape, bytes_of(f32));
   write_file(path("float64"), DType::kFloat64, shape, bytes_of(f64));
+  write_file(path("float16"), DType::kFloat16, shape, bytes_of(f16));
   write_file(path("int32"), DType::kInt32, shape, bytes_of(i32));
   write_file(path("int64"), DType::kInt64, shape, bytes_of(i64));
   write_file(path("bool"), DType::kBool, shape, bytes_of(b));

@@ -75,6 +75,7 @@ LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
     m.graph = std::move(imported.graph);
     m.weights = std::move(imported.weights);
     m.metadata = std::move(imported.metadata);
+    m.declared = std::move(imported.declared);
     check_batch_applied(*m.graph, options.zoo.batch, options.batch_given, spec, options.inputs);
   } else {
     BRAID_CHECK(spec.find('/') == std::string_view::npos, ErrorCode::kNotFound, "'", spec,
@@ -86,6 +87,10 @@ LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
     if (options.with_weights) m.weights = ir::Weights::generate(*m.graph, options.seed);
     m.metadata.producer_name = "braid";
     m.metadata.graph_name = std::string(spec);
+    for (ValueId id : m.graph->inputs())
+      m.declared.inputs.push_back(element_type_of(m.graph->value(id).type.dtype));
+    for (ValueId id : m.graph->outputs())
+      m.declared.outputs.push_back(element_type_of(m.graph->value(id).type.dtype));
   }
   m.units = ir::fuse(m.graph);
   if (!options.name.empty())
@@ -104,6 +109,7 @@ LoadedModel load_onnx_bytes(std::string_view bytes, std::string_view name,
   m.graph = std::move(imported.graph);
   m.weights = std::move(imported.weights);
   m.metadata = std::move(imported.metadata);
+  m.declared = std::move(imported.declared);
   check_batch_applied(*m.graph, options.zoo.batch, options.batch_given, name, options.inputs);
   m.units = ir::fuse(m.graph);
   m.units.set_name(options.name.empty() ? std::string(name) : options.name);

@@ -4,6 +4,7 @@
 //   LoadedModel m = load_model("inception_v3", {.zoo = {.batch = 1}});
 //   m.units.num_units();          // schedule units after fusion
 //   m.graph, m.weights            // operators and their data (null/empty for a .dag.json)
+//   m.declared.upcast()           // an FP16/BF16 ONNX model, run in float32
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,10 @@ struct LoadedModel {
   // An ONNX file's own description of itself; a zoo model's names its producer "braid" and its
   // graph by the zoo name; empty for a weighted DAG.
   ModelMetadata metadata;
+  // The element types the model declares (onnx_import.h): an FP16 or BF16 ONNX model runs upcast
+  // to float32 and says so here (declared.upcast()), with its inputs' and outputs' own types; a
+  // zoo model's are its graph's; empty for a weighted DAG.
+  DeclaredTypes declared;
 };
 
 // Throws braid::Error: kNotFound for an unknown zoo name or missing file, kInvalidModel /

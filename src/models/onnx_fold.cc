@@ -349,10 +349,12 @@ std::vector<Tensor> fold_transpose(const FoldContext& c) {
 
 std::vector<Tensor> fold_cast(const FoldContext& c) {
   const Tensor& data = input(c, 0);
-  const int64_t to = c.attrs.get_int("to", 0);
+  const int64_t declared = c.attrs.get_int("to", 0);
+  // A cast to FLOAT16 or BFLOAT16 gives float32: braid computes those types upcast.
+  const int64_t to = widened(static_cast<int>(declared));
   BRAID_CHECK(to == P::FLOAT || to == P::INT64 || to == P::INT32 || to == P::BOOL, kUnsupported,
-              c.who(), ": Cast to ", onnx_type_name(static_cast<int>(to)),
-              "; braid folds casts to FLOAT, INT64, INT32 and BOOL only");
+              c.who(), ": Cast to ", onnx_type_name(static_cast<int>(declared)),
+              "; braid folds casts to FLOAT, FLOAT16, BFLOAT16, INT64, INT32 and BOOL only");
   Tensor out = make_tensor(static_cast<int32_t>(to), data.shape);
   for (int64_t i = 0; i < data.elements(); ++i) {
     if (to == P::FLOAT) {

@@ -108,6 +108,7 @@ class Importer {
                               "ONNX shape inference gives");
     ImportedModel out{graph, ir::Weights(graph->num_values())};
     for (auto& [id, data] : weights_) out.weights.set(id, std::move(data));
+    out.declared = onnx_detail::declared_types(g_, *graph);
     return out;
   }
 
@@ -238,7 +239,7 @@ class Importer {
       const auto& tt = in.type().tensor_type();
       BRAID_CHECK(onnx_detail::dtype_of_onnx(tt.elem_type()).has_value(), kUnsupported, what,
                   " has element type ", onnx_type_name(tt.elem_type()),
-                  "; braid supports float32, int64 and bool inputs");
+                  "; braid supports float32 (float16, bfloat16 upcast), int64 and bool inputs");
       BRAID_CHECK(tt.has_shape(), kUnsupported, what, " has no shape; braid needs static shapes");
       DeclaredInput d{.name = in.name()};
       for (const auto& dim : tt.shape().dim())

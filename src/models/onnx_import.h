@@ -25,8 +25,9 @@
 // the rules are in input_shapes.h), a dynamic dim 0 otherwise by OnnxImportOptions::batch; a
 // dynamic dim left unfixed is an error naming the input, the dim and both flags. The shape
 // arithmetic on fixed dims (Shape -> Gather -> Concat -> Reshape) then folds like any other.
-// Only embedded data is read (no external data files): float32 for weights,
-// int64 / int32 / bool for the constants that are folded or read as attributes.
+// Only embedded data is read (no external data files): float32 for weights (float16 and
+// bfloat16 too, widened exactly to float32: DeclaredTypes below), int64 / int32 / bool for the
+// constants that are folded or read as attributes.
 //
 // Files written by export_onnx_* carry braid metadata (metadata_props) that the importer restores:
 //   "braid.unit_hints"        JSON list of lists of node names (Graph::unit_hints);
@@ -82,10 +83,34 @@ struct ModelMetadata {
   std::vector<std::pair<std::string, std::string>> custom;  // metadata_props, in file order
 };
 
+// An element type as a model's file declares it. braid computes kFloat16 and kBFloat16 tensors
+// as float32 (ir::DType::kFloat32).
+enum class ElementType : uint8_t { kFloat32, kFloat16, kBFloat16, kInt64, kBool };
+std::string_view to_string(ElementType);  // "float32", "float16", "bfloat16", "int64", "bool"
+ElementType element_type_of(ir::DType dtype);
+
+// The element types a model's file declares where braid computes in others (issue 29). FP16 and
+// BF16 ONNX models (FLOAT16 or BFLOAT16 weights and values, as onnxconverter-common's float16
+// converter or a `.half()` export writes them) import upcast to float32: their weights are
+// widened exactly, their values are float32 in the graph, and a Cast to FLOAT16 or BFLOAT16 is
+// one to float32. These types say what the file holds, so that a front end can read and write
+// the inputs and outputs in the model's own type.
+struct DeclaredTypes {
+  // kFloat16 or kBFloat16 when any tensor of the file (weights, constants, values, Cast targets)
+  // has that type (kFloat16 when both do), kFloat32 otherwise.
+  ElementType floats = ElementType::kFloat32;
+  // Each graph input's and output's type in the file, in graph order: kFloat16 for a FLOAT16
+  // input that braid's graph holds as float32.
+  std::vector<ElementType> inputs, outputs;
+
+  bool upcast() const { return floats != ElementType::kFloat32; }
+};
+
 struct ImportedModel {
   std::shared_ptr<const ir::Graph> graph;
   ir::Weights weights;  // data for every parameter of `graph`
   ModelMetadata metadata;
+  DeclaredTypes declared;
 };
 
 // Throws braid::Error: kNotFound (no such file), kInvalidModel (not ONNX, undefined value,

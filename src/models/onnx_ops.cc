@@ -548,14 +548,18 @@ ir::OpAttrs import_gather(const OpContext& c) {
   return a;
 }
 
-ir::OpAttrs import_cast(const OpContext& c) {
+// A Cast to the type its input already has (float32 to FLOAT16 or back, as FP16 models cast
+// their inputs and outputs, braid computing both as float32) is an Identity: a view, no copy.
+std::vector<RewriteStep> import_cast(const OpContext& c) {
   const auto* to = c.attrs.find("to", onnx::AttributeProto::INT);
   BRAID_CHECK(to != nullptr, kBad, c.who(), ": Cast needs a 'to' attribute");
   std::optional<ir::DType> dtype = dtype_of_onnx(static_cast<int>(to->i()));
-  BRAID_CHECK(dtype.has_value(), kUnsupported, c.who(), ": Cast to ",
-              onnx_type_name(static_cast<int>(to->i())),
-              "; braid casts to float32, int64 and bool only");
-  return ir::CastAttrs{*dtype};
+  BRAID_CHECK(
+      dtype.has_value(), kUnsupported, c.who(), ": Cast to ",
+      onnx_type_name(static_cast<int>(to->i())),
+      "; braid casts to float32 (float16, bfloat16 computed as float32), int64 and bool only");
+  if (*dtype == c.inputs[0].dtype) return {{OpKind::Identity, {}, {0}, "identity"}};
+  return {{OpKind::Cast, ir::CastAttrs{*dtype}, {0}, "cast"}};
 }
 
 // Opset 10+ takes starts/ends/axes/steps as constant inputs, opset 1-9 as attributes. Ends
@@ -718,7 +722,7 @@ const std::vector<OnnxOp> kOps = {
     {"Expand", 8, kKernel, {}, 1, false, import_expand},
     // Two operands when the indices are computed at run time, one when they are a constant.
     {"Gather", 1, kKernel, {"axis"}, kAll, false, import_gather},
-    {"Cast", 6, kKernel, {"to", "saturate"}, kAll, false, import_cast},
+    {"Cast", 6, kRewrite, {"to", "saturate"}, kAll, false, nullptr, import_cast},
     {"Slice", 1, kKernel, {"starts", "ends", "axes"}, 1, false, import_slice},
     {"Unsqueeze", 1, kReshape, {"axes"}, 1, false, import_unsqueeze},
     {"Squeeze", 1, kReshape, {"axes"}, 1, false, import_squeeze},

@@ -61,7 +61,7 @@ onnx::ModelProto infer_onnx_shapes(const onnx::ModelProto& model, const ir::Grap
   }
   for (const auto& out : src.output()) g->add_output()->set_name(out.name());
   for (const onnx::TensorProto& t : src.initializer()) {
-    const bool is_float = t.data_type() == onnx::TensorProto::FLOAT;
+    const bool is_float = widened(t.data_type()) == onnx::TensorProto::FLOAT;
     if (!is_float && t.data_type() != onnx::TensorProto::INT64) continue;
     int64_t n = 1;
     for (int64_t d : t.dims()) n = d >= 0 && (d == 0 || n <= kMaxElements / d) ? n * d : -1;

@@ -2,8 +2,10 @@
 
 #include <bit>
 #include <cstring>
+#include <unordered_map>
 
 #include "base/error.h"
+#include "base/float16.h"
 
 namespace braid::models::onnx_detail {
 namespace {
@@ -42,6 +44,8 @@ std::string onnx_type_name(int t) {
 std::optional<ir::DType> dtype_of_onnx(int t) {
   switch (t) {
     case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16:
       return ir::DType::kFloat32;
     case onnx::TensorProto::INT64:
       return ir::DType::kInt64;
@@ -62,6 +66,50 @@ int onnx_type_of(ir::DType t) {
       return onnx::TensorProto::BOOL;
   }
   return onnx::TensorProto::UNDEFINED;
+}
+
+int widened(int t) {
+  return t == onnx::TensorProto::FLOAT16 || t == onnx::TensorProto::BFLOAT16
+             ? onnx::TensorProto::FLOAT
+             : t;
+}
+
+DeclaredTypes declared_types(const onnx::GraphProto& g, const ir::Graph& graph) {
+  DeclaredTypes d;
+  bool float16 = false, bfloat16 = false;
+  auto note = [&](int t) {
+    float16 = float16 || t == onnx::TensorProto::FLOAT16;
+    bfloat16 = bfloat16 || t == onnx::TensorProto::BFLOAT16;
+  };
+  // The file's type where it is a 16-bit float braid holds as float32, else braid's own.
+  auto declared = [](const onnx::ValueInfoProto* v, ir::DType dtype) {
+    const int t = v ? v->type().tensor_type().elem_type() : 0;
+    if (dtype != ir::DType::kFloat32 || widened(t) == t) return element_type_of(dtype);
+    return t == onnx::TensorProto::FLOAT16 ? ElementType::kFloat16 : ElementType::kBFloat16;
+  };
+  std::unordered_map<std::string, const onnx::ValueInfoProto*> inputs;
+  for (const auto& v : g.input()) inputs[v.name()] = &v;
+  for (ValueId id : graph.inputs()) {
+    auto it = inputs.find(graph.value(id).name);
+    d.inputs.push_back(
+        declared(it == inputs.end() ? nullptr : it->second, graph.value(id).type.dtype));
+  }
+  for (size_t i = 0; i < graph.outputs().size(); ++i)  // marked in the file's order
+    d.outputs.push_back(
+        declared(static_cast<int>(i) < g.output_size() ? &g.output(static_cast<int>(i)) : nullptr,
+                 graph.value(graph.outputs()[i]).type.dtype));
+  for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
+    for (const onnx::ValueInfoProto& v : *list) note(v.type().tensor_type().elem_type());
+  for (const onnx::TensorProto& t : g.initializer()) note(t.data_type());
+  for (const onnx::NodeProto& n : g.node())
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      if (a.type() == onnx::AttributeProto::TENSOR) note(a.t().data_type());
+      if (n.op_type() == "Cast" && a.name() == "to") note(static_cast<int>(a.i()));
+    }
+  d.floats = float16    ? ElementType::kFloat16
+             : bfloat16 ? ElementType::kBFloat16
+                        : ElementType::kFloat32;
+  return d;
 }
 
 Tensor read_tensor(const onnx::TensorProto& t, const std::string& what) {
@@ -101,11 +149,25 @@ Tensor read_tensor(const onnx::TensorProto& t, const std::string& what) {
       }
       break;
     }
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16: {  // widened to float32, exactly
+      float (*const widen)(uint16_t) =
+          t.data_type() == onnx::TensorProto::FLOAT16 ? float16_to_float : bfloat16_to_float;
+      out.floats.reserve(n);
+      if (t.has_raw_data()) {
+        for (uint16_t h : read_payload<uint16_t>(t, t.int32_data(), n, what))
+          out.floats.push_back(widen(h));
+      } else {  // the bit pattern in each int32's low 16 bits
+        for (int32_t h : read_payload<int32_t>(t, t.int32_data(), n, what))
+          out.floats.push_back(widen(static_cast<uint16_t>(h)));
+      }
+      break;
+    }
     default:
       BRAID_THROW(kUnsupported, what, " has element type ", onnx_type_name(t.data_type()),
-                  "; braid reads float32, int64, int32 and bool constants only");
+                  "; braid reads float32, float16, bfloat16, int64, int32 and bool constants only");
   }
-  out.elem_type = t.data_type();
+  out.elem_type = widened(t.data_type());
   return out;
 }
 
@@ -153,3 +215,35 @@ const Constant* Constants::find(const std::string& name) const {
 }
 
 }  // namespace braid::models::onnx_detail
+
+namespace braid::models {
+
+std::string_view to_string(ElementType t) {
+  switch (t) {
+    case ElementType::kFloat32:
+      return "float32";
+    case ElementType::kFloat16:
+      return "float16";
+    case ElementType::kBFloat16:
+      return "bfloat16";
+    case ElementType::kInt64:
+      return "int64";
+    case ElementType::kBool:
+      return "bool";
+  }
+  return "?";
+}
+
+ElementType element_type_of(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kFloat32:
+      return ElementType::kFloat32;
+    case ir::DType::kInt64:
+      return ElementType::kInt64;
+    case ir::DType::kBool:
+      return ElementType::kBool;
+  }
+  return ElementType::kFloat32;
+}
+
+}  // namespace braid::models

@@ -16,7 +16,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ir/graph.h"
 #include "ir/tensor_type.h"
+#include "models/onnx_import.h"
 
 namespace braid::models::onnx_detail {
 
@@ -29,13 +31,21 @@ constexpr int64_t kMaxSize = int64_t{1} << 32;
 
 // "FLOAT", "INT64", ... or "#42" for a number ONNX does not define.
 std::string onnx_type_name(int elem_type);
-// The braid dtype of an ONNX element type of graph inputs and Cast (FLOAT, INT64, BOOL), or
-// nullopt for the others; onnx_type_of is its inverse.
+// The braid dtype of an ONNX element type of graph inputs and Cast (FLOAT, INT64, BOOL; FLOAT16
+// and BFLOAT16 computed as float32), or nullopt for the others; onnx_type_of is its inverse (FLOAT
+// for float32).
 std::optional<ir::DType> dtype_of_onnx(int elem_type);
 int onnx_type_of(ir::DType dtype);
+// FLOAT for FLOAT16 and BFLOAT16, which braid computes in float32 (issue 29); other types as given.
+int widened(int elem_type);
+
+// The element types the file `g` declares where braid computes in others (onnx_import.h), for
+// the graph `graph` imported from it.
+DeclaredTypes declared_types(const onnx::GraphProto& g, const ir::Graph& graph);
 
 // A constant read from an initializer or a Constant node, or computed by folding (onnx_fold).
-// FLOAT data lives in `floats`; INT64, INT32 and BOOL data in `ints` (bool as 0/1).
+// FLOAT data lives in `floats`; INT64, INT32 and BOOL data in `ints` (bool as 0/1). FLOAT16 and
+// BFLOAT16 data are widened to FLOAT when read (exactly), so no Tensor holds those types.
 struct Tensor {
   ir::DType dtype = ir::DType::kFloat32;         // storage: kFloat32 -> floats, kInt64 -> ints
   int32_t elem_type = onnx::TensorProto::FLOAT;  // the ONNX element type
@@ -52,6 +62,8 @@ Tensor make_tensor(int32_t elem_type, ir::Shape shape);
 
 // Throws kUnsupported for external or segmented data and element types braid does not read,
 // kInvalidModel when the payload does not match the dims. `what` names the tensor in messages.
+// FLOAT16 and BFLOAT16 payloads (raw_data: little-endian uint16s; int32_data: one bit pattern in
+// the low 16 bits of each) come back as FLOAT.
 Tensor read_tensor(const onnx::TensorProto& t, const std::string& what);
 // `t` as a TensorProto (raw data), e.g. for ONNX shape inference.
 void write_tensor(const Tensor& t, onnx::TensorProto* out);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/float16.h"
 #include "base/npy.h"
 
 namespace braid::tune {
@@ -22,9 +23,15 @@ std::string input_list(const ir::Graph& graph) {
 }
 
 template <typename T>
-std::vector<float> as_floats(const npy::Array& a) {
+std::vector<T> as_values(const npy::Array& a) {
   std::vector<T> v(a.data.size() / sizeof(T));
   std::memcpy(v.data(), a.data.data(), a.data.size());
+  return v;
+}
+
+template <typename T>
+std::vector<float> as_floats(const npy::Array& a) {
+  const std::vector<T> v = as_values<T>(a);
   return std::vector<float>(v.begin(), v.end());
 }
 
@@ -48,10 +55,11 @@ std::vector<std::vector<float>> read_inputs(const ir::Graph& graph,
                 " is given twice");
     const ir::TensorType& type = graph.value(graph.inputs()[index]).type;
     const npy::Array a = npy::read_file(path);
-    // numpy's name of the dtype the input takes: float32 data for float32, int64 or int32 ids.
+    // numpy's name of the dtype the input takes: float32 data for float32 (or float16, widened
+    // exactly: an FP16 model's own input type), int64 or int32 ids.
     const bool float_input = type.dtype == ir::DType::kFloat32;
     const bool dtype_ok = float_input
-                              ? a.dtype == npy::DType::kFloat32
+                              ? a.dtype == npy::DType::kFloat32 || a.dtype == npy::DType::kFloat16
                               : a.dtype == npy::DType::kInt64 || a.dtype == npy::DType::kInt32;
     auto given = [&] {
       std::string shape = "[";
@@ -65,7 +73,9 @@ std::vector<std::vector<float>> read_inputs(const ir::Graph& graph,
                 dtype_ok      ? ""
                 : float_input ? " (numpy: a.astype(np.float32))"
                               : "");
-    if (float_input) {
+    if (float_input && a.dtype == npy::DType::kFloat16) {
+      for (uint16_t h : as_values<uint16_t>(a)) inputs[index].push_back(float16_to_float(h));
+    } else if (float_input) {
       inputs[index] = as_floats<float>(a);
     } else {
       const std::vector<float> ids =

@@ -14,11 +14,12 @@
 
 namespace braid::tune {
 
-// One vector per graph input, in graph order, in the executors' representation (float; int64
-// inputs such as token ids converted, exactly); an empty vector for an input not named by any
-// spec. Each spec is NAME=PATH. Throws braid::Error(kInvalidArgument) for a spec without '=',
-// an unknown or repeated name (listing the model's inputs), or an array whose dtype or shape is
-// not the input's (naming the input, the expected and the given); kNotFound for a missing file.
+// One vector per graph input, in graph order, in the executors' representation (float; float16
+// arrays and int64 inputs such as token ids converted, exactly); an empty vector for an input not
+// named by any spec. Each spec is NAME=PATH. Throws braid::Error(kInvalidArgument) for a spec
+// without '=', an unknown or repeated name (listing the model's inputs), or an array whose dtype or
+// shape is not the input's (naming the input, the expected and the given); kNotFound for a missing
+// file.
 std::vector<std::vector<float>> read_inputs(const ir::Graph& graph,
                                             std::span<const std::string> specs);
 

@@ -1,5 +1,6 @@
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "commands.h"
@@ -22,6 +23,20 @@ void print_table_row(const nlohmann::json& s) {
              s["flops"].get<double>() / 1e9, s["params"].get<double>() / 1e6);
 }
 
+// The inputs' and outputs' types, each named once: "float16", "float32" for an FP16 model
+// converted with keep_io_types, "int64/float16" for one with int64 ids in.
+std::string io_types(const models::DeclaredTypes& d) {
+  std::vector<std::string> names;
+  for (const auto* list : {&d.inputs, &d.outputs})
+    for (models::ElementType t : *list) {
+      const std::string name(models::to_string(t));
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : "/") + n;
+  return out;
+}
+
 void print_details(const models::LoadedModel& m, const nlohmann::json& s) {
   print_table_header();
   print_table_row(s);
@@ -32,10 +47,19 @@ void print_details(const models::LoadedModel& m, const nlohmann::json& s) {
     fmt::print("sequential {:.3f} ms, critical path {:.3f} ms\n", s["sequential_ms"].get<double>(),
                s["critical_path_ms"].get<double>());
   if (m.graph) {
+    // A float32 model's I/O are float32 unless said; an int64 or bool one, or any of an upcast
+    // model, names its dtype.
+    auto dtype = [&](const nlohmann::json& t) {
+      const std::string d = t["dtype"].get<std::string>();
+      return d == "float32" && !m.declared.upcast() ? std::string() : " " + d;
+    };
     for (const auto& t : s["inputs"])
-      fmt::print("input  {} {}\n", t["name"].get<std::string>(), t["shape"].dump());
+      fmt::print("input  {} {}{}\n", t["name"].get<std::string>(), t["shape"].dump(), dtype(t));
     for (const auto& t : s["outputs"])
-      fmt::print("output {} {}\n", t["name"].get<std::string>(), t["shape"].dump());
+      fmt::print("output {} {}{}\n", t["name"].get<std::string>(), t["shape"].dump(), dtype(t));
+    if (m.declared.upcast())
+      fmt::print("precision: {} model, run upcast to FP32 on the CPU (inputs/outputs {})\n",
+                 models::to_string(m.declared.floats), io_types(m.declared));
   }
 }
 

@@ -113,6 +113,9 @@ void add_run_command(CLI::App& app) {
     BRAID_CHECK(m.graph != nullptr || (input_specs.empty() && output_dir.empty()),
                 ErrorCode::kInvalidArgument, "'", flags.spec,
                 "' is a weighted DAG: it has no inputs or outputs for --input / --output-dir");
+    if (m.declared.upcast())
+      fmt::print(stderr, "braid: note: '{}' is a {} model; braid runs it upcast to float32\n",
+                 m.units.name(), models::to_string(m.declared.floats));
     // Read before the (maybe long) schedule search, so that a bad file fails at once.
     std::vector<std::vector<float>> inputs;
     if (m.graph) inputs = tune::read_inputs(*m.graph, input_specs);

@@ -24,14 +24,25 @@ nlohmann::json summarize(const models::LoadedModel& m) {
   if (const ir::Graph* g = u.graph()) {
     j["ops"] = g->num_nodes();
     j["params"] = g->num_parameter_elements();
-    auto tensors = [&](auto ids) {
+    // dtype: the model's own (float16 for an FP16 model's input that braid reads as float32).
+    auto tensors = [&](auto ids, const std::vector<models::ElementType>& declared) {
       nlohmann::json arr = nlohmann::json::array();
-      for (ValueId v : ids)
-        arr.push_back({{"name", g->value(v).name}, {"shape", g->value(v).type.shape}});
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const ir::Value& v = g->value(ids[i]);
+        const models::ElementType type =
+            i < declared.size() ? declared[i] : models::element_type_of(v.type.dtype);
+        arr.push_back({{"name", v.name},
+                       {"shape", v.type.shape},
+                       {"dtype", std::string(models::to_string(type))}});
+      }
       return arr;
     };
-    j["inputs"] = tensors(g->inputs());
-    j["outputs"] = tensors(g->outputs());
+    j["inputs"] = tensors(g->inputs(), m.declared.inputs);
+    j["outputs"] = tensors(g->outputs(), m.declared.outputs);
+    // The float type of the model's weights and values, and the one braid computes in: float32,
+    // an FP16 or BF16 ONNX model upcast (issue 29).
+    j["precision"] = {{"model", std::string(models::to_string(m.declared.floats))},
+                      {"computed", "float32"}};
   } else {
     j["ops"] = 0;
     j["params"] = 0;
