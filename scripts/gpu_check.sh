@@ -7,8 +7,12 @@
 #   bash scripts/gpu_check.sh OUT eager      # the eager path and the calibration series
 #   bash scripts/gpu_check.sh OUT precision  # issue 29: TF32/FP16/BF16 outputs and timings
 #   bash scripts/gpu_check.sh OUT peers      # issue 29: PyTorch in FP16/BF16 beside braid
-# (no part: tests bench eager). Every step runs under its own time limit and the script goes on when one
-# fails; OUT/summary.txt lists each step's exit status and time, the other files what it printed.
+# (no part: tests bench eager). Every step runs under its own time limit and the script goes on
+# when one fails; OUT/summary.txt lists each step's exit status and time, the other files what it
+# printed. The device tool brings back at most 8 files: write OUT elsewhere and tar it into $OUT.
+# precision: PRECISIONS (default "fp16 fp32 bf16 tf32"), PRECISION_TEST=0 skips the test; peers:
+# PEER_PRECISIONS (default "fp16 bf16"), PEER_FLAGS (e.g. --channels-last), PEER_TAG (file
+# suffix). devices/measured/h100_2026-11-27/README.md has the calls of 2026-11-27.
 # Nothing here is judged: docs/gpu.md says what the numbers should be set beside.
 set -uo pipefail
 out=${1:-${OUT:-gpu_check}}
