@@ -70,6 +70,8 @@ struct SupportedOnnxOp {
   int max_opset = kMaxOnnxOpset;
   bool runs = false;   // becomes an op of braid's graph (or an alias) when its inputs are tensors
   bool folds = false;  // evaluated at import when its inputs are constants (or static shapes)
+  // The braid ops it may become when it runs (none for a constant; a rewrite's every kind).
+  std::vector<ir::OpKind> kinds;
 };
 // Sorted by op type.
 std::vector<SupportedOnnxOp> supported_onnx_ops();

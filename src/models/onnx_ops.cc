@@ -722,11 +722,27 @@ const std::vector<OnnxOp> kOps = {
     {"Expand", 8, kKernel, {}, 1, false, import_expand},
     // Two operands when the indices are computed at run time, one when they are a constant.
     {"Gather", 1, kKernel, {"axis"}, kAll, false, import_gather},
-    {"Cast", 6, kRewrite, {"to", "saturate"}, kAll, false, nullptr, import_cast},
+    {"Cast",
+     6,
+     kRewrite,
+     {"to", "saturate"},
+     kAll,
+     false,
+     nullptr,
+     import_cast,
+     {OpKind::Identity, OpKind::Cast}},
     {"Slice", 1, kKernel, {"starts", "ends", "axes"}, 1, false, import_slice},
     {"Unsqueeze", 1, kReshape, {"axes"}, 1, false, import_unsqueeze},
     {"Squeeze", 1, kReshape, {"axes"}, 1, false, import_squeeze},
-    {"Einsum", 12, kRewrite, {"equation"}, kAll, false, nullptr, import_einsum},
+    {"Einsum",
+     12,
+     kRewrite,
+     {"equation"},
+     kAll,
+     false,
+     nullptr,
+     import_einsum,
+     {OpKind::Transpose, OpKind::MatMul}},
     {"ConvTranspose",
      1,
      kKernel,
@@ -743,7 +759,15 @@ const std::vector<OnnxOp> kOps = {
      1,
      false,
      import_resize},
-    {"Upsample", 7, kRewrite, {"mode", "scales"}, 1, false, nullptr, import_upsample},
+    {"Upsample",
+     7,
+     kRewrite,
+     {"mode", "scales"},
+     1,
+     false,
+     nullptr,
+     import_upsample,
+     {OpKind::Resize}},
     {"Dropout", 1, kAlias, {"ratio", "seed", "is_test"}},
     {"Constant", 1, kConstant, {"value", "value_float", "value_floats", "value_int", "value_ints"}},
 };
@@ -792,8 +816,26 @@ std::vector<SupportedOnnxOp> supported_onnx_ops() {
     out.push_back({std::string(type), since, kMaxOnnxOpset, false, false});
     return out.back();
   };
-  for (const onnx_detail::OnnxOp& op : onnx_detail::onnx_ops())
-    entry(op.op_type, op.since_opset).runs = true;
+  for (const onnx_detail::OnnxOp& op : onnx_detail::onnx_ops()) {
+    SupportedOnnxOp& e = entry(op.op_type, op.since_opset);
+    e.runs = true;
+    switch (op.role) {
+      case onnx_detail::OnnxOpRole::kKernel:
+        e.kinds = {*ir::op_kind_from_onnx(op.op_type)};
+        break;
+      case onnx_detail::OnnxOpRole::kAlias:
+        e.kinds = {ir::OpKind::Identity};
+        break;
+      case onnx_detail::OnnxOpRole::kReshape:
+        e.kinds = {ir::OpKind::Reshape};
+        break;
+      case onnx_detail::OnnxOpRole::kConstant:
+        break;
+      case onnx_detail::OnnxOpRole::kRewrite:
+        e.kinds = op.rewrite_kinds;
+        break;
+    }
+  }
   for (const onnx_detail::FoldableOp& op : onnx_detail::foldable_ops())
     entry(op.op_type, op.since_opset).folds = true;
   std::sort(out.begin(), out.end(),

@@ -72,6 +72,8 @@ struct OnnxOp {
   ir::OpAttrs (*import)(const OpContext&) = nullptr;
   // The braid ops of a kRewrite (non-empty; the last one writes the node's output).
   std::vector<RewriteStep> (*rewrite)(const OpContext&) = nullptr;
+  // A kRewrite: every kind its steps may use (what `braid ops --device` checks a backend for).
+  std::vector<ir::OpKind> rewrite_kinds = {};
 };
 
 // Every ONNX op type braid imports, in the order `braid ops` lists them.

@@ -3,6 +3,8 @@
 // the problem and the flag that raises the limit, instead of std::bad_alloc or negative GFLOPs.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "test_env.h"
@@ -44,6 +46,31 @@ TEST(CliOps, ListsRunAndFoldedOpsWithOpsets) {
   EXPECT_TRUE(shape_only_folds);
   EXPECT_TRUE(gather_folds_and_runs);
   EXPECT_TRUE(conv_runs);
+}
+
+// Issue 29: `braid ops --device cuda:0` says which ops the CUDA executor runs (in any build, with
+// or without a GPU): its prepare refuses exactly the "no" rows, and "partly" a Cast to int types.
+TEST(CliOps, TheCudaColumnSaysWhatPrepareAccepts) {
+  auto r = run_command(cli() + " ops --device cuda:0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, std::string> cuda;
+  const auto listed = nlohmann::json::parse(r.out);
+  for (const auto& op : listed["ops"])
+    cuda[op["op_type"].get<std::string>()] = op["cuda"].get<std::string>();
+  for (const char* yes : {"Conv", "ConvTranspose", "Resize", "MatMul", "LayerNormalization",
+                          "Softmax", "Dropout", "Unsqueeze", "Einsum", "Upsample", "Erf"})
+    EXPECT_EQ(cuda[yes], "yes") << yes;
+  for (const char* no : {"Gather", "Where", "Equal", "Not", "Expand", "Slice", "LRN"})
+    EXPECT_EQ(cuda[no], "no") << no;
+  EXPECT_EQ(cuda["Cast"], "partly");
+  EXPECT_EQ(cuda["Shape"], "-");  // folds at import only
+  r = run_command(cli() + " ops --device cuda:0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("cuda"), std::string::npos) << r.out;
+  r = run_command(cli() + " ops");
+  EXPECT_EQ(r.out.find("partly"), std::string::npos) << r.out;  // no column without --device
+  r = run_command(cli() + " ops --device tpu:0");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
 }
 
 // inspect printed -11.46 GFLOPs: the batch CLI11 clamped to INT64_MAX overflowed the sizes.

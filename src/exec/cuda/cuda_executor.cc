@@ -218,14 +218,15 @@ class CudaExecutor final : public Executor {
   explicit CudaExecutor(const CudaExecutorOptions& options)
       : options_(options), name_("cuda:" + std::to_string(options.device)) {}
   std::string_view name() const override { return name_; }
-  // Float32 tensors only; Where, Expand, Gather, Cast, Equal, Not and Slice have no CUDA kernel
-  // yet.
+  // Float32 tensors only, of the kinds cuda_runs names (not yet: LRN, Where, Expand, Gather,
+  // Cast, Equal, Not and Slice).
   bool supports(const ir::Graph& graph, NodeId node) const override {
     const ir::Node& n = graph.node(node);
     auto is_float = [&](ValueId v) { return graph.value(v).type.dtype == ir::DType::kFloat32; };
     if (!std::all_of(n.inputs.begin(), n.inputs.end(), is_float) ||
         !std::all_of(n.outputs.begin(), n.outputs.end(), is_float))
       return false;
+    if (!cuda_runs(n.kind)) return false;
     switch (n.kind) {
       case ir::OpKind::Conv:
       case ir::OpKind::ConvTranspose:
@@ -237,14 +238,6 @@ class CudaExecutor final : public Executor {
       case ir::OpKind::MatMul:
         return graph.value(n.inputs[0]).type.shape.size() >= 2 &&
                graph.value(n.inputs[1]).type.shape.size() >= 2;
-      case ir::OpKind::Where:
-      case ir::OpKind::Expand:
-      case ir::OpKind::Gather:
-      case ir::OpKind::Cast:
-      case ir::OpKind::Equal:
-      case ir::OpKind::Not:
-      case ir::OpKind::Slice:
-        return false;
       default:
         return true;
     }
@@ -258,8 +251,8 @@ class CudaExecutor final : public Executor {
       BRAID_CHECK(supports(*model.graph, NodeId(i)), ErrorCode::kUnsupported, "cuda: op '",
                   model.graph->node(NodeId(i)).name, "' (",
                   ir::to_onnx_name(model.graph->node(NodeId(i)).kind),
-                  ") is not supported (int64/bool tensors, Where, Expand, Gather, Cast, Equal, "
-                  "Not and Slice run on the CPU executor only)");
+                  ") is not supported (int64/bool tensors, LRN, Where, Expand, Gather, Cast, "
+                  "Equal, Not and Slice run on the CPU executor only: braid ops --device cuda:0)");
     for (const sched::PlanLane& lane : model.plan->lanes)
       BRAID_CHECK(lane.device == 0, ErrorCode::kInvalidArgument, "cuda: the plan uses device ",
                   lane.device, "; one process runs one device (multi-device plans run under MPI)");

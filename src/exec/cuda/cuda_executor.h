@@ -25,6 +25,7 @@
 #include "base/error.h"
 #include "base/precision.h"
 #include "exec/executor.h"
+#include "ir/op.h"
 
 namespace braid::exec {
 
@@ -45,6 +46,60 @@ struct CudaExecutorOptions {
   // Largest cuDNN workspace a convolution may use (per lane: lanes run convs concurrently).
   int64_t workspace_bytes = 64 << 20;
 };
+
+// Whether the CUDA executor has kernels for `kind` (on float tensors; CudaExecutor::supports adds
+// the rank limits of a few), in every build: `braid ops --device cuda:N` lists it. Every kind is
+// named, so a new op must be decided here (-Wswitch).
+constexpr bool cuda_runs(ir::OpKind kind) {
+  switch (kind) {
+    case ir::OpKind::Conv:
+    case ir::OpKind::Relu:
+    case ir::OpKind::Sigmoid:
+    case ir::OpKind::Tanh:
+    case ir::OpKind::Gelu:
+    case ir::OpKind::Clip:
+    case ir::OpKind::HardSigmoid:
+    case ir::OpKind::HardSwish:
+    case ir::OpKind::ReduceMean:
+    case ir::OpKind::MaxPool:
+    case ir::OpKind::AveragePool:
+    case ir::OpKind::GlobalAveragePool:
+    case ir::OpKind::Concat:
+    case ir::OpKind::Add:
+    case ir::OpKind::Mul:
+    case ir::OpKind::Sum:
+    case ir::OpKind::MatMul:
+    case ir::OpKind::Gemm:
+    case ir::OpKind::BatchNormalization:
+    case ir::OpKind::Softmax:
+    case ir::OpKind::LayerNormalization:
+    case ir::OpKind::Reshape:
+    case ir::OpKind::Flatten:
+    case ir::OpKind::Transpose:
+    case ir::OpKind::Split:
+    case ir::OpKind::Identity:
+    case ir::OpKind::Pad:
+    case ir::OpKind::Erf:
+    case ir::OpKind::Sub:
+    case ir::OpKind::Div:
+    case ir::OpKind::Pow:
+    case ir::OpKind::Sqrt:
+    case ir::OpKind::ConvTranspose:
+    case ir::OpKind::Resize:
+      return true;
+    // Not yet: LRN, and the int64/bool tensors and index ops (issue 29).
+    case ir::OpKind::LRN:
+    case ir::OpKind::Where:
+    case ir::OpKind::Expand:
+    case ir::OpKind::Gather:
+    case ir::OpKind::Cast:
+    case ir::OpKind::Equal:
+    case ir::OpKind::Not:
+    case ir::OpKind::Slice:
+      return false;
+  }
+  return false;
+}
 
 // The number of CUDA devices usable here: 0 without a GPU, a driver, or a CUDA build.
 int cuda_device_count();
