@@ -126,7 +126,7 @@ tune::PlanOptions plan_options(const SessionOptions& o) {
   return {.device = o.device,
           .algorithm = o.scheduler,
           .schedule = o.schedule,
-          .cost = {.name = o.cost, .precision = o.precision},
+          .cost = {.name = o.cost},
           .schedule_options = o.schedule_options,
           .measure = {.device = o.device,
                       .graph_replay = o.device.is_gpu(),

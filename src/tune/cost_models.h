@@ -32,6 +32,7 @@ struct CostSpec {
   bool eager = false;
   // sim:NAME prices GEMMs on the tensor-core peak of this precision and tensors in its bytes
   // (sim::with_precision); cpu, cuda:N and dag price FP32 (the GPU profiler measures FP32).
+  // The planner sets it from what the plan runs in (plan_cost_spec).
   Precision precision = Precision::kFp32;
 };
 

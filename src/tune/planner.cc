@@ -42,6 +42,7 @@ CostSpec plan_cost_spec(const PlanOptions& o, bool weighted_dag) {
   spec.cpu.threads_per_stream = o.measure.executor.threads_per_stream;
   spec.cpu.layout = o.measure.executor.layout;
   if (o.device.is_gpu()) spec.eager = !o.measure.graph_replay;
+  spec.precision = o.measure.precision;  // sim:NAME prices the plan in what it will run in
   return spec;
 }
 

@@ -38,10 +38,12 @@ TEST(Planner, TheDefaultCostModelIsTheDevicesOwn) {
   PlanOptions o{.device = Device::simulated("v100")};
   o.measure.executor.threads_per_stream = 2;
   o.measure.graph_replay = false;
+  o.measure.precision = Precision::kFp16;
   const CostSpec spec = plan_cost_spec(o, false);
   EXPECT_EQ(spec.name, "sim:v100");
   EXPECT_EQ(spec.cpu.threads_per_stream, 2);
   EXPECT_TRUE(spec.eager);
+  EXPECT_EQ(spec.precision, Precision::kFp16);
   o.cost.name = "roofline";
   EXPECT_EQ(plan_cost_spec(o, false).name, "roofline");
 }

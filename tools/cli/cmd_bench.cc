@@ -102,7 +102,6 @@ void add_bench_command(CLI::App& app) {
     // A CUDA Graph replay is the default wherever there is a GPU, real or simulated.
     if (measure.device.is_gpu() && !eager) measure.graph_replay = true;
     measure.precision = precision_of(precision);
-    cost_flags.precision = measure.precision;  // sim:NAME prices the plans in it
     cost_flags.eager = eager;
     if (simulated) measure.iters = 1, measure.warmup = 0;  // deterministic
     std::unique_ptr<Progress> progress;

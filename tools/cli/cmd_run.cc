@@ -126,8 +126,7 @@ void add_run_command(CLI::App& app) {
     auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
     // A CUDA Graph replay is the default wherever there is a GPU, real or simulated.
     const bool graph_replay = graph_flag || (gpu && !eager);
-    cost_flags.eager = eager;                        // sim:NAME prices kernels as they will launch
-    cost_flags.precision = precision_of(precision);  // and in the plan's precision
+    cost_flags.eager = eager;  // sim:NAME prices kernels as they will launch
     MeasureOptions measure{.device = device,
                            .graph_replay = graph_replay,
                            .precision = precision_of(precision),

@@ -86,9 +86,8 @@ class Compiler {
   // The ops of one unit, in order (fusing a Conv with its BatchNormalization and activation).
   std::vector<Op> compile_unit(std::span<const NodeId> ops);
   Locator locate(ValueId v);
-  // How every located value is stored, and its size in bytes.
+  // How every located value is stored.
   Elem elem() const { return elem_; }
-  int64_t elem_size() const { return esize_; }
   // The largest per-lane scratch any Op needs (cuDNN workspace + padded input, or + a
   // ConvTranspose's uncropped output).
   int64_t scratch_bytes() const { return scratch_bytes_; }
@@ -96,8 +95,9 @@ class Compiler {
  private:
   std::byte* constant(ValueId v);
   std::byte* keep(DeviceBuffer b, std::optional<size_t> key = std::nullopt);
-  // Host FP32 data uploaded once in `as` (converted on the device), kept by the compiler.
-  std::byte* keep_as(std::span<const float> data, Elem as);
+  // Host FP32 data uploaded once in `as` (converted on the device), kept by the compiler (as
+  // the constant of `key` when given).
+  std::byte* keep_as(std::span<const float> data, Elem as, std::optional<size_t> key = {});
   float* keep_f32(std::span<const float> data) {
     return reinterpret_cast<float*>(keep_as(data, Elem::kF32));
   }
@@ -141,7 +141,7 @@ class Compiler {
   std::vector<DeviceBuffer> constants_;
   std::unordered_map<size_t, std::byte*> uploaded_;
   Elem elem_ = Elem::kF32;
-  int64_t esize_ = 4;
+  int64_t esize_ = 4;  // elem_bytes(elem_)
   std::vector<cudnnTensorDescriptor_t> tensor_descs_;
   std::vector<cudnnFilterDescriptor_t> filter_descs_;
   std::vector<cudnnConvolutionDescriptor_t> conv_descs_;
