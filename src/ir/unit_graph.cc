@@ -12,9 +12,12 @@ namespace braid::ir {
 
 std::string_view to_string(UnitClass c) {
   switch (c) {
-    case UnitClass::kUnknown: return "unknown";
-    case UnitClass::kCompute: return "compute";
-    case UnitClass::kMemory: return "memory";
+    case UnitClass::kUnknown:
+      return "unknown";
+    case UnitClass::kCompute:
+      return "compute";
+    case UnitClass::kMemory:
+      return "memory";
   }
   return "?";
 }
@@ -40,7 +43,8 @@ std::optional<UnitId> UnitGraph::find_unit(std::string_view name) const {
 std::string UnitGraph::signature(UnitId u) const {
   if (!graph_) return "Task";
   std::string s;
-  for (NodeId n : unit(u).ops) s += (s.empty() ? "" : "-") + std::string(to_string(graph_->node(n).kind));
+  for (NodeId n : unit(u).ops)
+    s += (s.empty() ? "" : "-") + std::string(to_string(graph_->node(n).kind));
   return s;
 }
 
@@ -109,11 +113,12 @@ UnitGraph UnitGraph::from_dag(std::string name, std::vector<Unit> units,
   std::set<std::pair<size_t, size_t>> seen;
   for (const UnitEdge& e : edges) {
     size_t a = index(e.from), b = index(e.to);
-    BRAID_CHECK(a < n && b < n, ErrorCode::kInvalidModel, "DAG '", name, "': edge names a missing node");
+    BRAID_CHECK(a < n && b < n, ErrorCode::kInvalidModel, "DAG '", name,
+                "': edge names a missing node");
     BRAID_CHECK(a != b, ErrorCode::kInvalidModel, "DAG '", name, "': self-loop on node '",
                 units[a].name, "'");
-    BRAID_CHECK(seen.insert({a, b}).second, ErrorCode::kInvalidModel, "DAG '", name,
-                "': edge '", units[a].name, "' -> '", units[b].name, "' appears twice");
+    BRAID_CHECK(seen.insert({a, b}).second, ErrorCode::kInvalidModel, "DAG '", name, "': edge '",
+                units[a].name, "' -> '", units[b].name, "' appears twice");
     pairs.push_back({a, b});
   }
   std::vector<size_t> priority(n);
@@ -139,7 +144,9 @@ UnitGraph UnitGraph::from_dag(std::string name, std::vector<Unit> units,
 
 namespace {
 
-bool is_parameter(const Graph& g, ValueId v) { return g.value(v).kind == ValueKind::kParameter; }
+bool is_parameter(const Graph& g, ValueId v) {
+  return g.value(v).kind == ValueKind::kParameter;
+}
 
 // Ops that may join the unit of their producer (the chain rule of fuse()).
 bool joins_producer(const Graph& g, const Node& n) {
@@ -176,9 +183,44 @@ bool feeds_only(const Graph& g, NodeId producer, NodeId consumer) {
   return true;
 }
 
+// The input of a residual Add (two activations of the output's shape, as ResNet's and
+// MobileNet V2's blocks add a convolution's result to the block's input) whose producer may take
+// the Add into its unit: the last op of a convolution's unit, read by the Add alone. The CPU
+// executor then adds the other input inside the convolution (a oneDNN binary post-op) instead
+// of reading both back from memory, as ONNX Runtime's Conv+Add fusion does. The first input
+// is preferred: torchvision writes `out += identity`.
+std::optional<ValueId> residual_input(const Graph& g, NodeId id, const std::vector<size_t>& group,
+                                      const std::vector<std::vector<NodeId>>& groups,
+                                      const std::vector<bool>& hinted) {
+  const Node& add = g.node(id);
+  if (add.kind != OpKind::Add || add.inputs.size() != 2) return std::nullopt;
+  const ir::Shape& out = g.value(add.outputs[0]).type.shape;
+  for (ValueId v : add.inputs)
+    if (g.value(v).kind != ValueKind::kActivation || g.value(v).type.shape != out ||
+        g.value(v).type.dtype != g.value(add.outputs[0]).type.dtype)
+      return std::nullopt;
+  if (add.inputs[0] == add.inputs[1]) return std::nullopt;
+  for (ValueId v : add.inputs) {
+    const NodeId p = g.value(v).producer;
+    if (hinted[index(p)] || !feeds_only(g, p, id)) continue;
+    const std::vector<NodeId>& unit = groups[group[index(p)]];
+    if (unit.back() != p) continue;
+    // One residual per unit: the convolution heads it (only a Pad may precede it).
+    const bool conv_head =
+        std::any_of(unit.begin(), unit.begin() + std::min<size_t>(2, unit.size()),
+                    [&](NodeId n) { return g.node(n).kind == OpKind::Conv; });
+    const bool has_residual = std::any_of(unit.begin(), unit.end(), [&](NodeId n) {
+      return g.node(n).kind == OpKind::Add && g.node(n).inputs.size() == 2 &&
+             !is_parameter(g, g.node(n).inputs[0]) && !is_parameter(g, g.node(n).inputs[1]);
+    });
+    if (conv_head && !has_residual) return v;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-UnitGraph fuse(std::shared_ptr<const Graph> graph) {
+UnitGraph fuse(std::shared_ptr<const Graph> graph, const FuseOptions& options) {
   BRAID_ASSERT(graph != nullptr);
   const Graph& g = *graph;
   check_op_costs(g);  // every FLOP and byte sum below and in the callers then fits int64
@@ -211,10 +253,16 @@ UnitGraph fuse(std::shared_ptr<const Graph> graph) {
         }
       }
     }
+    if (std::optional<ValueId> in =
+            options.residual ? residual_input(g, id, group, groups, hinted) : std::nullopt) {
+      group[i] = group[index(g.value(*in).producer)];
+      groups[group[i]].push_back(id);
+      continue;
+    }
     group[i] = groups.size();
     groups.push_back({id});
-    const bool takes_pad = n.kind == OpKind::Conv || n.kind == OpKind::MaxPool ||
-                           n.kind == OpKind::AveragePool;
+    const bool takes_pad =
+        n.kind == OpKind::Conv || n.kind == OpKind::MaxPool || n.kind == OpKind::AveragePool;
     if (!takes_pad) continue;
     ValueId src = n.inputs.front();
     if (g.value(src).kind != ValueKind::kActivation) continue;

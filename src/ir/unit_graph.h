@@ -36,8 +36,8 @@ struct UnitResources {
 
 struct Unit {
   std::string name;
-  std::vector<NodeId> ops;         // topological order; empty for a weighted-DAG unit
-  std::optional<Micros> latency;   // given by a weighted DAG
+  std::vector<NodeId> ops;        // topological order; empty for a weighted-DAG unit
+  std::optional<Micros> latency;  // given by a weighted DAG
   // The fraction of a device the unit keeps busy alone (HIOS's simulator draws it from
   // [0.6, 1]); what its stage model charges when units share a device. Weighted DAGs only.
   std::optional<double> utilization;
@@ -50,9 +50,16 @@ struct Unit {
 struct UnitEdge {
   UnitId from{};
   UnitId to{};
-  uint32_t references = 1;            // input references behind this (from, to) pair
-  Bytes bytes = 0;                    // distinct tensors carried
-  std::optional<Micros> transfer;     // given by a weighted DAG (HIOS transfer time)
+  uint32_t references = 1;         // input references behind this (from, to) pair
+  Bytes bytes = 0;                 // distinct tensors carried
+  std::optional<Micros> transfer;  // given by a weighted DAG (HIOS transfer time)
+};
+
+// How fuse() groups ops into units (see there).
+struct FuseOptions {
+  // False: a residual Add is a unit of its own, as before 2026-11-28 (schedules written then,
+  // devices/measured/h100/schedules, list ResNet-50 in 72 units where it now has 56).
+  bool residual = true;
 };
 
 class UnitGraph {
@@ -90,7 +97,7 @@ class UnitGraph {
   std::string signature(UnitId u) const;
 
  private:
-  friend UnitGraph fuse(std::shared_ptr<const Graph> graph);
+  friend UnitGraph fuse(std::shared_ptr<const Graph> graph, const FuseOptions& options);
   void index_edges();
 
   std::string name_;
@@ -108,9 +115,12 @@ class UnitGraph {
 //    bias/scale Add/Mul (one activation input, the rest parameters) joins the unit of its
 //    producer when that producer's outputs feed nothing else and are not graph outputs
 //    (Conv-BN-Relu, MatMul-Add, GlobalAveragePool-Flatten);
+//  - a residual Add (two activations of its output's shape) joins the unit of a convolution
+//    whose last op produces one of them for it alone, the first input preferred
+//    (Conv-BatchNormalization-Add-Relu: ResNet's bottleneck; one residual per unit);
 //  - a Pad whose only consumer is a Conv or pooling op joins that consumer (Pad-AveragePool);
 //  - anything else starts a unit of its own.
 // Throws Error(kUnsupported) when the graph's FLOP or byte counts overflow int64.
-UnitGraph fuse(std::shared_ptr<const Graph> graph);
+UnitGraph fuse(std::shared_ptr<const Graph> graph, const FuseOptions& options = {});
 
 }  // namespace braid::ir

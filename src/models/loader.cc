@@ -92,7 +92,7 @@ LoadedModel load_model(std::string_view spec, const LoadOptions& options) {
     for (ValueId id : m.graph->outputs())
       m.declared.outputs.push_back(element_type_of(m.graph->value(id).type.dtype));
   }
-  m.units = ir::fuse(m.graph);
+  m.units = ir::fuse(m.graph, options.fuse);
   if (!options.name.empty())
     m.units.set_name(options.name);
   else if (m.source == ModelSource::kOnnx)
@@ -111,7 +111,7 @@ LoadedModel load_onnx_bytes(std::string_view bytes, std::string_view name,
   m.metadata = std::move(imported.metadata);
   m.declared = std::move(imported.declared);
   check_batch_applied(*m.graph, options.zoo.batch, options.batch_given, name, options.inputs);
-  m.units = ir::fuse(m.graph);
+  m.units = ir::fuse(m.graph, options.fuse);
   m.units.set_name(options.name.empty() ? std::string(name) : options.name);
   return m;
 }

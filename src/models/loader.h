@@ -39,6 +39,7 @@ struct LoadOptions {
   // ONNX files: the values of dynamic input dims (--shape NAME=1x3x320x320, --dim NAME=VALUE;
   // input_shapes.h). A zoo model or a weighted DAG given any is an error.
   InputShapes inputs;
+  ir::FuseOptions fuse;  // how ops group into units
 };
 
 struct LoadedModel {

@@ -63,7 +63,10 @@ class H100Fit : public ::testing::Test {
   static const models::LoadedModel& model(const std::string& name) {
     auto it = models_->find(name);
     if (it == models_->end())
-      it = models_->emplace(name, models::load_model(name, {.with_weights = false})).first;
+      it = models_
+               ->emplace(name, models::load_model(
+                                   name, {.with_weights = false, .fuse = {.residual = false}}))
+               .first;
     return it->second;
   }
 

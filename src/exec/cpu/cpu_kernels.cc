@@ -928,6 +928,27 @@ std::optional<ValueId> bias_of(const BuildContext& c, const ir::Node& add, Value
   return other;
 }
 
+// The other input of an Add that adds an activation of the same shape and blocked layout to
+// `value` (a residual connection; ir::fuse puts it in the convolution's unit): the convolution
+// adds it as a binary post-op, read in the arena's layout. A plain output is excluded: the
+// convolution then writes a blocked copy whose layout the operand would not share. So is
+// nChw16c below AVX-512: oneDNN 3.2's AVX2 kernels have no binary post-op there (ref:any for
+// every ResNet-50 conv3, seen here), only for nhwc and nChw8c.
+std::optional<ValueId> residual_of(const BuildContext& c, const ir::Node& add, ValueId value) {
+  if (add.kind != ir::OpKind::Add || add.inputs.size() != 2) return std::nullopt;
+  const ValueId other = add.inputs[0] == value ? add.inputs[1] : add.inputs[0];
+  if (other == value || c.is_fixed(other)) return std::nullopt;
+  if (c.shape(other) != c.shape(value) || c.shape(add.outputs[0]) != c.shape(value))
+    return std::nullopt;
+  const TensorLayout layout = c.ref(add.outputs[0]).layout;
+  if (layout == TensorLayout::kPlain || c.ref(other).layout != layout ||
+      c.ref(value).layout != layout)
+    return std::nullopt;
+  static const bool has_avx512 = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core;
+  if (layout == TensorLayout::kNChw16c && !has_avx512) return std::nullopt;
+  return other;
+}
+
 // Whether `activation` can extend `chain`'s eltwise post-ops. oneDNN 2.x's post-op chain gives
 // every eltwise step of one algorithm the first such step's alpha and beta (seen on Debian 12's
 // oneDNN 2.6: Conv, Clip(0, 6), Clip(0, 1) clipped to 6), so a step that would repeat an
@@ -1040,7 +1061,17 @@ Chain plan_chain(const BuildContext& c, std::span<const NodeId> ops, size_t at) 
   }
   while (post_ops) {
     const ir::Node* n = next();
-    if (n == nullptr || !ir::is_activation(n->kind) || !joins_post_ops(chain, *n)) break;
+    if (n == nullptr) break;
+    if (head.kind == ir::OpKind::Conv && chain.residual == nullptr) {
+      if (std::optional<ValueId> other = residual_of(c, *n, chain.output)) {
+        chain.residual = n;
+        chain.residual_input = *other;
+        chain.residual_after = chain.activations.size();
+        take(n);
+        continue;
+      }
+    }
+    if (!ir::is_activation(n->kind) || !joins_post_ops(chain, *n)) break;
     chain.activations.push_back(n);
     take(n);
   }

@@ -108,8 +108,13 @@ struct Chain {
   const ir::Node* batch_norm = nullptr;  // Conv, ConvTranspose: folded into the weights and bias
   const ir::Node* bias_add = nullptr;    // MatMul/Gemm, ConvTranspose: Add of a parameter
   std::vector<const ir::Node*> activations;  // eltwise post-ops, in order
-  ValueId output{};                          // the tensor the kernel writes
-  size_t length = 1;                         // ops of the unit consumed
+  // Conv: a residual Add of another activation (a binary post-op), after the first
+  // `residual_after` activations.
+  const ir::Node* residual = nullptr;
+  ValueId residual_input{};
+  size_t residual_after = 0;
+  ValueId output{};   // the tensor the kernel writes
+  size_t length = 1;  // ops of the unit consumed
 };
 
 // Appends the eltwise post-op of an activation op (Relu, Sigmoid, Tanh, Gelu) or attribute.

@@ -132,7 +132,14 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
 
   dnnl::post_ops po;
   append_activation(po, a.activation);
-  append_activations(po, chain);
+  std::optional<int> residual_post_op;  // its index in the post-op chain
+  for (size_t i = 0; i <= chain.activations.size(); ++i) {
+    if (chain.residual != nullptr && i == chain.residual_after) {
+      residual_post_op = po.len();
+      po.append_binary(algorithm::binary_add, arena_md(c.ref(chain.residual_input)));
+    }
+    if (i < chain.activations.size()) append_activation(po, *chain.activations[i]);
+  }
   const Dims strides{a.stride[0], a.stride[1]};
   const Dims dilation{a.dilation[0] - 1, a.dilation[1] - 1};  // oneDNN: 0 means dense
   const Dims pad_l{a.pads[0], a.pads[1]}, pad_r{a.pads[2], a.pads[3]};
@@ -180,6 +187,9 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
                 : k->bind(user_w_md, c.ref(w));
     if (has_b) args[DNNL_ARG_BIAS] = k->bind(bias_md, c.ref(b));
   }
+  if (residual_post_op)
+    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(*residual_post_op) | DNNL_ARG_SRC_1] =
+        k->bind(arena_md(c.ref(chain.residual_input)), c.ref(chain.residual_input));
   k->add(pd, dnnl::convolution_forward(pd), std::move(args));
   return k;
 }

@@ -434,6 +434,56 @@ TEST(CpuKernelsConformance, ConvFusedUnits) {
   }
 }
 
+// A residual connection: Conv [-> BN] [-> activation] -> Add(the other path) [-> activation],
+// the other path a 1x1 conv of a second input (so it is an activation with a layout of its
+// own). ir::fuse puts the Add in the conv's unit; in a blocked layout both share, the conv adds
+// it as a binary post-op (one kernel), otherwise the Add runs as its own kernel in the unit.
+TEST(CpuKernelsConformance, ConvResidualUnits) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const uint64_t seed = seed_of(OpKind::Add, 200 + i);
+    Rng r(seed);
+    ConvProblem p = random_conv(r);
+    const bool bn = r.coin(0.5);
+    if (bn) p.attrs.activation = ir::Activation::kNone;
+    ir::GraphBuilder b("residual_unit");
+    ValueId y = add_conv(b, b.add_input("x", f32(p.x)), p);
+    std::string what = "seed=" + std::to_string(seed) + " " + describe(p);
+    if (bn) y = add_batch_norm(b, y, p.oc), what += " +BN";
+    if (r.coin(0.3)) y = b.add_op(OpKind::Relu, {}, {y}, "relu_before"), what += " +Relu";
+    const Shape ys = b.type(y).shape;
+    ConvProblem q;
+    q.x = {ys[0], 3, ys[2], ys[3]};
+    q.oc = ys[1];
+    const ValueId identity = add_conv(b, b.add_input("z", f32(q.x)), q, "identity_");
+    const bool first = r.coin();
+    y = b.add_op(OpKind::Add, {}, first ? std::vector{y, identity} : std::vector{identity, y},
+                 "residual");
+    what += first ? " +Add(y, identity)" : " +Add(identity, y)";
+    if (r.coin(0.7)) y = b.add_op(OpKind::Relu, {}, {y}, "relu_after"), what += " +Relu";
+    b.mark_output(y);
+    auto g = std::make_shared<const ir::Graph>(std::move(b).build());
+    check_graph(*g, kReduction, what, seed);
+
+    const ir::UnitGraph units = ir::fuse(g);
+    ASSERT_EQ(units.num_units(), 2u) << what << ": the Add should join the conv's unit";
+    std::vector<std::vector<NodeId>> ops;
+    for (const ir::Unit& u : units.units()) ops.push_back(u.ops);
+    EXPECT_EQ(ir::fuse(g, {.residual = false}).num_units(), 3u) << what;
+    const ir::Weights w = ir::Weights::generate(*g, seed);
+    const auto inputs = random_inputs(*g, seed);
+    const auto want = ref::run_reference(*g, w, inputs);
+    for (TensorLayout layout : kBlockedLayouts) {
+      const auto layouts = choose_layouts(*g, {.blocked = layout});
+      const CpuRun run = run_cpu(*g, w, inputs, 1 + i % 2, ops, layouts);
+      expect_close(run.outputs, want, kReduction, what + " " + str(layout));
+      const bool shared = layouts[index(identity)] == layouts[index(y)] &&
+                          layouts[index(y)] != TensorLayout::kPlain;
+      if (shared)
+        EXPECT_EQ(run.num_kernels, 2u) << what << " " << str(layout) << ": the Add should fuse";
+    }
+  }
+}
+
 // ---- Pooling ---------------------------------------------------------------------------------
 
 TEST(CpuKernelsConformance, Pool) {

@@ -1,8 +1,9 @@
 // ResNet-50 as torchvision defines it (torchvision/models/resnet.py, "v1.5": the stride sits on
 // the 3x3 conv of a bottleneck). Exported in eval mode by torch 1.13: 53 Conv (BatchNorm folded),
 // 49 Relu, 16 Add, one MaxPool, GlobalAveragePool, Flatten, Gemm. Fused: 53 Conv(-Relu) units,
-// 16 Add-Relu units (the residual Add reads two activations, so it is a unit of its own and the
-// block's final ReLU joins it), the MaxPool, the pooling head and the Gemm: 72 units.
+// of which the 16 conv3 units take their block's residual Add and final ReLU
+// (Conv-Add-Relu), the MaxPool, the pooling head and the Gemm: 56 units (72 with
+// ir::FuseOptions::residual off, each Add-Relu a unit of its own).
 #include <array>
 #include <string>
 
