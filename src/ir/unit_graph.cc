@@ -218,6 +218,24 @@ std::optional<ValueId> residual_input(const Graph& g, NodeId id, const std::vect
   return std::nullopt;
 }
 
+// The Mul of a SiLU, x * Sigmoid(x) (EfficientNet, YOLO): `sigmoid` reads x, and x is read by
+// it and by that Mul alone, as Sigmoid's output is by the Mul; neither is a graph output.
+const Node* silu_mul(const Graph& g, const Node& sigmoid) {
+  if (sigmoid.kind != OpKind::Sigmoid || sigmoid.inputs.size() != 1) return nullptr;
+  const ValueId x = sigmoid.inputs[0], s = sigmoid.outputs[0];
+  const Value& xv = g.value(x);
+  const Value& sv = g.value(s);
+  if (xv.kind != ValueKind::kActivation || g.is_output(x) || g.is_output(s) ||
+      xv.consumers.size() != 2 || sv.consumers.size() != 1)
+    return nullptr;
+  const Node& mul = g.node(sv.consumers[0]);
+  if (mul.kind != OpKind::Mul || mul.inputs.size() != 2) return nullptr;
+  const bool pair =
+      (mul.inputs[0] == x && mul.inputs[1] == s) || (mul.inputs[0] == s && mul.inputs[1] == x);
+  const bool reads = xv.consumers[0] == sv.consumers[0] || xv.consumers[1] == sv.consumers[0];
+  return pair && reads ? &mul : nullptr;
+}
+
 }  // namespace
 
 UnitGraph fuse(std::shared_ptr<const Graph> graph, const FuseOptions& options) {
@@ -251,6 +269,30 @@ UnitGraph fuse(std::shared_ptr<const Graph> graph, const FuseOptions& options) {
           groups[group[i]].push_back(id);
           continue;
         }
+      }
+    }
+    // A SiLU joins the unit whose last op makes its x: the Sigmoid, then its Mul.
+    if (options.silu && silu_mul(g, n) != nullptr) {
+      const NodeId p = g.value(n.inputs[0]).producer;
+      if (!hinted[index(p)] && groups[group[index(p)]].back() == p) {
+        group[i] = group[index(p)];
+        groups[group[i]].push_back(id);
+        continue;
+      }
+    }
+    if (options.silu && n.kind == OpKind::Mul && n.inputs.size() == 2) {
+      const auto joins = [&](ValueId s) {
+        if (g.value(s).kind != ValueKind::kActivation) return false;
+        const NodeId sig = g.value(s).producer;
+        return silu_mul(g, g.node(sig)) == &n && group[index(sig)] != kNone &&
+               groups[group[index(sig)]].back() == sig &&
+               group[index(g.value(g.node(sig).inputs[0]).producer)] == group[index(sig)];
+      };
+      const ValueId s = joins(n.inputs[0]) ? n.inputs[0] : n.inputs[1];
+      if (joins(s)) {
+        group[i] = group[index(g.value(s).producer)];
+        groups[group[i]].push_back(id);
+        continue;
       }
     }
     if (std::optional<ValueId> in =

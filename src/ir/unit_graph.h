@@ -60,6 +60,8 @@ struct FuseOptions {
   // False: a residual Add is a unit of its own, as before 2026-11-28 (schedules written then,
   // devices/measured/h100/schedules, list ResNet-50 in 72 units where it now has 56).
   bool residual = true;
+  // False: a SiLU's Sigmoid and Mul are units of their own, as before 2026-11-28.
+  bool silu = true;
 };
 
 class UnitGraph {
@@ -118,6 +120,8 @@ class UnitGraph {
 //  - a residual Add (two activations of its output's shape) joins the unit of a convolution
 //    whose last op produces one of them for it alone, the first input preferred
 //    (Conv-BatchNormalization-Add-Relu: ResNet's bottleneck; one residual per unit);
+//  - a SiLU, Sigmoid(x) and the Mul of x by it, joins the unit whose last op makes x when
+//    nothing else reads x (Conv-Sigmoid-Mul: EfficientNet, YOLO);
 //  - a Pad whose only consumer is a Conv or pooling op joins that consumer (Pad-AveragePool);
 //  - anything else starts a unit of its own.
 // Throws Error(kUnsupported) when the graph's FLOP or byte counts overflow int64.

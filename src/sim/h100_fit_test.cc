@@ -64,8 +64,9 @@ class H100Fit : public ::testing::Test {
     auto it = models_->find(name);
     if (it == models_->end())
       it = models_
-               ->emplace(name, models::load_model(
-                                   name, {.with_weights = false, .fuse = {.residual = false}}))
+               ->emplace(name,
+                         models::load_model(name, {.with_weights = false,
+                                                   .fuse = {.residual = false, .silu = false}}))
                .first;
     return it->second;
   }

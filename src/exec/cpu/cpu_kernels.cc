@@ -201,6 +201,8 @@ std::vector<EltwiseStep> eltwise_steps(const ir::Node& node) {
       return {{algorithm::eltwise_hardswish, 1.0f / 6.0f, 0.5f}};
     case ir::OpKind::Sqrt:
       return {{algorithm::eltwise_sqrt}};
+    case ir::OpKind::Mul:  // a SiLU's, x * Sigmoid(x): plan_chain took it only in that pattern
+      return {{algorithm::eltwise_swish, 1.0f}};
     default:
       BRAID_ASSERT(false, "node '", node.name, "' is not an activation");
   }
@@ -949,6 +951,29 @@ std::optional<ValueId> residual_of(const BuildContext& c, const ir::Node& add, V
   return other;
 }
 
+// The Mul of a SiLU that follows ops[at] in the unit: ops[at + 1] is Sigmoid(value) and
+// ops[at + 2] multiplies value by it, they alone read value and the Sigmoid's output, and the
+// Mul's output is one the chain's head can write (ir::fuse groups them so). oneDNN computes
+// it as one eltwise_swish (alpha 1) post-op.
+const ir::Node* silu_after(const BuildContext& c, std::span<const NodeId> ops, size_t at,
+                           ValueId value) {
+  if (at + 2 >= ops.size()) return nullptr;
+  const ir::Node& sigmoid = c.graph.node(ops[at + 1]);
+  const ir::Node& mul = c.graph.node(ops[at + 2]);
+  if (sigmoid.kind != ir::OpKind::Sigmoid || sigmoid.inputs[0] != value ||
+      mul.kind != ir::OpKind::Mul || mul.inputs.size() != 2)
+    return nullptr;
+  const ValueId s = sigmoid.outputs[0];
+  const bool pair = (mul.inputs[0] == value && mul.inputs[1] == s) ||
+                    (mul.inputs[0] == s && mul.inputs[1] == value);
+  const ir::Value& v = c.graph.value(value);
+  const ir::Value& sv = c.graph.value(s);
+  if (!pair || c.graph.is_output(value) || c.graph.is_output(s) || v.consumers.size() != 2 ||
+      sv.consumers.size() != 1)
+    return nullptr;
+  return &mul;
+}
+
 // Whether `activation` can extend `chain`'s eltwise post-ops. oneDNN 2.x's post-op chain gives
 // every eltwise step of one algorithm the first such step's alpha and beta (seen on Debian 12's
 // oneDNN 2.6: Conv, Clip(0, 6), Clip(0, 1) clipped to 6), so a step that would repeat an
@@ -1060,6 +1085,15 @@ Chain plan_chain(const BuildContext& c, std::span<const NodeId> ops, size_t at) 
       break;
   }
   while (post_ops) {
+    if (const ir::Node* mul = silu_after(c, ops, at + chain.length - 1, chain.output);
+        mul != nullptr && joins_post_ops(chain, *mul) &&
+        (c.ref(mul->outputs[0]).layout == TensorLayout::kPlain ||
+         accepts_blocked(c.graph, *chain.head, true))) {
+      take(&c.graph.node(ops[at + chain.length]));  // the Sigmoid
+      take(mul);
+      chain.activations.push_back(mul);  // eltwise_swish
+      continue;
+    }
     const ir::Node* n = next();
     if (n == nullptr) break;
     if (head.kind == ir::OpKind::Conv && chain.residual == nullptr) {

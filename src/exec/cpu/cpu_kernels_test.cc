@@ -484,6 +484,33 @@ TEST(CpuKernelsConformance, ConvResidualUnits) {
   }
 }
 
+// A SiLU after a convolution, x * Sigmoid(x) (EfficientNet, YOLO): ir::fuse puts the Sigmoid
+// and the Mul in the conv's unit, and the conv computes them as one eltwise_swish post-op.
+TEST(CpuKernelsConformance, ConvSiluUnits) {
+  for (int i = 0; i < kCasesPerOp; ++i) {
+    const uint64_t seed = seed_of(OpKind::Mul, 300 + i);
+    Rng r(seed);
+    ConvProblem p = random_conv(r);
+    p.attrs.activation = ir::Activation::kNone;
+    const bool bn = r.coin(0.5);
+    ir::GraphBuilder b("silu_unit");
+    ValueId y = add_conv(b, b.add_input("x", f32(p.x)), p);
+    std::string what = "seed=" + std::to_string(seed) + " " + describe(p);
+    if (bn) y = add_batch_norm(b, y, p.oc), what += " +BN";
+    const ValueId s = b.add_op(OpKind::Sigmoid, {}, {y}, "sigmoid");
+    y = b.add_op(OpKind::Mul, {}, r.coin() ? std::vector{y, s} : std::vector{s, y}, "silu");
+    what += " +SiLU";
+    if (r.coin(0.3)) y = b.add_op(OpKind::Relu, {}, {y}, "relu"), what += " +Relu";
+    b.mark_output(y);
+    auto g = std::make_shared<const ir::Graph>(std::move(b).build());
+    const ir::UnitGraph units = ir::fuse(g);
+    ASSERT_EQ(units.num_units(), 1u) << what << ": the SiLU should join the conv's unit";
+    EXPECT_GT(ir::fuse(g, {.silu = false}).num_units(), 1u) << what;
+    const size_t kernels = check_graph(*g, kReduction, what, seed);
+    EXPECT_EQ(kernels, 1u) << what << ": the SiLU should be the conv's post-op";
+  }
+}
+
 // ---- Pooling ---------------------------------------------------------------------------------
 
 TEST(CpuKernelsConformance, Pool) {
