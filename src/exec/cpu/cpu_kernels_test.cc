@@ -478,8 +478,9 @@ TEST(CpuKernelsConformance, ConvResidualUnits) {
       expect_close(run.outputs, want, kReduction, what + " " + str(layout));
       const bool shared = layouts[index(identity)] == layouts[index(y)] &&
                           layouts[index(y)] != TensorLayout::kPlain;
-      if (shared)
+      if (shared) {
         EXPECT_EQ(run.num_kernels, 2u) << what << " " << str(layout) << ": the Add should fuse";
+      }
     }
   }
 }
