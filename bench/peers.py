@@ -246,6 +246,52 @@ def run_braid(braid: str, model: str, cfg: BraidConfig, iters: int, warmup: int,
     return json.loads(p.stdout)
 
 
+class BraidRunner:
+    """braid in this process (`import braid`, the module the build puts beside the CLI): the same
+    plan `braid run` makes for the config, each run() called from Python as ORT's is."""
+
+    def __init__(self, braid_mod, onnx_path: str, cfg: BraidConfig):
+        import numpy as np
+        kwargs = {}
+        if cfg.algo != "default":
+            kwargs["scheduler"] = cfg.algo
+        if cfg.streams > 0:
+            kwargs["threads"] = cfg.threads
+            kwargs["options"] = {"streams": cfg.streams}
+        self.session = braid_mod.InferenceSession(onnx_path, **kwargs)
+        rng = np.random.default_rng(1)
+        self.feeds = {}
+        for i in self.session.get_inputs():
+            shape = [d if isinstance(d, int) else 1 for d in i.shape]
+            self.feeds[i.name] = rng.uniform(-1, 1, size=shape).astype(np.float32)
+
+    def plan(self) -> str:
+        return self.session.schedule_summary()
+
+    def measure(self, iters: int, warmup: int) -> list[float]:
+        run, feeds = self.session.run, self.feeds
+        for _ in range(warmup):
+            run(None, feeds)
+        samples = []
+        clock = time.perf_counter
+        for _ in range(iters):
+            t0 = clock()
+            run(None, feeds)
+            samples.append((clock() - t0) * 1e3)
+        return samples
+
+
+def import_braid(braid_cli: str):
+    """The `braid` Python module built beside the CLI (build/python)."""
+    path = Path(braid_cli).parent / "python"
+    if not (path / "braid").is_dir():
+        sys.exit(f"{path}/braid is missing: build the Python module (make build) or pass "
+                 "--braid-runs process")
+    sys.path.insert(0, str(path))
+    import braid
+    return braid
+
+
 class OrtRunner:
     def __init__(self, ort, onnx_path: str, cfg: OrtConfig, spin: str, profile_prefix: str | None = None):
         import numpy as np
@@ -388,12 +434,15 @@ def wait_quiet(cpus: list[int], threshold: float, timeout: float) -> float:
 def measure_once(cfg, args, onnx_path, runners, env, cpus):
     waited = wait_quiet(cpus, args.busy_threshold, args.wait_quiet) if args.wait_quiet > 0 else 0.0
     with CpuWatch(cpus, args.busy_threshold) as watch:
-        if isinstance(cfg, BraidConfig):
+        if isinstance(cfg, BraidConfig) and cfg not in runners:
             j = run_braid(args.braid, onnx_path, cfg, args.iters, args.warmup, env)
             stats, extra = j["latency_ms"], {"braid": j}
         else:
             samples = runners[cfg].measure(args.iters, args.warmup)
             stats, extra = summarize(samples), {"samples_ms": [round(s, 4) for s in samples]}
+    # Spinning threads of the engine just measured (libgomp's team, ORT's pool) go idle before
+    # the next one starts.
+    time.sleep(args.gap_ms / 1e3)
     return {"config": cfg.name, "latency_ms": stats, **watch.result, "waited_quiet_s": round(waited, 2),
             **extra}
 
@@ -406,12 +455,21 @@ def bench_model(model: str, args, ort, cpus, env, configs) -> dict:
         record["ort_parallel_check"] = check_ort_parallel(ort, onnx_path, args.workdir, args.spin)
         print(f"   {record['ort_parallel_check']['finding']}", flush=True)
     runners = {c: OrtRunner(ort, onnx_path, c, args.spin) for c in configs if isinstance(c, OrtConfig)}
+    if args.braid_module is not None:
+        # A session per config, all alive together as ORT's are; the default one runs auto's
+        # search (profiling, measuring its candidates) here, untimed, or reads its cached decision.
+        record["plans"] = {}
+        for c in configs:
+            if isinstance(c, BraidConfig):
+                runners[c] = BraidRunner(args.braid_module, onnx_path, c)
+                record["plans"][c.name] = runners[c].plan()
+                print(f"   {c.name}: {record['plans'][c.name]}", flush=True)
     for r in runners.values():
         r.measure(0, args.warmup)
     # `braid run` with no flags runs auto: its search (profiling, measuring its candidates) runs
     # once here, untimed, and the rounds reuse its cached decision as any second run would.
     for cfg in configs:
-        if isinstance(cfg, BraidConfig) and cfg.algo == "default":
+        if isinstance(cfg, BraidConfig) and cfg.algo == "default" and cfg not in runners:
             j = run_braid(args.braid, onnx_path, cfg, 1, 0, env)
             record["auto"] = j.get("auto")
             print(f"   auto: {j.get('auto', {}).get('winner')} (search done, decision cached)",
@@ -455,6 +513,16 @@ def summarize_model(record: dict, configs) -> list[dict]:
         for r in rows:
             r["vs_ort_best"] = r["median"] / best["median"]
             r["ort_best"] = best["config"]
+            # Paired: within each round, over ORT's best config of that same round (the two
+            # measured minutes apart at most), then the median over rounds; slow drift of the
+            # machine cancels.
+            ratios = []
+            for rnd in record["rounds"]:
+                clean = {m["config"]: m["latency_ms"]["median"] for m in rnd["measurements"]
+                         if not m["busy"]}
+                if r["config"] in clean and best["config"] in clean:
+                    ratios.append(clean[r["config"]] / clean[best["config"]])
+            r["vs_ort_best_paired"] = statistics.median(ratios) if ratios else float("nan")
     return rows
 
 
@@ -462,11 +530,12 @@ def print_table(record: dict) -> None:
     rows = record["summary"]
     print(f"\n{record['model']}: median over clean rounds (ms); x = median / ORT's best median "
           f"({rows[0].get('ort_best', '-')})")
-    print(f"  {'config':38s} {'median':>9s} {'p10':>9s} {'p90':>9s} {'x ORT best':>10s}  clean/taken")
+    print(f"  {'config':38s} {'median':>9s} {'p10':>9s} {'p90':>9s} {'x ORT best':>10s} {'paired':>7s}  clean/taken")
     for r in rows:
         mark = "  NOISY (no clean round)" if r["noisy"] else ""
         print(f"  {r['config']:38s} {r['median']:9.3f} {r['p10']:9.3f} {r['p90']:9.3f} "
-              f"{r.get('vs_ort_best', float('nan')):10.2f}  {r['clean_rounds']}/{r['clean_rounds'] + r['busy_measurements']}{mark}")
+              f"{r.get('vs_ort_best', float('nan')):10.2f} {r.get('vs_ort_best_paired', float('nan')):7.2f}"
+              f"  {r['clean_rounds']}/{r['clean_rounds'] + r['busy_measurements']}{mark}")
 
 
 def markdown(out: dict) -> str:
@@ -475,19 +544,23 @@ def markdown(out: dict) -> str:
     busy = sum(r["busy_measurements"] for rec in out["models"] for r in rec["summary"])
     lines = [f"{out['date']}, {v['cpu']} ({v['cpus_online']} vCPU, pinned {v['affinity']}), "
              f"onnxruntime {v['onnxruntime']}, braid {v['braid_git']}; "
-             f"{out['settings']['rounds']} rounds x {out['settings']['iters']} iters, "
+             f"{out['settings']['rounds']} rounds x {out['settings']['iters']} iters, braid "
+             f"{'in this process' if out['settings'].get('braid_runs') == 'python' else 'as child processes'}, "
              f"spin '{out['spin_policy']['name']}'; loadavg {out['loadavg_start']} -> "
              f"{out['loadavg_end']}; busy measurements excluded: {busy}.", ""]
     for rec in out["models"]:
         rows = rec["summary"]
         lines += [f"**{rec['model']}** (batch {out['settings']['batch']}), ms:", "",
-                  "| config | median | p10 | p90 | x ORT best | clean/taken |",
-                  "|---|---:|---:|---:|---:|---:|"]
+                  "| config | median | p10 | p90 | x ORT best | paired x | clean/taken |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
         for r in rows:
             noisy = " NOISY" if r["noisy"] else ""
             lines.append(f"| {r['config']} | {r['median']:.2f} | {r['p10']:.2f} | {r['p90']:.2f} | "
                          f"{r.get('vs_ort_best', float('nan')):.2f} | "
+                         f"{r.get('vs_ort_best_paired', float('nan')):.2f} | "
                          f"{r['clean_rounds']}/{r['clean_rounds'] + r['busy_measurements']}{noisy} |")
+        if rec.get("plans", {}).get("braid run (default)"):
+            lines += ["", f"`braid run` (default): {rec['plans']['braid run (default)']}"]
         if rec.get("auto"):
             a = rec["auto"]
             lines += ["", f"`braid run` (default) ran auto's pick **{a['winner']}**: in auto's own "
@@ -521,6 +594,12 @@ def main() -> int:
                     help="drop configs whose name contains this text (repeatable)")
     ap.add_argument("--cpus", default="0,1", help="CPUs to pin the whole run to (taskset -c)")
     ap.add_argument("--no-pin", action="store_true")
+    ap.add_argument("--braid-runs", choices=["python", "process"], default="python",
+                    help="python: braid's sessions live in this process beside ORT's and run() is "
+                         "timed from Python for both (default); process: each measurement is a "
+                         "`braid run` child timing its own C++ loop")
+    ap.add_argument("--gap-ms", type=float, default=20.0,
+                    help="pause after each measurement, so spinning threads go idle")
     ap.add_argument("--no-parallel-check", action="store_true", help="skip the ORT_PARALLEL profile")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/braid-peers"))
     ap.add_argument("--json", type=Path, help="write everything here")
@@ -556,6 +635,13 @@ def main() -> int:
     for text in args.skip:
         configs = [c for c in configs if text not in c.name]
     env = braid_env(args.spin)
+    args.braid_module = None
+    if args.braid_runs == "python":
+        # libgomp reads its spinning policy when it loads, with the module.
+        for k in BRAID_ENV_DROP + SPIN_POLICIES[args.spin]["braid_unset"]:
+            os.environ.pop(k, None)
+        os.environ.update(SPIN_POLICIES[args.spin]["braid_env"])
+        args.braid_module = import_braid(args.braid)
 
     out = {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -563,7 +649,8 @@ def main() -> int:
         "settings": {"rounds": args.rounds, "iters": args.iters, "warmup": args.warmup,
                      "batch": args.batch, "busy_threshold_cores": args.busy_threshold,
                      "retries": args.retries, "wait_quiet_s": args.wait_quiet,
-                     "pinned_cpus": cpus},
+                     "pinned_cpus": cpus, "braid_runs": args.braid_runs,
+                     "gap_ms": args.gap_ms},
         "spin_policy": {"name": args.spin, **SPIN_POLICIES[args.spin],
                         "braid_env_dropped": BRAID_ENV_DROP},
         "configs": [{"name": c.name, **c.describe()} for c in configs],

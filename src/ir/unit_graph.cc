@@ -218,8 +218,8 @@ std::optional<ValueId> residual_input(const Graph& g, NodeId id, const std::vect
   return std::nullopt;
 }
 
-// The Mul of a SiLU, x * Sigmoid(x) (EfficientNet, YOLO): `sigmoid` reads x, and x is read by
-// it and by that Mul alone, as Sigmoid's output is by the Mul; neither is a graph output.
+}  // namespace
+
 const Node* silu_mul(const Graph& g, const Node& sigmoid) {
   if (sigmoid.kind != OpKind::Sigmoid || sigmoid.inputs.size() != 1) return nullptr;
   const ValueId x = sigmoid.inputs[0], s = sigmoid.outputs[0];
@@ -235,8 +235,6 @@ const Node* silu_mul(const Graph& g, const Node& sigmoid) {
   const bool reads = xv.consumers[0] == sv.consumers[0] || xv.consumers[1] == sv.consumers[0];
   return pair && reads ? &mul : nullptr;
 }
-
-}  // namespace
 
 UnitGraph fuse(std::shared_ptr<const Graph> graph, const FuseOptions& options) {
   BRAID_ASSERT(graph != nullptr);

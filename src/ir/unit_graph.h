@@ -127,4 +127,9 @@ class UnitGraph {
 // Throws Error(kUnsupported) when the graph's FLOP or byte counts overflow int64.
 UnitGraph fuse(std::shared_ptr<const Graph> graph, const FuseOptions& options = {});
 
+// The Mul of a SiLU, x * Sigmoid(x) (EfficientNet, YOLO), or null: `sigmoid` reads x, and x is
+// read by it and by that Mul alone, as the Sigmoid's output is by the Mul; neither is a graph
+// output. fuse() groups by it; a backend that computes the pair as one swish asks it too.
+const Node* silu_mul(const Graph& g, const Node& sigmoid);
+
 }  // namespace braid::ir

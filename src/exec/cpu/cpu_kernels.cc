@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "exec/cpu/cpu_kernels_impl.h"
 #include "exec/cpu/layout.h"
+#include "ir/unit_graph.h"
 
 namespace braid::exec::cpu {
 namespace detail {
@@ -952,26 +953,15 @@ std::optional<ValueId> residual_of(const BuildContext& c, const ir::Node& add, V
 }
 
 // The Mul of a SiLU that follows ops[at] in the unit: ops[at + 1] is Sigmoid(value) and
-// ops[at + 2] multiplies value by it, they alone read value and the Sigmoid's output, and the
-// Mul's output is one the chain's head can write (ir::fuse groups them so). oneDNN computes
-// it as one eltwise_swish (alpha 1) post-op.
+// ops[at + 2] the Mul that ir::silu_mul pairs with it (ir::fuse groups them so). oneDNN
+// computes it as one eltwise_swish (alpha 1) post-op.
 const ir::Node* silu_after(const BuildContext& c, std::span<const NodeId> ops, size_t at,
                            ValueId value) {
   if (at + 2 >= ops.size()) return nullptr;
   const ir::Node& sigmoid = c.graph.node(ops[at + 1]);
-  const ir::Node& mul = c.graph.node(ops[at + 2]);
-  if (sigmoid.kind != ir::OpKind::Sigmoid || sigmoid.inputs[0] != value ||
-      mul.kind != ir::OpKind::Mul || mul.inputs.size() != 2)
-    return nullptr;
-  const ValueId s = sigmoid.outputs[0];
-  const bool pair = (mul.inputs[0] == value && mul.inputs[1] == s) ||
-                    (mul.inputs[0] == s && mul.inputs[1] == value);
-  const ir::Value& v = c.graph.value(value);
-  const ir::Value& sv = c.graph.value(s);
-  if (!pair || c.graph.is_output(value) || c.graph.is_output(s) || v.consumers.size() != 2 ||
-      sv.consumers.size() != 1)
-    return nullptr;
-  return &mul;
+  if (sigmoid.kind != ir::OpKind::Sigmoid || sigmoid.inputs[0] != value) return nullptr;
+  const ir::Node* mul = ir::silu_mul(c.graph, sigmoid);
+  return mul == &c.graph.node(ops[at + 2]) ? mul : nullptr;
 }
 
 // Whether `activation` can extend `chain`'s eltwise post-ops. oneDNN 2.x's post-op chain gives
