@@ -252,12 +252,14 @@ class BraidRunner:
 
     def __init__(self, braid_mod, onnx_path: str, cfg: BraidConfig):
         import numpy as np
-        kwargs = {}
+        # Lanes pinned to their CPUs, as `braid run` pins them (Python sessions do not by
+        # default: sessions of one process would share CPUs; these run one at a time).
+        kwargs = {"options": {"pin_threads": True}}
         if cfg.algo != "default":
             kwargs["scheduler"] = cfg.algo
         if cfg.streams > 0:
             kwargs["threads"] = cfg.threads
-            kwargs["options"] = {"streams": cfg.streams}
+            kwargs["options"]["streams"] = cfg.streams
         self.session = braid_mod.InferenceSession(onnx_path, **kwargs)
         rng = np.random.default_rng(1)
         self.feeds = {}
@@ -266,7 +268,7 @@ class BraidRunner:
             self.feeds[i.name] = rng.uniform(-1, 1, size=shape).astype(np.float32)
 
     def plan(self) -> str:
-        return self.session.schedule_summary()
+        return self.session.schedule_summary
 
     def measure(self, iters: int, warmup: int) -> list[float]:
         run, feeds = self.session.run, self.feeds
@@ -447,6 +449,28 @@ def measure_once(cfg, args, onnx_path, runners, env, cpus):
             **extra}
 
 
+def measure_round_interleaved(order, args, runners, cpus) -> list[dict]:
+    """One round with every engine in this process: `warmup` untimed then `iters` timed runs of
+    each config, one run at a time in turn (A B C ... A B C ...), a pause of --gap-ms after each
+    so the last engine's spinning threads go idle. Bursts of noise on a shared VM last a few
+    runs; interleaving run by run spreads them over every config alike. The watch for other
+    processes covers the whole round."""
+    samples = {cfg: [] for cfg in order}
+    clock = time.perf_counter
+    with CpuWatch(cpus, args.busy_threshold) as watch:
+        for i in range(args.warmup + args.iters):
+            for cfg in order:
+                run, feeds = runners[cfg].session.run, runners[cfg].feeds
+                t0 = clock()
+                run(None, feeds)
+                if i >= args.warmup:
+                    samples[cfg].append((clock() - t0) * 1e3)
+                time.sleep(args.gap_ms / 1e3)
+    return [{"config": cfg.name, "latency_ms": summarize(samples[cfg]), **watch.result,
+             "waited_quiet_s": 0.0, "interleaved": True,
+             "samples_ms": [round(x, 4) for x in samples[cfg]]} for cfg in order]
+
+
 def bench_model(model: str, args, ort, cpus, env, configs) -> dict:
     onnx_path = export_model(args.braid, model, args.workdir, args.batch)
     record = {"model": model, "onnx": onnx_path, "rounds": []}
@@ -477,6 +501,14 @@ def bench_model(model: str, args, ort, cpus, env, configs) -> dict:
     for rnd in range(args.rounds):
         order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
         entry = {"round": rnd, "loadavg_before": read_loadavg(), "measurements": []}
+        if all(c in runners for c in configs) and args.interleave:
+            entry["measurements"] = measure_round_interleaved(order, args, runners, cpus)
+            for m in entry["measurements"]:
+                flag = " BUSY (other processes used %.0f%% of a core)" % (100 * m["other_cores"]) if m["busy"] else ""
+                print(f"   round {rnd} {m['config']:38s} median {m['latency_ms']['median']:9.3f} ms{flag}", flush=True)
+            entry["loadavg_after"] = read_loadavg()
+            record["rounds"].append(entry)
+            continue
         for cfg in order:
             for attempt in range(args.retries + 1):
                 m = measure_once(cfg, args, onnx_path, runners, env, cpus)
@@ -599,7 +631,11 @@ def main() -> int:
                          "timed from Python for both (default); process: each measurement is a "
                          "`braid run` child timing its own C++ loop")
     ap.add_argument("--gap-ms", type=float, default=20.0,
-                    help="pause after each measurement, so spinning threads go idle")
+                    help="pause after each measurement (each run with --interleave), so "
+                         "spinning threads go idle")
+    ap.add_argument("--interleave", action="store_true",
+                    help="with --braid-runs python: alternate the configs run by run within a "
+                         "round instead of running each config's iterations in a block")
     ap.add_argument("--no-parallel-check", action="store_true", help="skip the ORT_PARALLEL profile")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/braid-peers"))
     ap.add_argument("--json", type=Path, help="write everything here")
@@ -650,7 +686,7 @@ def main() -> int:
                      "batch": args.batch, "busy_threshold_cores": args.busy_threshold,
                      "retries": args.retries, "wait_quiet_s": args.wait_quiet,
                      "pinned_cpus": cpus, "braid_runs": args.braid_runs,
-                     "gap_ms": args.gap_ms},
+                     "gap_ms": args.gap_ms, "interleave": args.interleave},
         "spin_policy": {"name": args.spin, **SPIN_POLICIES[args.spin],
                         "braid_env_dropped": BRAID_ENV_DROP},
         "configs": [{"name": c.name, **c.describe()} for c in configs],

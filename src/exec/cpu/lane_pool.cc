@@ -82,15 +82,29 @@ void set_affinity(const std::vector<int>& cpus) {
   pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+// Pins the calling worker's OpenMP team: member k to cpus[k] (wrapping) where `one_each`, else
+// every member to all of `cpus`. A team member that sleeps between runs (past libgomp's spin)
+// is woken by Linux onto the waker's CPU when its mask allows: a whole run of a two-thread lane
+// then shares one core, twice as slow as a warm run (bench/README, issue 28 session 14).
+void set_team_affinity(const std::vector<int>& cpus, bool one_each) {
+#pragma omp parallel
+  {
+    if (one_each)
+      set_affinity({cpus[static_cast<size_t>(omp_get_thread_num()) % cpus.size()]});
+    else
+      set_affinity(cpus);
+  }
+}
+
 }  // namespace
 
 void LanePool::worker_main(Worker& w) {
-  if (!w.cpus.empty()) {
-    set_affinity(w.cpus);
-    w.pinned = true;
-  }
   // OpenMP's thread budget is per thread: the primitives were built under this one.
   omp_set_num_threads(options_.threads_per_stream);
+  if (!w.cpus.empty()) {
+    set_team_affinity(w.cpus, true);
+    w.pinned = true;
+  }
   uint64_t seen = 0;
   for (;;) {
     // Idle workers spin for their next job only while every worker has CPUs of its own.
@@ -106,7 +120,7 @@ void LanePool::worker_main(Worker& w) {
     seen = w.generation.load(std::memory_order_acquire);
     GangJob& job = *w.job;
     if (!w.cpus.empty() && job.pin != w.pinned) {
-      set_affinity(job.pin ? w.cpus : cpus_);
+      set_team_affinity(job.pin ? w.cpus : cpus_, job.pin);
       w.pinned = job.pin;
     }
     try {
