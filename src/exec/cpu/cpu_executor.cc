@@ -411,7 +411,8 @@ RunStats CpuPreparedModel::run_blocks(Request& r, size_t first, size_t last,
   job.gang.scratch = scratch_;
   if (!unit_threads_.empty()) {
     job.gang.cpus = cores_;
-    job.gang.pin = false;
+    job.gang.pin = lanes_.size() == 1;  // one lane's team cannot meet another's
+    job.gang.team = cores_;
     job.gang.may_spin = !widens_ || lanes_.size() == 1;
   }
   // Release every waiter so no lane blocks forever on an event a failed lane will not record

@@ -23,7 +23,10 @@ struct FreeDeleter {
 struct LanePool::Worker {
   std::thread thread;
   std::vector<int> cpus;  // empty: not pinned
-  bool pinned = false;    // its mask is `cpus` now (else every CPU of the process)
+  size_t first_cpu = 0;   // index of cpus[0] in the pool's cpus_
+  // The OpenMP team members pinned one per CPU now, from cpus[0] on; 0: the whole team may
+  // use every CPU of the process.
+  size_t pinned_team = 0;
   // The pool hands a job over by writing `job` and `member`, then bumping `generation`; the
   // worker answers by storing that generation in `finished` (under the pool's done_mutex_).
   // The job lives on its caller's stack, so the worker's last touch of it is before that.
@@ -62,9 +65,11 @@ LanePool::Worker& LanePool::add_worker() {
   // Worker i gets threads_per_stream consecutive CPUs (wrapping around): its OpenMP team
   // inherits the worker's mask, so a one-CPU mask would stack the whole team on one core.
   const size_t width = static_cast<size_t>(options_.threads_per_stream);
-  if (options_.pin_threads && !cpus_.empty())
+  if (options_.pin_threads && !cpus_.empty()) {
+    worker->first_cpu = (i * width) % cpus_.size();
     for (size_t k = 0; k < std::min(width, cpus_.size()); ++k)
       worker->cpus.push_back(cpus_[(i * width + k) % cpus_.size()]);
+  }
   worker->lane.stream = dnnl::stream(engine_);
   Worker& w = *worker;
   workers_.push_back(std::move(worker));
@@ -82,15 +87,16 @@ void set_affinity(const std::vector<int>& cpus) {
   pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-// Pins the calling worker's OpenMP team: member k to cpus[k] (wrapping) where `one_each`, else
-// every member to all of `cpus`. A team member that sleeps between runs (past libgomp's spin)
-// is woken by Linux onto the waker's CPU when its mask allows: a whole run of a two-thread lane
-// then shares one core, twice as slow as a warm run (bench/README, issue 28 session 14).
-void set_team_affinity(const std::vector<int>& cpus, bool one_each) {
-#pragma omp parallel
+// Pins the calling worker's OpenMP team of `team` members: member k to cpus[(first + k) % n]
+// where `one_each`, else every member to all of `cpus`. A member that sleeps between runs (past
+// libgomp's spin) was woken by Linux onto its master's CPU when its mask allowed it: a whole
+// two-thread run then shared one core (SqueezeNet after 0.1 s idle: 47 ms, 23 ms warm;
+// bench/README, issue 28 session 14).
+void set_team_affinity(const std::vector<int>& cpus, size_t first, size_t team, bool one_each) {
+#pragma omp parallel num_threads(static_cast <int>(team))
   {
     if (one_each)
-      set_affinity({cpus[static_cast<size_t>(omp_get_thread_num()) % cpus.size()]});
+      set_affinity({cpus[(first + static_cast<size_t>(omp_get_thread_num())) % cpus.size()]});
     else
       set_affinity(cpus);
   }
@@ -101,9 +107,10 @@ void set_team_affinity(const std::vector<int>& cpus, bool one_each) {
 void LanePool::worker_main(Worker& w) {
   // OpenMP's thread budget is per thread: the primitives were built under this one.
   omp_set_num_threads(options_.threads_per_stream);
+  const size_t width = static_cast<size_t>(options_.threads_per_stream);
   if (!w.cpus.empty()) {
-    set_team_affinity(w.cpus, true);
-    w.pinned = true;
+    set_team_affinity(cpus_, w.first_cpu, width, true);
+    w.pinned_team = width;
   }
   uint64_t seen = 0;
   for (;;) {
@@ -119,9 +126,10 @@ void LanePool::worker_main(Worker& w) {
     if (shutdown_) return;
     seen = w.generation.load(std::memory_order_acquire);
     GangJob& job = *w.job;
-    if (!w.cpus.empty() && job.pin != w.pinned) {
-      set_team_affinity(job.pin ? w.cpus : cpus_, job.pin);
-      w.pinned = job.pin;
+    const size_t team = job.pin ? (job.team > 0 ? job.team : width) : 0;
+    if (!w.cpus.empty() && team != w.pinned_team) {
+      set_team_affinity(cpus_, w.first_cpu, std::max({team, w.pinned_team, width}), team > 0);
+      w.pinned_team = team;
     }
     try {
       if (w.scratchpad_bytes < job.scratch) {

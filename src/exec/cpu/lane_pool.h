@@ -65,10 +65,14 @@ struct GangJob {
   Bytes scratch = 0;  // every member's scratchpad holds at least this many bytes
   void (*on_failure)(void* context) = nullptr;
   // The CPUs the gang keeps busy at most; 0: members x threads per stream. A plan with an
-  // allotment (sched/lower.h) gives its cores, and runs unpinned: a member's OpenMP team widens
-  // and narrows unit by unit, and inherits the member's mask.
+  // allotment (sched/lower.h) gives its cores: a member's OpenMP team widens and narrows unit by
+  // unit. Several such members run unpinned (their teams may take any CPU the plan leaves
+  // free); one alone is pinned with `team` = the cores.
   size_t cpus = 0;
-  bool pin = true;  // members on their own CPUs (when the pool pins)
+  // Members on their own CPUs (when the pool pins): member i's OpenMP team members k < team
+  // (0: threads per stream) one per CPU, from member i's first CPU on (wrapping).
+  bool pin = true;
+  size_t team = 0;
   // Whether a member may spin on an event: not where another member's unit widens onto the
   // CPU the waiting member would spin on.
   bool may_spin = true;

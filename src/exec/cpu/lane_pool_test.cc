@@ -32,17 +32,27 @@ std::vector<std::vector<int>> team_masks() {
   return masks;
 }
 
-std::vector<std::vector<int>> run_and_read_masks(LanePool& pool, bool pin) {
-  std::vector<std::vector<int>> masks;
+// One member's team masks; `team` > 0: the job widens its team to that many threads, as a
+// lane of an allotment plan does for a unit.
+std::vector<std::vector<int>> run_and_read_masks(LanePool& pool, bool pin, size_t team = 0) {
+  struct Context {
+    size_t team;
+    std::vector<std::vector<int>> masks;
+  } context{team, {}};
   GangJob job;
   job.members = 1;
   job.pin = pin;
-  job.context = &masks;
-  job.run = [](void* context, size_t, LaneState&) {
-    *static_cast<std::vector<std::vector<int>>*>(context) = team_masks();
+  job.team = team;
+  job.context = &context;
+  job.run = [](void* c, size_t, LaneState&) {
+    auto& ctx = *static_cast<Context*>(c);
+    const int saved = omp_get_max_threads();
+    if (ctx.team > 0) omp_set_num_threads(static_cast<int>(ctx.team));
+    ctx.masks = team_masks();
+    omp_set_num_threads(saved);
   };
   pool.run(job);
-  return masks;
+  return context.masks;
 }
 
 // A pinned lane's OpenMP team has one CPU per member: a member woken after sleeping between
@@ -60,6 +70,19 @@ TEST(LanePool, PinnedLaneGivesEachTeamMemberItsOwnCpu) {
   for (const auto& mask : unpinned) EXPECT_EQ(mask, cpus);
   const auto again = run_and_read_masks(pool, true);
   EXPECT_EQ(again, pinned);
+}
+
+// A lone lane of an allotment plan (one thread per stream, units on up to two): pinned with a
+// team of two, its units' two threads on two CPUs.
+TEST(LanePool, LoneAllotmentLanePinsItsWidestTeam) {
+  const std::vector<int> cpus = allowed_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs, this process may use " << cpus.size();
+  LanePool pool({.threads_per_stream = 1, .pin_threads = true});
+  const auto masks = run_and_read_masks(pool, true, 2);
+  ASSERT_EQ(masks.size(), 2u);
+  EXPECT_EQ(masks[0], std::vector<int>{cpus[0]});
+  EXPECT_EQ(masks[1], std::vector<int>{cpus[1]});
+  for (const auto& mask : run_and_read_masks(pool, false, 2)) EXPECT_EQ(mask, cpus);
 }
 
 TEST(LanePool, UnpinnedPoolLeavesTheTeamAlone) {
