@@ -246,29 +246,8 @@ def run_braid(braid: str, model: str, cfg: BraidConfig, iters: int, warmup: int,
     return json.loads(p.stdout)
 
 
-class BraidRunner:
-    """braid in this process (`import braid`, the module the build puts beside the CLI): the same
-    plan `braid run` makes for the config, each run() called from Python as ORT's is."""
-
-    def __init__(self, braid_mod, onnx_path: str, cfg: BraidConfig):
-        import numpy as np
-        # Lanes pinned to their CPUs, as `braid run` pins them (Python sessions do not by
-        # default: sessions of one process would share CPUs; these run one at a time).
-        kwargs = {"options": {"pin_threads": True}}
-        if cfg.algo != "default":
-            kwargs["scheduler"] = cfg.algo
-        if cfg.streams > 0:
-            kwargs["threads"] = cfg.threads
-            kwargs["options"]["streams"] = cfg.streams
-        self.session = braid_mod.InferenceSession(onnx_path, **kwargs)
-        rng = np.random.default_rng(1)
-        self.feeds = {}
-        for i in self.session.get_inputs():
-            shape = [d if isinstance(d, int) else 1 for d in i.shape]
-            self.feeds[i.name] = rng.uniform(-1, 1, size=shape).astype(np.float32)
-
-    def plan(self) -> str:
-        return self.session.schedule_summary
+class SessionRunner:
+    """What both engines' runners share: `session` (ORT's API: get_inputs(), run()) and `feeds`."""
 
     def measure(self, iters: int, warmup: int) -> list[float]:
         run, feeds = self.session.run, self.feeds
@@ -283,6 +262,38 @@ class BraidRunner:
         return samples
 
 
+def random_feeds(session) -> dict:
+    """Uniform [-1, 1) inputs from one seed, so every config of a model sees the same ones."""
+    import numpy as np
+    rng = np.random.default_rng(1)
+    feeds = {}
+    for i in session.get_inputs():
+        shape = [d if isinstance(d, int) else 1 for d in i.shape]
+        feeds[i.name] = rng.uniform(-1, 1, size=shape).astype(np.float32)
+    return feeds
+
+
+class BraidRunner(SessionRunner):
+    """braid in this process (`import braid`, the module the build puts beside the CLI): the same
+    plan `braid run` makes for the config, each run() called from Python as ORT's is."""
+
+    def __init__(self, braid_mod, onnx_path: str, cfg: BraidConfig):
+        # Lanes pinned to their CPUs, as `braid run` pins them (Python sessions do not by
+        # default: sessions of one process would share CPUs; these run one at a time).
+        kwargs = {"options": {"pin_threads": True}}
+        if cfg.algo != "default":
+            kwargs["scheduler"] = cfg.algo
+        if cfg.streams > 0:
+            kwargs["threads"] = cfg.threads
+            kwargs["options"]["streams"] = cfg.streams
+        self.session = braid_mod.InferenceSession(onnx_path, **kwargs)
+        self.feeds = random_feeds(self.session)
+
+    def plan(self) -> str:
+        return self.session.schedule_summary
+
+
+
 def import_braid(braid_cli: str):
     """The `braid` Python module built beside the CLI (build/python)."""
     path = Path(braid_cli).parent / "python"
@@ -294,9 +305,8 @@ def import_braid(braid_cli: str):
     return braid
 
 
-class OrtRunner:
+class OrtRunner(SessionRunner):
     def __init__(self, ort, onnx_path: str, cfg: OrtConfig, spin: str, profile_prefix: str | None = None):
-        import numpy as np
         so = ort.SessionOptions()
         so.execution_mode = (ort.ExecutionMode.ORT_PARALLEL if cfg.mode == "parallel"
                              else ort.ExecutionMode.ORT_SEQUENTIAL)
@@ -313,23 +323,8 @@ class OrtRunner:
             so.enable_profiling = True
             so.profile_file_prefix = profile_prefix
         self.session = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
-        rng = np.random.default_rng(1)
-        self.feeds = {}
-        for i in self.session.get_inputs():
-            shape = [d if isinstance(d, int) else 1 for d in i.shape]
-            self.feeds[i.name] = rng.uniform(-1, 1, size=shape).astype(np.float32)
+        self.feeds = random_feeds(self.session)
 
-    def measure(self, iters: int, warmup: int) -> list[float]:
-        run, feeds = self.session.run, self.feeds
-        for _ in range(warmup):
-            run(None, feeds)
-        samples = []
-        clock = time.perf_counter
-        for _ in range(iters):
-            t0 = clock()
-            run(None, feeds)
-            samples.append((clock() - t0) * 1e3)
-        return samples
 
 
 def python_overhead_us(ort, workdir: Path, spin: str) -> dict:
