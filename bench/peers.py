@@ -600,7 +600,7 @@ def markdown(out: dict) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("models", nargs="+", help="zoo names (exported with braid export) or .onnx paths")
+    ap.add_argument("models", nargs="*", help="zoo names (exported with braid export) or .onnx paths")
     ap.add_argument("--braid", default=str(REPO / "build" / "braid"), help="the braid CLI")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20, help="timed iterations per config per round")
@@ -644,6 +644,8 @@ def main() -> int:
         if args.markdown:
             args.markdown.write_text(markdown(out))
         return 0
+    if not args.models:
+        ap.error("name at least one model (or --from-json FILE)")
 
     if not args.no_pin:
         pin_self(args.cpus)
