@@ -22,10 +22,10 @@ struct FreeDeleter {
 
 struct LanePool::Worker {
   std::thread thread;
-  std::vector<int> cpus;  // empty: not pinned
-  size_t first_cpu = 0;   // index of cpus[0] in the pool's cpus_
-  // The OpenMP team members pinned one per CPU now, from cpus[0] on; 0: the whole team may
-  // use every CPU of the process.
+  // Where the pool pins: the index in cpus_ of its OpenMP team's first CPU (member k runs on
+  // cpus_[(first_cpu + k) % n]), and how many members are pinned so now (0: the whole team may
+  // use every CPU of the process).
+  size_t first_cpu = 0;
   size_t pinned_team = 0;
   // The pool hands a job over by writing `job` and `member`, then bumping `generation`; the
   // worker answers by storing that generation in `finished` (under the pool's done_mutex_).
@@ -62,14 +62,10 @@ size_t LanePool::num_workers() const {
 LanePool::Worker& LanePool::add_worker() {
   const size_t i = workers_.size();
   auto worker = std::make_unique<Worker>();
-  // Worker i gets threads_per_stream consecutive CPUs (wrapping around): its OpenMP team
-  // inherits the worker's mask, so a one-CPU mask would stack the whole team on one core.
-  const size_t width = static_cast<size_t>(options_.threads_per_stream);
-  if (options_.pin_threads && !cpus_.empty()) {
-    worker->first_cpu = (i * width) % cpus_.size();
-    for (size_t k = 0; k < std::min(width, cpus_.size()); ++k)
-      worker->cpus.push_back(cpus_[(i * width + k) % cpus_.size()]);
-  }
+  // Worker i gets threads_per_stream consecutive CPUs (wrapping around), one per member of its
+  // OpenMP team (worker_main).
+  if (pins())
+    worker->first_cpu = (i * static_cast<size_t>(options_.threads_per_stream)) % cpus_.size();
   worker->lane.stream = dnnl::stream(engine_);
   Worker& w = *worker;
   workers_.push_back(std::move(worker));
@@ -93,7 +89,8 @@ void set_affinity(const std::vector<int>& cpus) {
 // two-thread run then shared one core (SqueezeNet after 0.1 s idle: 47 ms, 23 ms warm;
 // bench/README, issue 28 session 14).
 void set_team_affinity(const std::vector<int>& cpus, size_t first, size_t team, bool one_each) {
-#pragma omp parallel num_threads(static_cast <int>(team))
+  const int members = static_cast<int>(team);
+#pragma omp parallel num_threads(members)
   {
     if (one_each)
       set_affinity({cpus[(first + static_cast<size_t>(omp_get_thread_num())) % cpus.size()]});
@@ -104,11 +101,20 @@ void set_team_affinity(const std::vector<int>& cpus, size_t first, size_t team, 
 
 }  // namespace
 
+bool LanePool::pins() const {
+  return options_.pin_threads && !cpus_.empty();
+}
+
+size_t LanePool::pinned_team(const GangJob& job) const {
+  if (!pins() || !job.pin) return 0;
+  return job.team > 0 ? job.team : static_cast<size_t>(options_.threads_per_stream);
+}
+
 void LanePool::worker_main(Worker& w) {
   // OpenMP's thread budget is per thread: the primitives were built under this one.
   omp_set_num_threads(options_.threads_per_stream);
   const size_t width = static_cast<size_t>(options_.threads_per_stream);
-  if (!w.cpus.empty()) {
+  if (pins()) {
     set_team_affinity(cpus_, w.first_cpu, width, true);
     w.pinned_team = width;
   }
@@ -126,8 +132,8 @@ void LanePool::worker_main(Worker& w) {
     if (shutdown_) return;
     seen = w.generation.load(std::memory_order_acquire);
     GangJob& job = *w.job;
-    const size_t team = job.pin ? (job.team > 0 ? job.team : width) : 0;
-    if (!w.cpus.empty() && team != w.pinned_team) {
+    const size_t team = pinned_team(job);
+    if (pins() && team != w.pinned_team) {
       set_team_affinity(cpus_, w.first_cpu, std::max({team, w.pinned_team, width}), team > 0);
       w.pinned_team = team;
     }
@@ -185,10 +191,11 @@ void LanePool::run(GangJob& job) {
     // The caller spins for the gang's end only on a CPU of its own: spinning on a member's CPU
     // would take it from the member it waits for.
     caller_spins = busy_cpus + 1 <= cpus_.size();
-    if (caller_spins && options_.pin_threads && job.pin) {
+    if (const size_t team = pinned_team(job); caller_spins && team > 0) {
       const int me = sched_getcpu();
       for (const Worker* w : gang)
-        if (std::find(w->cpus.begin(), w->cpus.end(), me) != w->cpus.end()) caller_spins = false;
+        for (size_t k = 0; k < team; ++k)
+          if (cpus_[(w->first_cpu + k) % cpus_.size()] == me) caller_spins = false;
     }
   }
   std::vector<uint64_t> handed(gang.size());

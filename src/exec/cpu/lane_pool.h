@@ -112,6 +112,9 @@ class LanePool {
   struct Worker;
   Worker& add_worker();  // under mutex_
   void worker_main(Worker& worker);
+  bool pins() const;  // pin_threads, and the allowed CPUs are known
+  // The OpenMP team members of each of the job's workers pinned one per CPU; 0: unpinned.
+  size_t pinned_team(const GangJob& job) const;
 
   LanePoolOptions options_;
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
