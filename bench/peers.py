@@ -447,9 +447,10 @@ def measure_once(cfg, args, onnx_path, runners, env, cpus):
 def measure_round_interleaved(order, args, runners, cpus) -> list[dict]:
     """One round with every engine in this process: `warmup` untimed then `iters` timed runs of
     each config, one run at a time in turn (A B C ... A B C ...), a pause of --gap-ms after each
-    so the last engine's spinning threads go idle. Bursts of noise on a shared VM last a few
-    runs; interleaving run by run spreads them over every config alike. The watch for other
-    processes covers the whole round."""
+    so the last engine's spinning threads go idle. Every run then starts after a pause: this
+    measures a run after idle, not the steady state (a two-thread braid run took one thread's
+    time so before lanes pinned their teams; bench/README, issue 28 session 14). The watch for
+    other processes covers the whole round."""
     samples = {cfg: [] for cfg in order}
     clock = time.perf_counter
     with CpuWatch(cpus, args.busy_threshold) as watch:
@@ -540,9 +541,8 @@ def summarize_model(record: dict, configs) -> list[dict]:
         for r in rows:
             r["vs_ort_best"] = r["median"] / best["median"]
             r["ort_best"] = best["config"]
-            # Paired: within each round, over ORT's best config of that same round (the two
-            # measured minutes apart at most), then the median over rounds; slow drift of the
-            # machine cancels.
+            # Paired: within each round, over ORT's best config of that same round, then the
+            # median over rounds; drift slower than a round cancels.
             ratios = []
             for rnd in record["rounds"]:
                 clean = {m["config"]: m["latency_ms"]["median"] for m in rnd["measurements"]
@@ -646,6 +646,8 @@ def main() -> int:
         return 0
     if not args.models:
         ap.error("name at least one model (or --from-json FILE)")
+    if args.interleave and args.braid_runs != "python":
+        ap.error("--interleave alternates sessions of this process: it needs --braid-runs python")
 
     if not args.no_pin:
         pin_self(args.cpus)
