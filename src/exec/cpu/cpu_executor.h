@@ -31,7 +31,9 @@ namespace braid::exec {
 
 struct CpuExecutorOptions {
   int threads_per_stream = 1;  // OpenMP threads inside each oneDNN primitive
-  bool pin_threads = true;     // pin worker i to CPUs [i*T, i*T + T) of the allowed set (wrapping)
+  // true: pin worker i to CPUs [i*T, i*T + T) of the allowed set (wrapping). false: pin each
+  // run's lanes to CPUs no other run of this process holds, for that run (cpu/lane_pool.h).
+  bool pin_threads = true;
   // How long a lane spins on an event (or for the next job) before it sleeps on a futex. Waking
   // a sleeping thread on another CPU costs tens of microseconds on a VM, more than most units
   // of a small model; spinning on its own CPU costs nothing when lanes do not share CPUs, so

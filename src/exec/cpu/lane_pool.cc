@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 #include <thread>
 
 #include "base/error.h"
@@ -22,11 +23,14 @@ struct FreeDeleter {
 
 struct LanePool::Worker {
   std::thread thread;
-  // Where the pool pins: the index in cpus_ of its OpenMP team's first CPU (member k runs on
-  // cpus_[(first_cpu + k) % n]), and how many members are pinned so now (0: the whole team may
-  // use every CPU of the process).
+  // Where the pool pins statically: the index in cpus_ of its OpenMP team's first CPU (member k
+  // runs on cpus_[(first_cpu + k) % n]).
   size_t first_cpu = 0;
-  size_t pinned_team = 0;
+  // The CPU each member of its OpenMP team is pinned to now (member k on team_cpus[k % size]);
+  // empty: every member may use every CPU of the process. `want` is what the caller asks for
+  // the job it hands over, written before the handover.
+  std::vector<int> team_cpus;
+  std::vector<int> want;
   // The pool hands a job over by writing `job` and `member`, then bumping `generation`; the
   // worker answers by storing that generation in `finished` (under the pool's done_mutex_).
   // The job lives on its caller's stack, so the worker's last touch of it is before that.
@@ -83,20 +87,52 @@ void set_affinity(const std::vector<int>& cpus) {
   pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-// Pins the calling worker's OpenMP team of `team` members: member k to cpus[(first + k) % n]
-// where `one_each`, else every member to all of `cpus`. A member that sleeps between runs (past
+// Pins the calling worker's OpenMP team of `members`: member k to want[k % size], or, where
+// `want` is empty, every member to all of `cpus`. A member that sleeps between runs (past
 // libgomp's spin) was woken by Linux onto its master's CPU when its mask allowed it: a whole
 // two-thread run then shared one core (SqueezeNet after 0.1 s idle: 47 ms, 23 ms warm;
 // bench/README, issue 28 session 14).
-void set_team_affinity(const std::vector<int>& cpus, size_t first, size_t team, bool one_each) {
-  const int members = static_cast<int>(team);
-#pragma omp parallel num_threads(members)
+void set_team_affinity(const std::vector<int>& want, const std::vector<int>& cpus, size_t members) {
+#pragma omp parallel num_threads(static_cast <int>(members))
   {
-    if (one_each)
-      set_affinity({cpus[(first + static_cast<size_t>(omp_get_thread_num())) % cpus.size()]});
-    else
+    if (want.empty())
       set_affinity(cpus);
+    else
+      set_affinity({want[static_cast<size_t>(omp_get_thread_num()) % want.size()]});
   }
+}
+
+// The CPUs that running jobs of unpinned pools hold, process-wide: every pool of the process
+// (every session, every model of the runtime) takes its teams' CPUs from here, so jobs running
+// side by side get different CPUs.
+class CpuLeases {
+ public:
+  // `n` CPUs of `cpus` that no running job holds, lowest first (so a model run alone gets the
+  // same CPUs run after run and its threads need no new mask); empty where fewer are free.
+  std::vector<int> take(const std::vector<int>& cpus, size_t n) {
+    std::lock_guard lock(mutex_);
+    std::vector<int> taken;
+    for (int cpu : cpus) {
+      if (taken.size() == n) break;
+      if (!held_.contains(cpu)) taken.push_back(cpu);
+    }
+    if (taken.size() < n) return {};
+    held_.insert(taken.begin(), taken.end());
+    return taken;
+  }
+  void give_back(const std::vector<int>& taken) {
+    std::lock_guard lock(mutex_);
+    for (int cpu : taken) held_.erase(cpu);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::set<int> held_;
+};
+
+CpuLeases& cpu_leases() {
+  static CpuLeases leases;
+  return leases;
 }
 
 }  // namespace
@@ -106,7 +142,7 @@ bool LanePool::pins() const {
 }
 
 size_t LanePool::pinned_team(const GangJob& job) const {
-  if (!pins() || !job.pin) return 0;
+  if (cpus_.empty() || !job.pin) return 0;
   return job.team > 0 ? job.team : static_cast<size_t>(options_.threads_per_stream);
 }
 
@@ -115,8 +151,9 @@ void LanePool::worker_main(Worker& w) {
   omp_set_num_threads(options_.threads_per_stream);
   const size_t width = static_cast<size_t>(options_.threads_per_stream);
   if (pins()) {
-    set_team_affinity(cpus_, w.first_cpu, width, true);
-    w.pinned_team = width;
+    for (size_t k = 0; k < width; ++k)
+      w.team_cpus.push_back(cpus_[(w.first_cpu + k) % cpus_.size()]);
+    set_team_affinity(w.team_cpus, cpus_, width);
   }
   uint64_t seen = 0;
   for (;;) {
@@ -132,10 +169,9 @@ void LanePool::worker_main(Worker& w) {
     if (shutdown_) return;
     seen = w.generation.load(std::memory_order_acquire);
     GangJob& job = *w.job;
-    const size_t team = pinned_team(job);
-    if (pins() && team != w.pinned_team) {
-      set_team_affinity(cpus_, w.first_cpu, std::max({team, w.pinned_team, width}), team > 0);
-      w.pinned_team = team;
+    if (w.want != w.team_cpus) {
+      set_team_affinity(w.want, cpus_, std::max({w.want.size(), w.team_cpus.size(), width}));
+      w.team_cpus = w.want;
     }
     try {
       if (w.scratchpad_bytes < job.scratch) {
@@ -175,6 +211,7 @@ void LanePool::run(GangJob& job) {
   const size_t gang_cpus =
       job.cpus > 0 ? job.cpus : job.members * static_cast<size_t>(options_.threads_per_stream);
   bool caller_spins = false;
+  std::vector<int> leased;
   {
     std::lock_guard lock(mutex_);
     for (auto& w : workers_) {
@@ -191,11 +228,27 @@ void LanePool::run(GangJob& job) {
     // The caller spins for the gang's end only on a CPU of its own: spinning on a member's CPU
     // would take it from the member it waits for.
     caller_spins = busy_cpus + 1 <= cpus_.size();
-    if (const size_t team = pinned_team(job); caller_spins && team > 0) {
+    // Each member's team CPUs: fixed where the pool pins, else CPUs no other running job of
+    // the process holds, one per team member; where too few are free the team floats.
+    if (const size_t team = pinned_team(job); team > 0) {
+      if (!pins()) leased = cpu_leases().take(cpus_, gang.size() * team);
+      for (size_t i = 0; i < gang.size(); ++i) {
+        Worker& w = *gang[i];
+        w.want.clear();
+        for (size_t k = 0; k < team; ++k) {
+          if (pins())
+            w.want.push_back(cpus_[(w.first_cpu + k) % cpus_.size()]);
+          else if (!leased.empty())
+            w.want.push_back(leased[i * team + k]);
+        }
+      }
+    } else {
+      for (Worker* w : gang) w->want.clear();
+    }
+    if (caller_spins) {
       const int me = sched_getcpu();
       for (const Worker* w : gang)
-        for (size_t k = 0; k < team; ++k)
-          if (cpus_[(w->first_cpu + k) % cpus_.size()] == me) caller_spins = false;
+        if (std::find(w->want.begin(), w->want.end(), me) != w->want.end()) caller_spins = false;
     }
   }
   std::vector<uint64_t> handed(gang.size());
@@ -221,6 +274,7 @@ void LanePool::run(GangJob& job) {
     busy_ -= gang.size();
     busy_cpus_ -= gang_cpus;
   }
+  if (!leased.empty()) cpu_leases().give_back(leased);
   if (job.failed) std::rethrow_exception(job.failure);
 }
 

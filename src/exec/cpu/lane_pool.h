@@ -69,8 +69,9 @@ struct GangJob {
   // unit. Several such members run unpinned (their teams may take any CPU the plan leaves
   // free); one alone is pinned with `team` = the cores.
   size_t cpus = 0;
-  // Members on their own CPUs (when the pool pins): member i's OpenMP team members k < team
-  // (0: threads per stream) one per CPU, from member i's first CPU on (wrapping).
+  // Members on their own CPUs: member i's OpenMP team members k < team (0: threads per stream)
+  // one per CPU, from member i's first CPU on (wrapping) where the pool pins, else on CPUs no
+  // other running job of the process holds (floating where too few are free).
   bool pin = true;
   size_t team = 0;
   // Whether a member may spin on an event: not where another member's unit widens onto the
@@ -85,7 +86,10 @@ struct GangJob {
 
 struct LanePoolOptions {
   int threads_per_stream = 1;  // OpenMP threads in each worker's primitives
-  bool pin_threads = true;     // worker i on CPUs [i*T, i*T + T) of the allowed set (wrapping)
+  // true: worker i on CPUs [i*T, i*T + T) of the allowed set (wrapping), for good. false: each
+  // job's teams on CPUs that no other job running in this process (in any pool) holds, taken
+  // for the job; where too few are free, the job's threads may use every allowed CPU.
+  bool pin_threads = true;
   // How long a worker spins for its next job, and a member on an event, before sleeping: only
   // while every busy worker (for idle ones: every worker) has CPUs of its own.
   int spin_us = 100;
@@ -113,7 +117,8 @@ class LanePool {
   Worker& add_worker();  // under mutex_
   void worker_main(Worker& worker);
   bool pins() const;  // pin_threads, and the allowed CPUs are known
-  // The OpenMP team members of each of the job's workers pinned one per CPU; 0: unpinned.
+  // How many of the OpenMP team members of each of the job's workers are pinned one per CPU
+  // (fixed or leased CPUs); 0: none.
   size_t pinned_team(const GangJob& job) const;
 
   LanePoolOptions options_;
