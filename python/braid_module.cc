@@ -383,6 +383,10 @@ class PyServer {
 }  // namespace
 }  // namespace braid::python
 
+namespace braid::python {
+void bind_env(nb::module_& m);  // env_module.cc
+}  // namespace braid::python
+
 NB_MODULE(_braid, m) {
   using namespace braid::python;
   m.doc() = "braid's native module (use `import braid`)";
@@ -444,4 +448,6 @@ NB_MODULE(_braid, m) {
 
   m.def("search_schedule", &search_schedule, "model"_a, "algo"_a, "options"_a);
   m.def("validate_schedule", &validate_schedule, "model"_a, "schedule_json"_a, "options"_a);
+
+  bind_env(m);
 }

@@ -86,6 +86,20 @@ std::optional<CombinedChoice> choose_combined_block(
   return std::move(ranked.front());
 }
 
+std::optional<Step> combined_graph_step(const RuntimeState& state,
+                                        std::span<const std::vector<SubBlock>> partition) {
+  std::vector<CombinedChoice> ranked = rank_combined_blocks(state, partition);
+  if (ranked.empty()) return std::nullopt;
+  BRAID_CHECK(state.combiner != nullptr, ErrorCode::kInternal,
+              "a combined step needs a stage dict");
+  Step step{.kind = StepKind::kCombined};
+  for (CombinedChoice& c : ranked) {
+    step.pieces.insert(step.pieces.end(), c.pieces.begin(), c.pieces.end());
+    step.schedules.push_back(&state.combiner->schedule(c.ready));
+  }
+  return step;
+}
+
 std::vector<std::vector<SubBlock>> singleton_partition(const ModelSet& models) {
   std::vector<std::vector<SubBlock>> out;
   for (size_t m = 0; m < models.size(); ++m)

@@ -109,6 +109,12 @@ std::optional<CombinedChoice> choose_combined_block(
 std::vector<CombinedChoice> rank_combined_blocks(const RuntimeState& state,
                                                  std::span<const std::vector<SubBlock>> partition);
 
+// The combined computation graph applied to the current progress (Algorithm 1, line 29): every
+// combined block with a ready sub-block runs its ready sub-blocks, side by side, issued in
+// Ratio_in order; nullopt when none is ready. The schedules come from state.combiner.
+std::optional<Step> combined_graph_step(const RuntimeState& state,
+                                        std::span<const std::vector<SubBlock>> partition);
+
 // Every block of every model alone (the trivial partition).
 std::vector<std::vector<SubBlock>> singleton_partition(const ModelSet& models);
 

@@ -66,11 +66,23 @@ class Run {
   }
 
   Report execute() {
-    const auto wall_start = Clock::now();
-    start_ = wall_start;
+    begin();
+    advance(std::numeric_limits<double>::infinity());
+    return finish();
+  }
+
+  void begin() {
+    wall_start_ = Clock::now();
+    start_ = wall_start_;
     refresh_state();
     decide();
     next_sample_ = options_.sample_period_us;
+  }
+
+  // The loop until the clock reaches `until_us` (after the step under way) or the run ends;
+  // false once it has ended.
+  bool advance(double until_us) {
+    if (over_) return false;
     for (;;) {
       now_ = std::max(now_, clock_now());
       forget_answered();
@@ -79,8 +91,10 @@ class Run {
       launch();
       sample_until_now();
       // Without drain the run ends at the duration, whatever is still queued or in flight.
-      if (!options_.drain && now_ >= options_.duration_us) break;
-      if (inbox_ != nullptr && inbox_->stopped()) break;
+      if ((!options_.drain && now_ >= options_.duration_us) ||
+          (inbox_ != nullptr && inbox_->stopped()))
+        return end_run();
+      if (now_ >= until_us) return true;
       refresh_state();
       if (std::optional<Step> step = policy_.next_step(state_)) {
         run_step(*step);
@@ -92,10 +106,21 @@ class Run {
                                      : next_arrival_ >= arrivals_.size() ||
                                            arrivals_[next_arrival_].at_us >= options_.duration_us;
       if (options_.drain && arrivals_over && instances_in_flight() == 0 && all_queues_empty())
-        break;
-      if (!std::isfinite(next)) break;  // nothing can change any more (a policy that never admits)
-      wait_until(std::min(next, options_.drain ? next : options_.duration_us));
+        return end_run();
+      // Nothing can change any more (a policy that never admits): over, unless the caller
+      // steps the clock itself.
+      if (!std::isfinite(next) && !std::isfinite(until_us)) return end_run();
+      wait_until(std::min({next, options_.drain ? next : options_.duration_us, until_us}));
     }
+  }
+
+  bool end_run() {
+    over_ = true;
+    return false;
+  }
+
+  Report finish() {
+    over_ = true;
     sample_until_now();
     // Instances still in flight at the end give their slots back, so the backend can serve
     // another run (their tasks are reported in flight); tasks given online are answered.
@@ -111,7 +136,21 @@ class Run {
         answer(id, {.status = TaskOutcome::Status::kCancelled,
                     .error = "the runtime stopped before the task was run"});
       }
-    return report(std::chrono::duration<double>(Clock::now() - wall_start).count());
+    return report(std::chrono::duration<double>(Clock::now() - wall_start_).count());
+  }
+
+  // An episode's view (Episode).
+  double now() const { return now_; }
+  bool over() const { return over_; }
+  const RuntimeState& state() {
+    refresh_state();
+    return state_;
+  }
+  const std::vector<Sample>& samples() const { return samples_; }
+  const std::deque<TaskRecord>& tasks() const { return tasks_; }
+  void redecide() {
+    log("redecide episode");
+    decide();
   }
 
  private:
@@ -570,8 +609,9 @@ class Run {
   std::vector<Forgotten> forgotten_;  // online, per model: tasks forgotten once answered
   uint64_t first_task_ = 0;           // the id of tasks_.front()
 
-  Clock::time_point start_;
+  Clock::time_point start_, wall_start_;
   double now_ = 0;
+  bool over_ = false;
   size_t next_arrival_ = 0;
   std::vector<std::deque<uint64_t>> queues_;
   std::vector<double> next_due_, interval_us_, block_us_;
@@ -626,6 +666,64 @@ Report Runtime::serve(Inbox& inbox) {
   const std::vector<Arrival> none;
   Run run(*models_, *backend_, *policy_, combiner_, options, none, &inbox);
   return run.execute();
+}
+
+struct Episode::Impl {
+  Impl(const ModelSet& models, Backend& backend, Policy& policy, CombinedScheduler* combiner,
+       RuntimeOptions opts, std::vector<Arrival> arr)
+      : options(std::move(opts)),
+        arrivals(std::move(arr)),
+        run(models, backend, policy, combiner, options, arrivals) {}
+  RuntimeOptions options;
+  std::vector<Arrival> arrivals;
+  Run run;  // refers to the two above
+  bool finished = false;
+};
+
+Episode::Episode(const ModelSet& models, Backend& backend, Policy& policy,
+                 CombinedScheduler* combiner, RuntimeOptions options,
+                 std::vector<Arrival> arrivals) {
+  // The checks Runtime's constructor and run() make.
+  Runtime(models, backend, policy, combiner, options);
+  BRAID_CHECK(std::is_sorted(arrivals.begin(), arrivals.end(),
+                             [](const Arrival& a, const Arrival& b) { return a.at_us < b.at_us; }),
+              ErrorCode::kInvalidArgument, "arrivals must be sorted by time");
+  impl_ = std::make_unique<Impl>(models, backend, policy, combiner, std::move(options),
+                                 std::move(arrivals));
+  impl_->run.begin();
+}
+
+Episode::~Episode() {
+  if (impl_ && !impl_->finished) impl_->run.finish();  // gives the backend its instances back
+}
+
+bool Episode::advance(double until_us) {
+  BRAID_CHECK(!impl_->finished, ErrorCode::kInvalidArgument, "the episode has finished");
+  return impl_->run.advance(until_us);
+}
+void Episode::decide() {
+  BRAID_CHECK(!impl_->finished, ErrorCode::kInvalidArgument, "the episode has finished");
+  impl_->run.redecide();
+}
+double Episode::now_us() const {
+  return impl_->run.now();
+}
+bool Episode::over() const {
+  return impl_->run.over();
+}
+const RuntimeState& Episode::state() {
+  return impl_->run.state();
+}
+const std::vector<Sample>& Episode::samples() const {
+  return impl_->run.samples();
+}
+const std::deque<TaskRecord>& Episode::tasks() const {
+  return impl_->run.tasks();
+}
+Report Episode::finish() {
+  BRAID_CHECK(!impl_->finished, ErrorCode::kInvalidArgument, "the episode has finished");
+  impl_->finished = true;
+  return impl_->run.finish();
 }
 
 }  // namespace braid::runtime

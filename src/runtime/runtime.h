@@ -17,7 +17,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -118,6 +120,41 @@ class Runtime {
   Policy* policy_;
   CombinedScheduler* combiner_;
   RuntimeOptions options_;
+};
+
+// A run that its caller steps through time: TOP's offline training loop (top.txt Algorithm 1,
+// lines 3-24), where an agent decides, the runtime runs a while under that decision, and the
+// agent sees what came of it. The same loop as Runtime::run, paused at the times the caller
+// gives; the policy decides when the run begins, when σ_t exceeds T, and when the caller asks.
+//
+//   runtime::Episode ep(set, backend, policy, &combiner, options, arrivals);
+//   while (ep.advance(ep.now_us() + 5e5)) { ...; ep.decide(); }
+//   runtime::Report r = ep.finish();
+class Episode {
+ public:
+  // As Runtime's; `options` and `arrivals` are kept.
+  Episode(const ModelSet& models, Backend& backend, Policy& policy, CombinedScheduler* combiner,
+          RuntimeOptions options, std::vector<Arrival> arrivals);
+  ~Episode();
+  Episode(const Episode&) = delete;
+  Episode& operator=(const Episode&) = delete;
+
+  // Runs until the clock reaches `until_us` (after the step under way) or the run ends (the
+  // duration, or with drain every task done); false once it has ended.
+  bool advance(double until_us);
+  // The policy decides again now.
+  void decide();
+  double now_us() const;
+  bool over() const;
+  const RuntimeState& state();                  // as the policy would see it now
+  const std::vector<Sample>& samples() const;   // every sample so far
+  const std::deque<TaskRecord>& tasks() const;  // every task so far, by id
+  // Ends the run (what is left is reported queued or in flight) and reports it; once.
+  Report finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace braid::runtime

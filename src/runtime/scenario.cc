@@ -59,6 +59,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& where) {
                                  "sample_period_s",
                                  "queue_capacity",
                                  "max_in_flight",
+                                 "dp_state_limit",
                                  "models"};
   for (const auto& [key, value] : j.items()) {
     bool known = false;
@@ -84,6 +85,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& where) {
   s.sample_period_s = field(j, "sample_period_s", s.sample_period_s, where);
   s.queue_capacity = field(j, "queue_capacity", s.queue_capacity, where);
   s.max_in_flight = field(j, "max_in_flight", s.max_in_flight, where);
+  s.dp_state_limit = field(j, "dp_state_limit", s.dp_state_limit, where);
   BRAID_CHECK(j.contains("models") && j.at("models").is_array() && !j.at("models").empty(),
               ErrorCode::kInvalidArgument, where, ": \"models\" must be a non-empty array");
   for (size_t i = 0; i < j.at("models").size(); ++i) {
@@ -129,6 +131,8 @@ void validate(const Scenario& s, const std::string& where) {
   BRAID_CHECK(s.max_in_flight >= 1 && s.max_in_flight <= kMaxInFlight, ErrorCode::kInvalidArgument,
               where, ": ", s.max_in_flight,
               " is out of range: max_in_flight (--max-in-flight) must be from 1 to ", kMaxInFlight);
+  check_int_in_range(s.dp_state_limit, 0, kMaxDpStateLimit,
+                     "dp_state_limit (0: combinations zipped, never searched)", where);
   BRAID_CHECK(s.sample_period_s > 0 && std::isfinite(s.sample_period_s),
               ErrorCode::kInvalidArgument, where, ": sample_period_s must be > 0");
   // The report keeps a sample per period of the run.
@@ -158,6 +162,7 @@ nlohmann::json to_json(const Scenario& s) {
           {"sample_period_s", s.sample_period_s},
           {"queue_capacity", s.queue_capacity},
           {"max_in_flight", s.max_in_flight},
+          {"dp_state_limit", s.dp_state_limit},
           {"models", models}};
 }
 
@@ -198,7 +203,7 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
       model_cost = tune::make_cost_model({.name = "roofline"}, m.units(), weights);
     impl_->costs.push_back(std::move(model_cost));
   }
-  CombineOptions combine{.max_sub_blocks = s.max_sub_blocks};
+  CombineOptions combine{.max_sub_blocks = s.max_sub_blocks, .dp_state_limit = s.dp_state_limit};
   if (s.device.is_sim()) {
     auto sim = std::make_unique<SimBackend>(impl_->models, sim::load_device(s.device.sim));
     impl_->combiner =
@@ -230,25 +235,37 @@ CombinedScheduler& ScenarioRunner::combiner() {
 Backend& ScenarioRunner::backend() {
   return *impl_->backend;
 }
+PolicyOptions ScenarioRunner::policy_options() const {
+  return {.max_in_flight = scenario_.max_in_flight, .max_sub_blocks = scenario_.max_sub_blocks};
+}
+
 std::unique_ptr<Policy> ScenarioRunner::make_policy(const std::string& name) const {
-  return runtime::make_policy(
-      name, {.max_in_flight = scenario_.max_in_flight, .max_sub_blocks = scenario_.max_sub_blocks});
+  return runtime::make_policy(name, policy_options());
+}
+
+RuntimeOptions ScenarioRunner::runtime_options() const {
+  const Scenario& s = scenario_;
+  return {.duration_us = s.duration_s * 1e6,
+          .drain = s.drain,
+          .variance_threshold = s.variance_threshold,
+          .sample_period_us = s.sample_period_s * 1e6,
+          .queue_capacity = s.queue_capacity};
+}
+
+std::vector<Arrival> ScenarioRunner::arrivals(uint64_t seed) const {
+  ArrivalPattern pattern{
+      .kind = scenario_.arrivals, .duration_s = scenario_.duration_s, .seed = seed};
+  for (const ScenarioModel& m : scenario_.models) pattern.fps.push_back(m.fps);
+  return make_arrivals(pattern);
 }
 
 Report ScenarioRunner::run(const std::string& policy_name, uint64_t seed,
                            const std::function<void(RuntimeOptions&)>& adjust) {
-  const Scenario& s = scenario_;
-  ArrivalPattern pattern{.kind = s.arrivals, .duration_s = s.duration_s, .seed = seed};
-  for (const ScenarioModel& m : s.models) pattern.fps.push_back(m.fps);
   auto policy = make_policy(policy_name);
-  RuntimeOptions options{.duration_us = s.duration_s * 1e6,
-                         .drain = s.drain,
-                         .variance_threshold = s.variance_threshold,
-                         .sample_period_us = s.sample_period_s * 1e6,
-                         .queue_capacity = s.queue_capacity};
+  RuntimeOptions options = runtime_options();
   if (adjust) adjust(options);
   Runtime runtime(impl_->models, *impl_->backend, *policy, impl_->combiner.get(), options);
-  return runtime.run(make_arrivals(pattern));
+  return runtime.run(arrivals(seed));
 }
 
 nlohmann::json to_json(const Report& r) {

@@ -62,6 +62,10 @@ struct Scenario {
   double sample_period_s = 0.1;
   size_t queue_capacity = 0;
   size_t max_in_flight = 64;
+  // The union DP's state cap for combined blocks (CombineOptions::dp_state_limit); 0: every
+  // combination zipped, never searched (training explores many combinations: a miss then costs
+  // a few stage prices, not a DP).
+  int64_t dp_state_limit = 2000;
 };
 
 // Limits of a scenario's numbers besides the arrivals' (runtime/arrivals.h: FPS, duration and
@@ -73,6 +77,7 @@ inline constexpr int64_t kMaxScenarioImageSize = 16384;  // as braid's --image-s
 inline constexpr size_t kMaxQueueCapacity = 1'000'000;   // per model; 0: unbounded
 inline constexpr size_t kMaxInFlight = 100'000;          // instances of a model at once
 inline constexpr double kMaxSamples = 1e6;               // duration_s / sample_period_s
+inline constexpr int64_t kMaxDpStateLimit = 10'000'000;  // the union DP's states
 
 // Throws kInvalidArgument, one sentence starting with `where` and naming the field and its flag,
 // for a number beyond its limit. parse_scenario calls it, and so does ScenarioRunner before it
@@ -101,6 +106,11 @@ class ScenarioRunner {
   Backend& backend();
   // A policy as run() makes it (the scenario's H and in-flight cap); kNotFound listing the known.
   std::unique_ptr<Policy> make_policy(const std::string& name) const;
+  // What run() gives the runtime: the scenario's H and in-flight cap, its options, and its
+  // arrivals drawn from `seed`.
+  PolicyOptions policy_options() const;
+  RuntimeOptions runtime_options() const;
+  std::vector<Arrival> arrivals(uint64_t seed) const;
 
  private:
   struct Impl;

@@ -55,14 +55,7 @@ class TopHeuristicPolicy final : public Policy {
 
   // Every combined block with a ready sub-block, in Ratio_in order, side by side.
   std::optional<Step> next_step(const RuntimeState& state) override {
-    std::vector<CombinedChoice> ranked = rank_combined_blocks(state, partition_);
-    if (ranked.empty()) return std::nullopt;
-    Step step{.kind = StepKind::kCombined};
-    for (CombinedChoice& c : ranked) {
-      step.pieces.insert(step.pieces.end(), c.pieces.begin(), c.pieces.end());
-      step.schedules.push_back(&state.combiner->schedule(c.ready));
-    }
-    return step;
+    return combined_graph_step(state, partition_);
   }
 
  private:
