@@ -694,7 +694,11 @@ Episode::Episode(const ModelSet& models, Backend& backend, Policy& policy,
 }
 
 Episode::~Episode() {
-  if (impl_ && !impl_->finished) impl_->run.finish();  // gives the backend its instances back
+  if (!impl_ || impl_->finished) return;
+  try {
+    impl_->run.finish();  // gives the backend its instances back
+  } catch (...) {         // a destructor must not throw; the run is gone either way
+  }
 }
 
 bool Episode::advance(double until_us) {
