@@ -17,13 +17,6 @@ using namespace nb::literals;
 namespace braid::python {
 namespace {
 
-runtime::RewardKind parse_reward(const std::string& s) {
-  if (s == "scale-free") return runtime::RewardKind::kScaleFree;
-  if (s == "paper") return runtime::RewardKind::kPaper;
-  BRAID_THROW(ErrorCode::kInvalidArgument, "unknown reward '", s,
-              "' (known: scale-free, paper)");
-}
-
 class PyTopEnv {
  public:
   // `scenario_json`: a braid.top/1 scenario (runtime/scenario.h), as `braid top --scenario`.
@@ -40,7 +33,7 @@ class PyTopEnv {
         .step_s = step_s,
         .samples = samples,
         .mapping = {.min_interval_us = min_interval_us, .max_interval_us = max_interval_us},
-        .reward = parse_reward(reward)};
+        .reward = runtime::parse_reward_kind(reward)};
     nb::gil_scoped_release release;
     runner_ = std::make_unique<runtime::ScenarioRunner>(std::move(scenario));
     env_ = std::make_unique<runtime::TopEnv>(*runner_, options);

@@ -12,13 +12,17 @@ double unit(double v) {
   return std::isfinite(v) ? std::clamp(v, 0.0, 1.0) : 0.0;
 }
 
+void check_mapping(const ActionMapping& mapping) {
+  BRAID_CHECK(mapping.min_interval_us > 0 && mapping.max_interval_us >= mapping.min_interval_us,
+              ErrorCode::kInvalidArgument, "the launcher's intervals need 0 < min <= max, got ",
+              mapping.min_interval_us, " and ", mapping.max_interval_us, " us");
+}
+
 }  // namespace
 
 std::vector<double> intervals_from_action(std::span<const double> a0,
                                           const ActionMapping& mapping) {
-  BRAID_CHECK(mapping.min_interval_us > 0 && mapping.max_interval_us >= mapping.min_interval_us,
-              ErrorCode::kInvalidArgument, "the launcher's intervals need 0 < min <= max, got ",
-              mapping.min_interval_us, " and ", mapping.max_interval_us, " us");
+  check_mapping(mapping);
   const double lo = std::log(mapping.min_interval_us), hi = std::log(mapping.max_interval_us);
   std::vector<double> out;
   for (double a : a0) out.push_back(std::exp(lo + unit(a) * (hi - lo)));
@@ -59,7 +63,7 @@ ActionPolicy::ActionPolicy(const PolicyOptions& options, const ActionMapping& ma
     : options_(options), mapping_(mapping) {
   BRAID_CHECK(options.max_in_flight >= 1, ErrorCode::kInvalidArgument,
               "max in-flight instances must be >= 1");
-  intervals_from_action({}, mapping);  // checks the range
+  check_mapping(mapping);
 }
 
 void ActionPolicy::set_actions(const ModelSet& models, std::span<const double> launcher,

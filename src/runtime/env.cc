@@ -26,6 +26,13 @@ struct Running {
 
 }  // namespace
 
+RewardKind parse_reward_kind(std::string_view name) {
+  if (name == "scale-free") return RewardKind::kScaleFree;
+  if (name == "paper") return RewardKind::kPaper;
+  BRAID_THROW(ErrorCode::kInvalidArgument, "unknown reward '", name,
+              "' (known: scale-free, paper)");
+}
+
 struct TopEnv::Impl {
   ScenarioRunner& runner;
   EnvOptions options;

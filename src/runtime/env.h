@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "runtime/agents.h"
@@ -33,6 +34,8 @@
 namespace braid::runtime {
 
 enum class RewardKind : uint8_t { kScaleFree, kPaper };
+// "scale-free" or "paper"; kInvalidArgument naming the known ones.
+RewardKind parse_reward_kind(std::string_view name);
 
 struct EnvOptions {
   double step_s = 0.5;  // how long one decision holds, on the runtime's clock

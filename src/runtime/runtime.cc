@@ -634,6 +634,24 @@ class Run {
 
 }  // namespace
 
+namespace {
+
+// What a run needs of its models and options, and of its arrivals (Runtime and Episode).
+void check_run(const ModelSet& models, const RuntimeOptions& options) {
+  BRAID_CHECK(options.duration_us >= 0, ErrorCode::kInvalidArgument, "duration must be >= 0, got ",
+              options.duration_us, " us");
+  BRAID_CHECK(options.sample_period_us > 0, ErrorCode::kInvalidArgument,
+              "sample period must be > 0, got ", options.sample_period_us, " us");
+  BRAID_CHECK(models.size() > 0, ErrorCode::kInvalidArgument, "the runtime has no models");
+}
+void check_arrivals(const std::vector<Arrival>& arrivals) {
+  BRAID_CHECK(std::is_sorted(arrivals.begin(), arrivals.end(),
+                             [](const Arrival& a, const Arrival& b) { return a.at_us < b.at_us; }),
+              ErrorCode::kInvalidArgument, "arrivals must be sorted by time");
+}
+
+}  // namespace
+
 Runtime::Runtime(const ModelSet& models, Backend& backend, Policy& policy,
                  CombinedScheduler* combiner, RuntimeOptions options)
     : models_(&models),
@@ -641,17 +659,11 @@ Runtime::Runtime(const ModelSet& models, Backend& backend, Policy& policy,
       policy_(&policy),
       combiner_(combiner),
       options_(std::move(options)) {
-  BRAID_CHECK(options_.duration_us >= 0, ErrorCode::kInvalidArgument, "duration must be >= 0, got ",
-              options_.duration_us, " us");
-  BRAID_CHECK(options_.sample_period_us > 0, ErrorCode::kInvalidArgument,
-              "sample period must be > 0, got ", options_.sample_period_us, " us");
-  BRAID_CHECK(models.size() > 0, ErrorCode::kInvalidArgument, "the runtime has no models");
+  check_run(models, options_);
 }
 
 Report Runtime::run(const std::vector<Arrival>& arrivals) {
-  BRAID_CHECK(std::is_sorted(arrivals.begin(), arrivals.end(),
-                             [](const Arrival& a, const Arrival& b) { return a.at_us < b.at_us; }),
-              ErrorCode::kInvalidArgument, "arrivals must be sorted by time");
+  check_arrivals(arrivals);
   Run run(*models_, *backend_, *policy_, combiner_, options_, arrivals);
   return run.execute();
 }
@@ -683,11 +695,8 @@ struct Episode::Impl {
 Episode::Episode(const ModelSet& models, Backend& backend, Policy& policy,
                  CombinedScheduler* combiner, RuntimeOptions options,
                  std::vector<Arrival> arrivals) {
-  // The checks Runtime's constructor and run() make.
-  Runtime(models, backend, policy, combiner, options);
-  BRAID_CHECK(std::is_sorted(arrivals.begin(), arrivals.end(),
-                             [](const Arrival& a, const Arrival& b) { return a.at_us < b.at_us; }),
-              ErrorCode::kInvalidArgument, "arrivals must be sorted by time");
+  check_run(models, options);
+  check_arrivals(arrivals);
   impl_ = std::make_unique<Impl>(models, backend, policy, combiner, std::move(options),
                                  std::move(arrivals));
   impl_->run.begin();
