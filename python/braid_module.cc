@@ -32,12 +32,13 @@ using namespace nb::literals;
 namespace braid::python {
 namespace {
 
-// Model inputs or outputs as (name, shape, dtype) tuples, the dtype as NumPy names it.
+// Model inputs or outputs as (name, shape, type) tuples, the type as NumPy names it (the model's
+// own: "float16" for an FP16 model's tensors).
 using Described = std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>>;
 Described describe(const std::vector<session::TensorInfo>& infos) {
   Described out;
   for (const session::TensorInfo& t : infos)
-    out.emplace_back(t.name, t.shape, std::string(ir::to_string(t.dtype)));
+    out.emplace_back(t.name, t.shape, std::string(models::to_string(t.type)));
   return out;
 }
 
@@ -77,9 +78,30 @@ nb::object float_view(float* data, const std::vector<size_t>& shape, nb::capsule
   return nb::ndarray<nb::numpy, float>(data, shape.size(), shape.data(), owner).cast();
 }
 
-// An int64 or bool output (braid holds every value as float) converted into an array of its own.
-nb::object converted(std::span<const float> v, const std::vector<size_t>& shape, ir::DType dtype) {
-  if (dtype == ir::DType::kInt64) {
+constexpr nb::dlpack::dtype kFloat16{uint8_t(nb::dlpack::dtype_code::Float), 16, 1};
+
+// An output of a type other than float32 (braid holds every value as float) converted into an
+// array of its own: int64, bool, float16 (rounded to nearest even); bfloat16 as float32 (NumPy
+// has no bfloat16), its values rounded to bfloat16.
+nb::object converted(std::span<const float> v, const std::vector<size_t>& shape,
+                     models::ElementType type) {
+  using models::ElementType;
+  if (type == ElementType::kFloat16) {
+    auto* data = new uint16_t[v.size()];
+    models::store_floats(type, v, reinterpret_cast<std::byte*>(data));
+    nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<uint16_t*>(p); });
+    return nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr, kFloat16)
+        .cast();
+  }
+  if (type == ElementType::kBFloat16) {
+    std::vector<uint16_t> bits(v.size());
+    models::store_floats(type, v, reinterpret_cast<std::byte*>(bits.data()));
+    auto* data = new float[v.size()];
+    models::load_floats(type, reinterpret_cast<const std::byte*>(bits.data()), {data, v.size()});
+    nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<float*>(p); });
+    return float_view(data, shape, owner);
+  }
+  if (type == ElementType::kInt64) {
     auto* data = new int64_t[v.size()];
     for (size_t k = 0; k < v.size(); ++k) data[k] = int64_t(v[k]);
     nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<int64_t*>(p); });
@@ -94,10 +116,12 @@ nb::object converted(std::span<const float> v, const std::vector<size_t>& shape,
 // A read-only, C-contiguous NumPy array of any dtype (an input).
 using Array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 
-ir::DType dtype_of(const Array& a) {
-  if (a.dtype() == nb::dtype<float>()) return ir::DType::kFloat32;
-  if (a.dtype() == nb::dtype<int64_t>()) return ir::DType::kInt64;
-  if (a.dtype() == nb::dtype<bool>()) return ir::DType::kBool;
+// (bfloat16 arrays reach here as float32: the Python half converts them, exactly.)
+models::ElementType type_of(const Array& a) {
+  if (a.dtype() == nb::dtype<float>()) return models::ElementType::kFloat32;
+  if (a.dtype() == kFloat16) return models::ElementType::kFloat16;
+  if (a.dtype() == nb::dtype<int64_t>()) return models::ElementType::kInt64;
+  if (a.dtype() == nb::dtype<bool>()) return models::ElementType::kBool;
   BRAID_THROW(ErrorCode::kInvalidArgument, "an input array of a dtype braid does not take");
 }
 
@@ -154,7 +178,7 @@ class PySession {
     std::vector<session::InputBuffer> buffers;
     for (const Array& a : inputs) {
       const auto* data = static_cast<const std::byte*>(a.data());
-      buffers.push_back({dtype_of(a), {data, a.nbytes()}});
+      buffers.push_back({type_of(a), {data, a.nbytes()}});
     }
     return buffers;
   }
@@ -178,7 +202,7 @@ class PySession {
   // `inputs`: one C-contiguous array per model input, in order, of its dtype (the Python half
   // checks names, dtypes and shapes). They are read in place on the CPU: the list holds them
   // until run() returns. Returns the outputs: float32 ones view the session's buffers (no
-  // copy), int64/bool ones are converted.
+  // copy), the others are converted.
   nb::list run(const std::vector<Array>& inputs) {
     const std::vector<session::InputBuffer> buffers = buffers_of(inputs);
     SharedOutputs outputs;
@@ -191,8 +215,8 @@ class PySession {
     for (size_t i = 0; i < infos.size(); ++i) {
       const std::span<const float> v = outputs->values(i);
       std::vector<size_t> shape(infos[i].shape.begin(), infos[i].shape.end());
-      if (infos[i].dtype != ir::DType::kFloat32) {
-        result.append(converted(v, shape, infos[i].dtype));
+      if (infos[i].type != models::ElementType::kFloat32) {
+        result.append(converted(v, shape, infos[i].type));
         continue;
       }
       // The capsule holds this run's outputs: the request returns to the pool when the last
@@ -298,8 +322,9 @@ class PyServer {
     return names;
   }
   Described inputs(size_t m) const {
-    const ir::Graph& g = *runner_->models().model(m).loaded.graph;
-    return describe(session::tensor_infos(g, g.inputs()));
+    const models::LoadedModel& loaded = runner_->models().model(m).loaded;
+    return describe(
+        session::tensor_infos(*loaded.graph, loaded.graph->inputs(), loaded.declared.inputs));
   }
 
   // "accepted", "queue full" or "closed". `done(status, outputs, error, queue_us, run_us)` is
@@ -308,24 +333,34 @@ class PyServer {
                      nb::object done) {
     BRAID_CHECK(model < runner_->models().size(), ErrorCode::kInvalidArgument, "model ", model);
     runtime::Submission task{.model = uint32_t(model), .timeout_us = timeout_us};
-    const ir::Graph& g = *runner_->models().model(model).loaded.graph;
+    const models::LoadedModel& loaded = runner_->models().model(model).loaded;
+    const ir::Graph& g = *loaded.graph;
     // A queued task outlives the call: its inputs are copied (as the runtime's floats).
     for (size_t i = 0; i < inputs.size(); ++i) {
       const auto* data = static_cast<const std::byte*>(inputs[i].data());
-      const ir::DType dtype = dtype_of(inputs[i]);
-      if (dtype == ir::DType::kInt64)
+      const models::ElementType type = type_of(inputs[i]);
+      if (type == models::ElementType::kInt64)
         if (const auto inexact = ir::first_inexact_int64(data, inputs[i].size()))
           BRAID_THROW(ErrorCode::kInvalidArgument, "input '", g.value(g.inputs()[i]).name,
                       "': value ", inexact->second, " at element ", inexact->first,
                       " is beyond ±2^24, which the runtime's float tasks do not hold exactly");
       std::vector<float>& values = task.inputs.emplace_back(inputs[i].size());
-      ir::load_floats(dtype, data, values);
+      models::load_floats(type, data, values);
+      // float32 given for a bfloat16 input: its values in that type, as a session reads them.
+      const models::ElementType want =
+          i < loaded.declared.inputs.size() ? loaded.declared.inputs[i] : type;
+      if (want != type && models::compute_dtype(want) == ir::DType::kFloat32) {
+        std::vector<std::byte> rounded(values.size() * models::size_of(want));
+        models::store_floats(want, values, rounded.data());
+        models::load_floats(want, rounded.data(), values);
+      }
     }
     std::vector<std::vector<size_t>> shapes;
-    std::vector<ir::DType> dtypes;
-    for (ValueId v : g.outputs()) {
-      shapes.emplace_back(g.value(v).type.shape.begin(), g.value(v).type.shape.end());
-      dtypes.push_back(g.value(v).type.dtype);
+    std::vector<models::ElementType> dtypes;
+    for (const session::TensorInfo& t :
+         session::tensor_infos(g, g.outputs(), loaded.declared.outputs)) {
+      shapes.emplace_back(t.shape.begin(), t.shape.end());
+      dtypes.push_back(t.type);
     }
     // The callable is released under the GIL, whoever drops the last reference.
     auto callback = std::shared_ptr<nb::object>(new nb::object(std::move(done)), [](nb::object* p) {
@@ -366,8 +401,8 @@ class PyServer {
 
  private:
   static nb::object to_numpy(std::vector<float> values, const std::vector<size_t>& shape,
-                             ir::DType dtype) {
-    if (dtype != ir::DType::kFloat32) return converted(values, shape, dtype);
+                             models::ElementType type) {
+    if (type != models::ElementType::kFloat32) return converted(values, shape, type);
     auto* owned = new std::vector<float>(std::move(values));
     nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
     return float_view(owned->data(), shape, owner);

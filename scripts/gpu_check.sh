@@ -7,10 +7,15 @@
 #   bash scripts/gpu_check.sh OUT eager      # the eager path and the calibration series
 #   bash scripts/gpu_check.sh OUT precision  # issue 29: TF32/FP16/BF16 outputs and timings
 #   bash scripts/gpu_check.sh OUT peers      # issue 29: PyTorch in FP16/BF16 beside braid
+#   bash scripts/gpu_check.sh OUT serve      # issue 29: braid serve and braid top on cuda:0
 # (no part: tests bench eager). Every step runs under its own time limit and the script goes on
 # when one fails; OUT/summary.txt lists each step's exit status and time, the other files what it
 # printed. The device tool brings back at most 8 files: write OUT elsewhere and tar it into $OUT.
-# precision: PRECISIONS (default "fp16 fp32 bf16 tf32"), PRECISION_TEST=0 skips the test; peers:
+# The script exits 1 when any step failed (its summary line says which), 0 otherwise.
+# precision: PRECISIONS (default "fp16 fp32 bf16 tf32"), PRECISION_TEST=0 skips the test; serve:
+# SERVE_PRECISIONS (default "fp32 fp16"), SERVE_MODELS (default "googlenet,resnet50"),
+# SERVE_DEVICE (default cuda:0; `SERVE_DEVICE=cpu SERVE_PRECISIONS=fp32 BRAID_BIN_DIR=build` tries
+# the part on a machine without a GPU); peers:
 # PEER_PRECISIONS (default "fp16 bf16"), PEER_FLAGS (e.g. --channels-last), PEER_TAG (file
 # suffix). devices/measured/h100_2026-11-27/README.md has the calls of 2026-11-27.
 # Nothing here is judged: docs/gpu.md says what the numbers should be set beside.
@@ -35,12 +40,14 @@ algos=sequential,greedy,lios,nimble,opara,ios
 models4="tv_inception_v3 googlenet resnet50 tv_squeezenet1_0"
 tv_models="inception_v3 googlenet resnet50 squeezenet1_0"
 
+failed=0
 step() {  # step NAME LIMIT_S COMMAND...: runs it, its output in OUT/NAME.txt
   local name=$1 limit=$2
   shift 2
   local t0=$SECONDS
   timeout "$limit" "$@" >"$out/$name.txt" 2>&1
   local rc=$?
+  ((rc == 0)) || failed=1
   printf '%-28s rc=%-3s %4ss  %s\n' "$name" "$rc" "$((SECONDS - t0))" "$*" | tee -a "$out/summary.txt"
 }
 
@@ -91,6 +98,71 @@ precision() {
     step "bench_$p" 50 "$braid" bench $models4 --device cuda:0 --cost sim:h100 --precision "$p" \
       --algos auto,sequential --iters 100 --warmup 10 --json-file "$out/bench_$p.json"
   done
+  # FP16 again with each convolution's cuDNN algorithm chosen by timing (--cudnn-benchmark, as
+  # PyTorch's cudnn.benchmark), never run on a GPU before 2026-11-28's build.
+  step bench_fp16_cudnn_benchmark 90 "$braid" bench $models4 --device cuda:0 --cost sim:h100 \
+    --precision fp16 --cudnn-benchmark --algos auto,sequential --iters 100 --warmup 10 \
+    --json-file "$out/bench_fp16_cudnn_benchmark.json"
+}
+
+# start_server NAME ARGS...: `braid serve ARGS` in the background, its output in OUT/NAME.txt;
+# sets server_pid and server_url (HOST:PORT) once it listens, or fails after 240 s.
+start_server() {
+  local name=$1
+  shift
+  "$braid" serve "$@" --port 0 --grpc-port -1 >"$out/$name.txt" 2>&1 &
+  server_pid=$!
+  server_url=
+  local t0=$SECONDS
+  while ((SECONDS - t0 < 240)) && kill -0 "$server_pid" 2>/dev/null; do
+    server_url=$(sed -n 's|.*listening on http://\([0-9.]*:[0-9]*\).*|\1|p' "$out/$name.txt" | head -1)
+    [[ -n $server_url ]] && break
+    sleep 1
+  done
+  local rc=0
+  [[ -n $server_url ]] || { rc=1; kill "$server_pid" 2>/dev/null; }
+  ((rc == 0)) || failed=1
+  printf '%-28s rc=%-3s %4ss  braid serve %s\n' "$name" "$rc" "$((SECONDS - t0))" "$*" | tee -a "$out/summary.txt"
+  return $rc
+}
+stop_server() {  # SIGTERM, then the exit status of a drained server (0) in the summary
+  kill -TERM "$server_pid" 2>/dev/null
+  local t0=$SECONDS
+  timeout 60 tail --pid="$server_pid" -f /dev/null
+  wait "$server_pid"
+  local rc=$?
+  ((rc == 0)) || failed=1
+  printf '%-28s rc=%-3s %4ss  SIGTERM\n' "stop.$1" "$rc" "$((SECONDS - t0))" | tee -a "$out/summary.txt"
+}
+
+serve() {
+  # braid serve and braid top on the GPU, never run there before issue 29: each precision's
+  # answers against a CPU server's on the same request (scripts/serve_outputs.py; FP16/BF16 with
+  # their tolerance), then 20 s of `braid load`; braid top's policies for 20 s.
+  step device 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  local smodels=${SERVE_MODELS:-googlenet,resnet50} pattern=
+  for m in ${smodels//,/ }; do pattern+="${pattern:+,}$m:100"; done
+  local common=(--models "$smodels" --scheduler ios --cost sim:h100) dev=${SERVE_DEVICE:-cuda:0}
+  start_server serve_cpu "${common[@]}" --device cpu || return
+  step ask_cpu 120 python3 "$root/scripts/serve_outputs.py" ask "$server_url" "$smodels" "$out/answers_cpu.json"
+  stop_server serve_cpu
+  for p in ${SERVE_PRECISIONS:-fp32 fp16}; do
+    start_server "serve_$p" "${common[@]}" --device "$dev" --precision "$p" || continue
+    step "ask_$p" 60 python3 "$root/scripts/serve_outputs.py" ask "$server_url" "$smodels" "$out/answers_$p.json"
+    local tol=(--atol 1e-3 --rtol 1e-3)
+    [[ $p == fp32 ]] || tol=(--atol 2e-2 --rtol 2e-2)
+    step "compare_$p" 30 python3 "$root/scripts/serve_outputs.py" compare "$out/answers_cpu.json" \
+      "$out/answers_$p.json" "${tol[@]}"
+    step "load_$p" 120 "$braid" load "$server_url" --pattern "$pattern" --duration 20 \
+      --json "$out/load_$p.json"
+    stop_server "serve_$p"
+  done
+  local tmodels=()
+  for m in ${smodels//,/ }; do tmodels+=(-m "$m:400"); done
+  for p in ${SERVE_PRECISIONS:-fp32 fp16}; do
+    step "top_$p" 150 "$braid" top "${tmodels[@]}" --device "$dev" --precision "$p" --cost sim:h100 \
+      --policy static,sync,top-heuristic --duration 20 --json "$out/top_$p.json"
+  done
 }
 
 peers() {
@@ -112,8 +184,10 @@ peers() {
 
 for part in $parts; do
   case $part in
-    tests | bench | eager | precision | peers) "$part" ;;
-    *) echo "unknown part '$part' (known: tests, bench, eager, precision, peers)"; exit 2 ;;
+    tests | bench | eager | precision | peers | serve) "$part" ;;
+    *) echo "unknown part '$part' (known: tests, bench, eager, precision, peers, serve)"; exit 2 ;;
   esac
 done
 echo "results in $out (summary.txt)"
+cat "$out/summary.txt"
+exit $failed

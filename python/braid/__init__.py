@@ -60,8 +60,13 @@ def _error_class(code: str) -> type:
     return _ERRORS.get(code, BraidError)
 
 
-_ONNX_TYPES = {"float32": "tensor(float)", "int64": "tensor(int64)", "bool": "tensor(bool)"}
-_NUMPY_TYPES = {"float32": np.float32, "int64": np.int64, "bool": np.bool_}
+_ONNX_TYPES = {"float32": "tensor(float)", "float16": "tensor(float16)",
+               "bfloat16": "tensor(bfloat16)", "int64": "tensor(int64)", "bool": "tensor(bool)"}
+# The arrays each type is exchanged as. NumPy has no bfloat16: a BF16 model's tensors are float32
+# arrays (inputs rounded to bfloat16 when read, outputs holding bfloat16 values); ml_dtypes'
+# bfloat16 arrays are taken too.
+_NUMPY_TYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": np.float32,
+                "int64": np.int64, "bool": np.bool_}
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,9 @@ class NodeArg:
     """A model input or output, as onnxruntime.NodeArg describes one."""
     name: str
     shape: list
-    type: str  # ONNX Runtime's spelling: "tensor(float)", "tensor(int64)", "tensor(bool)"
+    # ONNX Runtime's spelling: "tensor(float)", "tensor(float16)", "tensor(bfloat16)",
+    # "tensor(int64)", "tensor(bool)"
+    type: str
 
 
 @dataclass(frozen=True)
@@ -292,8 +299,9 @@ class InferenceSession:
 
     def _random_feed(self) -> dict:
         rng = np.random.default_rng(1)
-        return {a.name: (rng.integers(0, 2, a.shape).astype(_NUMPY_TYPES[t]) if t != "float32"
-                         else rng.uniform(-1, 1, a.shape).astype(np.float32))
+        return {a.name: (rng.integers(0, 2, a.shape).astype(_NUMPY_TYPES[t])
+                         if t in ("int64", "bool")
+                         else rng.uniform(-1, 1, a.shape).astype(_NUMPY_TYPES[t]))
                 for a, t in zip(self._inputs, self._input_dtypes)}
 
 
@@ -396,6 +404,8 @@ def _feed_arrays(args: Sequence[NodeArg], dtypes: Sequence[str],
         if arg.name not in input_feed:
             raise ValueError(f"missing input '{arg.name}' (shape {arg.shape}, {arg.type})")
         x = np.asarray(input_feed[arg.name])
+        if dtype == "bfloat16" and x.dtype.name == "bfloat16":  # ml_dtypes': widened exactly
+            x = x.astype(np.float32)
         if x.dtype != _NUMPY_TYPES[dtype]:
             raise TypeError(f"input '{arg.name}': dtype {x.dtype}, expected {arg.type} "
                             f"({np.dtype(_NUMPY_TYPES[dtype]).name})")

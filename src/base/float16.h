@@ -1,12 +1,17 @@
-// IEEE 754 binary16 (float16) and bfloat16 to float32, from their bit patterns (issue 29: FP16
-// and BF16 ONNX models run upcast to float32 on the CPU).
+// IEEE 754 binary16 (float16) and bfloat16 to and from float32, as bit patterns (issue 29: FP16
+// and BF16 ONNX models run upcast to float32 on the CPU, and exchange their inputs and outputs in
+// their own type).
 //
 //   float x = float16_to_float(0x3c00);   // 1.0f
 //   float y = bfloat16_to_float(0x3f80);  // 1.0f
+//   uint16_t h = float_to_float16(0.1f);  // 0x2e66, the nearest half
 //
 // Both widenings are exact: every float16 and bfloat16 value, subnormals included, is a float32
 // value. Signed zeros and infinities keep their sign; a NaN stays a NaN with its payload in the
-// top mantissa bits.
+// top mantissa bits. The narrowings round to nearest, ties to even.
+//
+// Our own rather than a library's: none of braid's C++ dependencies exposes these (oneDNN's
+// float16_t is internal; std::float16_t needs C++23 and GCC 13).
 #pragma once
 
 #include <bit>
@@ -37,6 +42,43 @@ constexpr float float16_to_float(uint16_t h) {
 // bfloat16 is float32's top half.
 constexpr float bfloat16_to_float(uint16_t b) {
   return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
+
+// float32 to IEEE 754 binary16, rounding to nearest, ties to even (as numpy's astype(float16)
+// and CUDA's __float2half_rn): beyond the largest half (65504) a value rounds to infinity from
+// 65520 on; values below 2^-24 round to a signed zero; NaN stays a (quiet) NaN.
+constexpr uint16_t float_to_float16(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  x &= 0x7fffffffu;
+  if (x >= 0x7f800000u) return sign | 0x7c00u | (x > 0x7f800000u ? 0x200u : 0u);  // inf, NaN
+  if (x >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds to infinity
+  if (x < 0x38800000u) {               // below 2^-14: a subnormal half (or zero), mantissa * 2^-24
+    if (x < 0x33000000u) return sign;  // below 2^-25 (half the smallest subnormal): zero
+    const uint32_t exponent = x >> 23;
+    const uint32_t mantissa = (x & 0x7fffffu) | 0x800000u;  // the implicit bit made explicit
+    const uint32_t shift = 126 - exponent;                  // 14..24: to units of 2^-24
+    uint32_t h = mantissa >> shift;
+    const uint32_t rest = mantissa & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (h & 1u))) ++h;  // may carry into the smallest normal
+    return sign | static_cast<uint16_t>(h);
+  }
+  const uint32_t exponent = (x >> 23) - 127 + 15;
+  const uint32_t mantissa = x & 0x7fffffu;
+  uint32_t h = (exponent << 10) | (mantissa >> 13);
+  const uint32_t rest = mantissa & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry moves into the exponent
+  return sign | static_cast<uint16_t>(h);
+}
+
+// float32 to bfloat16, rounding to nearest, ties to even (as PyTorch's .to(torch.bfloat16) and
+// CUDA's __float2bfloat16_rn); NaN stays a (quiet) NaN, values past bfloat16's largest round to
+// infinity.
+constexpr uint16_t float_to_bfloat16(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  const uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>((x + rounding) >> 16);
 }
 
 }  // namespace braid

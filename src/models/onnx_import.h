@@ -46,6 +46,7 @@
 #include "ir/graph.h"
 #include "ir/limits.h"
 #include "ir/weights.h"
+#include "models/element_type.h"
 #include "models/input_shapes.h"
 
 namespace braid::models {
@@ -84,12 +85,6 @@ struct ModelMetadata {
   int64_t version = 0;                                      // model_version
   std::vector<std::pair<std::string, std::string>> custom;  // metadata_props, in file order
 };
-
-// An element type as a model's file declares it. braid computes kFloat16 and kBFloat16 tensors
-// as float32 (ir::DType::kFloat32).
-enum class ElementType : uint8_t { kFloat32, kFloat16, kBFloat16, kInt64, kBool };
-std::string_view to_string(ElementType);  // "float32", "float16", "bfloat16", "int64", "bool"
-ElementType element_type_of(ir::DType dtype);
 
 // The element types a model's file declares where braid computes in others (issue 29). FP16 and
 // BF16 ONNX models (FLOAT16 or BFLOAT16 weights and values, as onnxconverter-common's float16

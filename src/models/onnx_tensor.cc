@@ -215,35 +215,3 @@ const Constant* Constants::find(const std::string& name) const {
 }
 
 }  // namespace braid::models::onnx_detail
-
-namespace braid::models {
-
-std::string_view to_string(ElementType t) {
-  switch (t) {
-    case ElementType::kFloat32:
-      return "float32";
-    case ElementType::kFloat16:
-      return "float16";
-    case ElementType::kBFloat16:
-      return "bfloat16";
-    case ElementType::kInt64:
-      return "int64";
-    case ElementType::kBool:
-      return "bool";
-  }
-  return "?";
-}
-
-ElementType element_type_of(ir::DType dtype) {
-  switch (dtype) {
-    case ir::DType::kFloat32:
-      return ElementType::kFloat32;
-    case ir::DType::kInt64:
-      return ElementType::kInt64;
-    case ir::DType::kBool:
-      return ElementType::kBool;
-  }
-  return ElementType::kFloat32;
-}
-
-}  // namespace braid::models

@@ -60,6 +60,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& where) {
                                  "queue_capacity",
                                  "max_in_flight",
                                  "dp_state_limit",
+                                 "precision",
                                  "models"};
   for (const auto& [key, value] : j.items()) {
     bool known = false;
@@ -86,6 +87,8 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& where) {
   s.queue_capacity = field(j, "queue_capacity", s.queue_capacity, where);
   s.max_in_flight = field(j, "max_in_flight", s.max_in_flight, where);
   s.dp_state_limit = field(j, "dp_state_limit", s.dp_state_limit, where);
+  if (j.contains("precision"))
+    s.precision = parse_precision(field<std::string>(j, "precision", "fp32", where));
   BRAID_CHECK(j.contains("models") && j.at("models").is_array() && !j.at("models").empty(),
               ErrorCode::kInvalidArgument, where, ": \"models\" must be a non-empty array");
   for (size_t i = 0; i < j.at("models").size(); ++i) {
@@ -133,6 +136,9 @@ void validate(const Scenario& s, const std::string& where) {
               " is out of range: max_in_flight (--max-in-flight) must be from 1 to ", kMaxInFlight);
   check_int_in_range(s.dp_state_limit, 0, kMaxDpStateLimit,
                      "dp_state_limit (0: combinations zipped, never searched)", where);
+  BRAID_CHECK(s.precision == Precision::kFp32 || s.device.is_gpu(), ErrorCode::kInvalidArgument,
+              where, ": precision (--precision) ", to_string(s.precision),
+              " needs a GPU device (cuda:N or sim:NAME); ", to_string(s.device), " computes fp32");
   BRAID_CHECK(s.sample_period_s > 0 && std::isfinite(s.sample_period_s),
               ErrorCode::kInvalidArgument, where, ": sample_period_s must be > 0");
   // The report keeps a sample per period of the run.
@@ -163,6 +169,7 @@ nlohmann::json to_json(const Scenario& s) {
           {"queue_capacity", s.queue_capacity},
           {"max_in_flight", s.max_in_flight},
           {"dp_state_limit", s.dp_state_limit},
+          {"precision", to_string(s.precision)},
           {"models", models}};
 }
 
@@ -183,11 +190,12 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
   BRAID_CHECK(!s.device.is_sim() || sim::parse_device_set(s.device.sim).second == 1,
               ErrorCode::kInvalidArgument, "device '", to_string(s.device),
               "': the runtime runs on one device, not a set");
-  const tune::PlanOptions plan{.device = s.device,
-                               .algorithm = s.scheduler,
-                               .cost = {.name = s.cost},
-                               .measure = {.device = s.device, .graph_replay = s.device.is_gpu()},
-                               .batch = s.batch};
+  const tune::PlanOptions plan{
+      .device = s.device,
+      .algorithm = s.scheduler,
+      .cost = {.name = s.cost},
+      .measure = {.device = s.device, .graph_replay = s.device.is_gpu(), .precision = s.precision},
+      .batch = s.batch};
   for (const ScenarioModel& sm : s.models) {
     models::LoadOptions load{
         .zoo = {.batch = sm.batch > 0 ? sm.batch : s.batch, .image_size = s.image_size}};
@@ -205,7 +213,8 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
   }
   CombineOptions combine{.max_sub_blocks = s.max_sub_blocks, .dp_state_limit = s.dp_state_limit};
   if (s.device.is_sim()) {
-    auto sim = std::make_unique<SimBackend>(impl_->models, sim::load_device(s.device.sim));
+    auto sim = std::make_unique<SimBackend>(
+        impl_->models, sim::with_precision(sim::load_device(s.device.sim), s.precision));
     impl_->combiner =
         std::make_unique<CombinedScheduler>(impl_->models, sim->stage_cost(), combine);
     impl_->backend = std::move(sim);
@@ -217,7 +226,9 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
         std::make_unique<CombinedScheduler>(impl_->models, *impl_->stage_cost, combine);
     if (s.device.is_cuda())
       impl_->backend = std::make_unique<ExecBackend>(
-          impl_->models, exec::make_cuda_executor({.device = s.device.index, .graph = true}),
+          impl_->models,
+          exec::make_cuda_executor(
+              {.device = s.device.index, .graph = true, .precision = s.precision}),
           to_string(s.device));
     else
       impl_->backend = std::make_unique<ExecBackend>(impl_->models);

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/device.h"
+#include "base/precision.h"
 #include "models/input_shapes.h"
 #include "runtime/arrivals.h"
 #include "runtime/combined.h"
@@ -66,6 +67,10 @@ struct Scenario {
   // combination zipped, never searched (training explores many combinations: a miss then costs
   // a few stage prices, not a DP).
   int64_t dp_state_limit = 2000;
+  // What the models compute in (base/precision.h): fp32 anywhere; tf32, fp16 or bf16 on cuda:N
+  // (the executor's storage and math) and sim:NAME (the simulator's pricing). Plans and the
+  // combined stages are priced in it.
+  Precision precision = Precision::kFp32;
 };
 
 // Limits of a scenario's numbers besides the arrivals' (runtime/arrivals.h: FPS, duration and

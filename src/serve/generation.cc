@@ -10,12 +10,18 @@ namespace braid::serve {
 ModelMetadata metadata_of(const runtime::RuntimeModel& model, const ServedModel& served) {
   ModelMetadata m{.name = model.name, .versions = {served.version}, .platform = "onnxruntime_onnx"};
   const ir::Graph& g = *model.loaded.graph;
-  auto spec = [&](ValueId v) {
+  // In the model's own types: an FP16 model's tensors are FP16 (computed upcast, as float).
+  auto spec = [&](ValueId v, const std::vector<models::ElementType>& declared, size_t i) {
     const ir::Value& value = g.value(v);
-    return TensorSpec{value.name, datatype_of(value.type.dtype), value.type.shape};
+    const DataType type =
+        i < declared.size() ? datatype_of(declared[i]) : datatype_of(value.type.dtype);
+    return TensorSpec{value.name, type, value.type.shape};
   };
-  for (ValueId v : g.inputs()) m.inputs.push_back(spec(v));
-  for (ValueId v : g.outputs()) m.outputs.push_back(spec(v));
+  const models::DeclaredTypes& declared = model.loaded.declared;
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    m.inputs.push_back(spec(g.inputs()[i], declared.inputs, i));
+  for (size_t i = 0; i < g.outputs().size(); ++i)
+    m.outputs.push_back(spec(g.outputs()[i], declared.outputs, i));
   if (served.config.max_batch_size > 0)
     for (const std::vector<TensorSpec>* tensors : {&m.inputs, &m.outputs})
       for (const TensorSpec& t : *tensors)

@@ -106,8 +106,9 @@ std::string bytes_of_contents(const inference::ModelInferRequest::InferInputTens
       append_values(out, c.fp64_contents().data(), c.fp64_contents_size());
       break;
     case DataType::kFp16:
-      BRAID_THROW(ErrorCode::kInvalidArgument, "input '", input.name(),
-                  "': FP16 values have no contents field; send raw_input_contents");
+    case DataType::kBf16:
+      BRAID_THROW(ErrorCode::kInvalidArgument, "input '", input.name(), "': ", to_string(*type),
+                  " values have no contents field; send raw_input_contents");
     case DataType::kBytes:
       break;  // refused by make_infer_request
   }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "base/error.h"
 #include "base/parse.h"
 #include "base/stats.h"
+#include "models/element_type.h"
 
 namespace braid::serve {
 namespace {
@@ -59,9 +61,16 @@ Prepared prepare_request(httplib::Client& client, const std::string& model, bool
   std::string payload;
   for (const json& in : meta["inputs"]) {
     const std::string name = in.value("name", "");
-    BRAID_CHECK(in.value("datatype", "") == "FP32", ErrorCode::kUnsupported, "model '", model,
-                "' input '", name, "' is ", in.value("datatype", "?"),
-                "; braid load sends FP32 inputs only");
+    // Float inputs, in the model's own type (an FP16 or BF16 model's are FP16 or BF16).
+    const std::string datatype = in.value("datatype", "");
+    const std::optional<models::ElementType> type =
+        datatype == "FP32"   ? std::optional(models::ElementType::kFloat32)
+        : datatype == "FP16" ? std::optional(models::ElementType::kFloat16)
+        : datatype == "BF16" ? std::optional(models::ElementType::kBFloat16)
+                             : std::nullopt;
+    BRAID_CHECK(type.has_value(), ErrorCode::kUnsupported, "model '", model, "' input '", name,
+                "' is ", in.value("datatype", "?"),
+                "; braid load sends FP32, FP16 and BF16 inputs only");
     std::vector<int64_t> shape;
     int64_t elements = 1;
     for (const json& d : in["shape"]) {
@@ -75,12 +84,14 @@ Prepared prepare_request(httplib::Client& client, const std::string& model, bool
     }
     std::vector<float> x(static_cast<size_t>(elements));
     for (float& f : x) f = dist(rng);
-    json tensor = {{"name", name}, {"shape", shape}, {"datatype", "FP32"}};
+    json tensor = {{"name", name}, {"shape", shape}, {"datatype", datatype}};
     if (binary) {
-      tensor["parameters"] = {{"binary_data_size", x.size() * sizeof(float)}};
-      payload.append(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(float));
+      std::string bytes(x.size() * models::size_of(*type), '\0');
+      models::store_floats(*type, x, reinterpret_cast<std::byte*>(bytes.data()));
+      tensor["parameters"] = {{"binary_data_size", bytes.size()}};
+      payload += bytes;
     } else {
-      tensor["data"] = x;
+      tensor["data"] = x;  // the server rounds FP16 and BF16 data to the type
     }
     inputs.push_back(tensor);
   }

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/float16.h"
+
 namespace braid::serve {
 namespace {
 
@@ -26,7 +28,7 @@ struct DataTypeInfo {
   std::string_view name;
   size_t bytes;
 };
-constexpr std::array<DataTypeInfo, 13> kDataTypes{{
+constexpr std::array<DataTypeInfo, 14> kDataTypes{{
     {DataType::kBool, "BOOL", 1},
     {DataType::kUint8, "UINT8", 1},
     {DataType::kUint16, "UINT16", 2},
@@ -40,6 +42,7 @@ constexpr std::array<DataTypeInfo, 13> kDataTypes{{
     {DataType::kFp32, "FP32", 4},
     {DataType::kFp64, "FP64", 8},
     {DataType::kBytes, "BYTES", 0},
+    {DataType::kBf16, "BF16", 2},
 }};
 
 const DataTypeInfo& info(DataType t) {
@@ -48,41 +51,6 @@ const DataTypeInfo& info(DataType t) {
 
 // Integers beyond 2^24 do not survive the float values braid's executors carry.
 constexpr auto kMaxExactFloatInteger = static_cast<double>(ir::kMaxExactFloatInteger);
-
-// IEEE binary16 <-> float (C++20 has no std::float16_t). Round to nearest even.
-float float_from_half(uint16_t h) {
-  const bool negative = (h & 0x8000u) != 0;
-  const int exponent = (h >> 10) & 0x1f;
-  const int mantissa = h & 0x3ff;
-  float magnitude;
-  if (exponent == 0x1f) {
-    magnitude = mantissa == 0 ? std::numeric_limits<float>::infinity()
-                              : std::numeric_limits<float>::quiet_NaN();
-  } else if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<float>(mantissa), -24);  // subnormal
-  } else {
-    magnitude = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
-  }
-  return negative ? -magnitude : magnitude;
-}
-
-uint16_t half_from_float(float f) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  x &= 0x7fffffffu;
-  if (x >= 0x7f800000u) return sign | 0x7c00u | (x > 0x7f800000u ? 0x200u : 0u);  // inf, NaN
-  if (x >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds to infinity
-  if (x < 0x38800000u) {                        // below 2^-14: a subnormal half (or zero)
-    const float scaled = std::bit_cast<float>(x) * 0x1p24f;  // exact: a power-of-two scale
-    return sign | static_cast<uint16_t>(std::nearbyint(scaled));
-  }
-  const uint32_t exponent = (x >> 23) - 127 + 15;
-  const uint32_t mantissa = x & 0x7fffffu;
-  uint32_t h = (exponent << 10) | (mantissa >> 13);
-  const uint32_t rest = mantissa & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry moves into the exponent
-  return sign | static_cast<uint16_t>(h);
-}
 
 std::string shape_string(std::span<const int64_t> shape) {
   return fmt::format("[{}]", fmt::join(shape, ","));
@@ -147,7 +115,9 @@ float narrow_float(const InputContext& in, double v, size_t index) {
                index, v);
   }
   const auto f = static_cast<float>(v);
-  return in.datatype == DataType::kFp16 ? float_from_half(half_from_float(f)) : f;
+  if (in.datatype == DataType::kFp16) return float16_to_float(float_to_float16(f));
+  if (in.datatype == DataType::kBf16) return bfloat16_to_float(float_to_bfloat16(f));
+  return f;
 }
 
 float json_element(const InputContext& in, const json& v, size_t index) {
@@ -157,6 +127,7 @@ float json_element(const InputContext& in, const json& v, size_t index) {
         fail_input(in, "element {} is not a boolean (BOOL data is true/false)", index);
       return v.get<bool>() ? 1.0f : 0.0f;
     case DataType::kFp16:
+    case DataType::kBf16:
     case DataType::kFp32:
     case DataType::kFp64:
       if (!v.is_number()) fail_input(in, "element {} is not a number", index);
@@ -249,7 +220,10 @@ std::vector<float> decode_binary(const InputContext& in, std::string_view bytes,
         values[i] = exact_integer(in, load_le<int64_t>(src), i);
         break;
       case DataType::kFp16:
-        values[i] = float_from_half(load_le<uint16_t>(src));
+        values[i] = float16_to_float(load_le<uint16_t>(src));
+        break;
+      case DataType::kBf16:
+        values[i] = bfloat16_to_float(load_le<uint16_t>(src));
         break;
       case DataType::kFp32:
         values[i] = load_le<float>(src);
@@ -576,13 +550,16 @@ void encode_values(const OutputTensor& t, std::string* binary, json* data) {
     case DataType::kInt64:
       return append_integers<int64_t>(t, binary, data);
     case DataType::kFp16:
+    case DataType::kBf16:
     case DataType::kFp32:
     case DataType::kFp64:
       for (const float v : t.values) {
         if (binary == nullptr) {
           data->push_back(v);  // JSON has no NaN or infinity: they are written as null
         } else if (t.datatype == DataType::kFp16) {
-          append_le(*binary, half_from_float(v));
+          append_le(*binary, float_to_float16(v));
+        } else if (t.datatype == DataType::kBf16) {
+          append_le(*binary, float_to_bfloat16(v));
         } else if (t.datatype == DataType::kFp32) {
           append_le(*binary, v);
         } else {
@@ -623,6 +600,22 @@ DataType datatype_of(ir::DType t) {
       return DataType::kBool;
   }
   BRAID_THROW(ErrorCode::kInternal, "unknown ir::DType ", static_cast<int>(t));
+}
+
+DataType datatype_of(models::ElementType t) {
+  switch (t) {  // the enum only: the protocol's library does not link the models library
+    case models::ElementType::kFloat32:
+      return DataType::kFp32;
+    case models::ElementType::kFloat16:
+      return DataType::kFp16;
+    case models::ElementType::kBFloat16:
+      return DataType::kBf16;
+    case models::ElementType::kInt64:
+      return DataType::kInt64;
+    case models::ElementType::kBool:
+      return DataType::kBool;
+  }
+  BRAID_THROW(ErrorCode::kInternal, "unknown models::ElementType ", static_cast<int>(t));
 }
 
 size_t element_bytes(DataType t) {

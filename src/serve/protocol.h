@@ -30,10 +30,12 @@
 
 #include "base/error.h"
 #include "ir/tensor_type.h"
+#include "models/element_type.h"
 
 namespace braid::serve {
 
-/// The protocol's tensor element types ("BOOL", "UINT8", ..., "FP32", "BYTES").
+/// The protocol's tensor element types ("BOOL", "UINT8", ..., "FP32", "BYTES", "BF16"), in
+/// Triton's order.
 enum class DataType : uint8_t {
   kBool,
   kUint8,
@@ -47,12 +49,15 @@ enum class DataType : uint8_t {
   kFp16,
   kFp32,
   kFp64,
-  kBytes
+  kBytes,
+  kBf16
 };
 
 std::string_view to_string(DataType);  // "FP32"
 std::optional<DataType> parse_datatype(std::string_view);
 DataType datatype_of(ir::DType);
+// A model's declared type: FP16 and BF16 for an FP16 or BF16 model's tensors (computed as float).
+DataType datatype_of(models::ElementType);
 size_t element_bytes(DataType);  // 0 for BYTES (variable length)
 
 /// A model input or output as the metadata endpoint describes it; -1 marks a dimension of any size.

@@ -93,8 +93,8 @@ std::shared_ptr<Session::Impl> build(models::LoadedModel model, const SessionOpt
   s->model = std::move(model);
   s->name = s->model.units.name();
   s->weights = std::make_shared<const ir::Weights>(std::move(s->model.weights));
-  s->inputs = tensor_infos(*s->model.graph, s->model.graph->inputs());
-  s->outputs = tensor_infos(*s->model.graph, s->model.graph->outputs());
+  s->inputs = tensor_infos(*s->model.graph, s->model.graph->inputs(), s->model.declared.inputs);
+  s->outputs = tensor_infos(*s->model.graph, s->model.graph->outputs(), s->model.declared.outputs);
   BRAID_CHECK(o.schedule_options.num_devices == 1 || o.device.is_sim(), ErrorCode::kInvalidArgument,
               "a session on ", to_string(o.device), " runs on one device (several: sim:NAME)");
   BRAID_CHECK(o.precision == Precision::kFp32 || o.device.is_gpu(), ErrorCode::kInvalidArgument,
@@ -113,11 +113,13 @@ std::shared_ptr<Session::Impl> build(models::LoadedModel model, const SessionOpt
 
 }  // namespace
 
-std::vector<TensorInfo> tensor_infos(const ir::Graph& g, std::span<const ValueId> values) {
+std::vector<TensorInfo> tensor_infos(const ir::Graph& g, std::span<const ValueId> values,
+                                     std::span<const models::ElementType> declared) {
   std::vector<TensorInfo> out;
-  for (ValueId v : values) {
-    const ir::Value& value = g.value(v);
-    out.push_back({value.name, value.type.shape, value.type.dtype});
+  for (size_t i = 0; i < values.size(); ++i) {
+    const ir::Value& value = g.value(values[i]);
+    out.push_back({value.name, value.type.shape, value.type.dtype,
+                   i < declared.size() ? declared[i] : models::element_type_of(value.type.dtype)});
   }
   return out;
 }
@@ -219,23 +221,33 @@ class Recorder final : public exec::RunObserver {
 // Puts checked `inputs` into `request`: read in place where the executor can, else copied.
 void put_inputs(const Session::Impl& s, exec::Request& request,
                 std::span<const InputBuffer> inputs) {
+  using models::ElementType;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const InputBuffer& in = inputs[i];
-    if (s.prepared->bind_input(request, i, in.bytes)) continue;
-    const size_t count = in.bytes.size() / ir::size_of(in.dtype);
-    if (in.dtype == ir::DType::kFloat32 &&
+    const ElementType want = s.inputs[i].type;  // of the model
+    // Given in the dtype braid computes in: read in place where the executor can.
+    const bool as_computed = in.type == models::element_type_of(s.inputs[i].dtype) &&
+                             (in.type == want || want == ElementType::kFloat32);
+    if (as_computed && s.prepared->bind_input(request, i, in.bytes)) continue;
+    const size_t count = in.bytes.size() / models::size_of(in.type);
+    if (as_computed && in.type == ElementType::kFloat32 &&
         reinterpret_cast<uintptr_t>(in.bytes.data()) % alignof(float) == 0) {
       s.prepared->set_input(request, i, {reinterpret_cast<const float*>(in.bytes.data()), count});
       continue;
     }
     // set_input takes values as floats: int64 ones are exact to 2^24 only.
-    if (in.dtype == ir::DType::kInt64)
+    if (in.type == ElementType::kInt64)
       if (const auto inexact = ir::first_inexact_int64(in.bytes.data(), count))
         BRAID_THROW(ErrorCode::kInvalidArgument, "input '", s.inputs[i].name, "': value ",
                     inexact->second, " at element ", inexact->first,
                     " is beyond ±2^24, which this device takes exactly only in place");
     std::vector<float> values(count);
-    ir::load_floats(in.dtype, in.bytes.data(), values);
+    models::load_floats(in.type, in.bytes.data(), values);
+    if (in.type != want) {  // float32 for a 16-bit input: its values in the model's type
+      std::vector<std::byte> rounded(count * models::size_of(want));
+      models::store_floats(want, values, rounded.data());
+      models::load_floats(want, rounded.data(), values);
+    }
     s.prepared->set_input(request, i, values);
   }
 }
@@ -265,12 +277,15 @@ void Session::check_inputs(std::span<const InputBuffer> inputs) const {
               "' takes ", s.inputs.size(), " inputs, got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorInfo& want = s.inputs[i];
-    BRAID_CHECK(inputs[i].dtype == want.dtype, ErrorCode::kInvalidArgument, "input '", want.name,
-                "': ", ir::to_string(inputs[i].dtype), " given, the model takes ",
-                ir::to_string(want.dtype));
+    const models::ElementType type = inputs[i].type;
+    // A 16-bit input also takes float32 (rounded to its type when read).
+    const bool widened = type == models::ElementType::kFloat32 && want.dtype == ir::DType::kFloat32;
+    BRAID_CHECK(type == want.type || widened, ErrorCode::kInvalidArgument, "input '", want.name,
+                "': ", models::to_string(type), " given, the model takes ",
+                models::to_string(want.type));
     const int64_t elements = ir::num_elements(want.shape);
-    const int64_t given = int64_t(inputs[i].bytes.size()) / ir::size_of(want.dtype);
-    BRAID_CHECK(int64_t(inputs[i].bytes.size()) == elements * ir::size_of(want.dtype),
+    const int64_t given = int64_t(inputs[i].bytes.size()) / models::size_of(type);
+    BRAID_CHECK(int64_t(inputs[i].bytes.size()) == elements * models::size_of(type),
                 ErrorCode::kInvalidArgument, "input '", want.name, "': ", given,
                 " elements, its shape ", ir::to_string(want.shape), " holds ", elements);
   }
@@ -305,14 +320,16 @@ Outputs Session::run(std::span<const std::span<const float>> inputs) const {
   std::vector<std::vector<std::byte>> converted;  // int64 and bool inputs
   converted.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const ir::DType dtype = s.inputs[i].dtype;
-    if (dtype == ir::DType::kFloat32) {
-      buffers.push_back({dtype, std::as_bytes(inputs[i])});
+    // float32, float16 and bfloat16 inputs take floats as they are (rounded when read).
+    if (s.inputs[i].dtype == ir::DType::kFloat32) {
+      buffers.push_back({models::ElementType::kFloat32, std::as_bytes(inputs[i])});
       continue;
     }
-    std::vector<std::byte>& bytes = converted.emplace_back(inputs[i].size() * ir::size_of(dtype));
-    ir::store_floats(dtype, inputs[i], bytes.data());
-    buffers.push_back({dtype, bytes});
+    const models::ElementType type = s.inputs[i].type;
+    std::vector<std::byte>& bytes =
+        converted.emplace_back(inputs[i].size() * models::size_of(type));
+    models::store_floats(type, inputs[i], bytes.data());
+    buffers.push_back({type, bytes});
   }
   return run(buffers);
 }
@@ -343,6 +360,15 @@ size_t Outputs::size() const {
 std::span<const float> Outputs::values(size_t i) const {
   BRAID_CHECK(i < size(), ErrorCode::kInvalidArgument, "output ", i, " of ", size());
   return lease_->session->prepared->output(*lease_->request, i);
+}
+void Outputs::write(size_t i, std::span<std::byte> dst) const {
+  const std::span<const float> v = values(i);
+  const TensorInfo& info = lease_->session->outputs[i];
+  const auto want = v.size() * size_t(models::size_of(info.type));
+  BRAID_CHECK(dst.size() == want, ErrorCode::kInvalidArgument, "output '", info.name,
+              "': ", dst.size(), " bytes given, it takes ", want, " as ",
+              models::to_string(info.type));
+  models::store_floats(info.type, v, dst.data());
 }
 
 }  // namespace braid::session

@@ -60,17 +60,22 @@ struct SessionOptions {
 struct TensorInfo {
   std::string name;
   std::vector<int64_t> shape;
-  ir::DType dtype = ir::DType::kFloat32;
+  ir::DType dtype = ir::DType::kFloat32;  // what braid computes it in
+  // What the model exchanges it in: its file's own type (float16 for an FP16 model's input,
+  // computed as float32), else the dtype's.
+  models::ElementType type = models::ElementType::kFloat32;
 };
 
 class Outputs;
 
-// An input the caller owns, in the input's own dtype (float32; int64; bool as one byte),
-// row-major, of exactly its size. A run reads it in place where its device can (the CPU
-// executor: exec::PreparedModel::bind_input), so it must stay unchanged until run() returns;
-// elsewhere it is copied.
+// An input the caller owns, in the input's own type (TensorInfo::type: float32, float16,
+// bfloat16, int64, or bool as one byte), row-major, of exactly its size; a float16 or bfloat16
+// input may also be given as float32, rounded to its type (to nearest, ties to even) as it is
+// read. A float32, int64 or bool buffer is read in place where the device can (the CPU executor:
+// exec::PreparedModel::bind_input), so it must stay unchanged until run() returns; the others
+// are converted, a copy.
 struct InputBuffer {
-  ir::DType dtype = ir::DType::kFloat32;
+  models::ElementType type = models::ElementType::kFloat32;
   std::span<const std::byte> bytes;
 };
 
@@ -111,7 +116,8 @@ class Session {
   // kInvalidArgument naming the input on a dtype or size mismatch.
   Outputs run(std::span<const InputBuffer> inputs) const;
   // The same with every input given as floats, of exactly the input's element count (int64 and
-  // bool inputs as their values in float, exact to 2^24; those are converted, a copy).
+  // bool inputs as their values in float, exact to 2^24, float16 and bfloat16 ones rounded to
+  // their type; those are converted, a copy).
   Outputs run(std::span<const std::span<const float>> inputs) const;
   // `runs` inferences observed unit by unit (after one unobserved warm-up), the last one's
   // timings returned, in the order the units ended. Same input checks as run().
@@ -138,7 +144,12 @@ class Outputs {
   Outputs& operator=(Outputs&&) noexcept;
   ~Outputs();
   size_t size() const;
+  // Output i as float values (an FP16 or BF16 model's outputs as computed, upcast: write() gives
+  // them in the model's own type).
   std::span<const float> values(size_t i) const;
+  // Output i in its TensorInfo::type into `dst`, of exactly its size in that type (float16 and
+  // bfloat16 rounded to nearest, ties to even). kInvalidArgument on a size mismatch.
+  void write(size_t i, std::span<std::byte> dst) const;
 
  private:
   struct Lease;
@@ -147,8 +158,11 @@ class Outputs {
   friend class Session;
 };
 
-// The name, shape and dtype of each of `values` (graph inputs or outputs), as inputs() gives them.
-std::vector<TensorInfo> tensor_infos(const ir::Graph& graph, std::span<const ValueId> values);
+// The name, shape, dtype and type of each of `values` (graph inputs or outputs), as inputs()
+// gives them; `declared[i]` (models::DeclaredTypes) is value i's type in the model's file, where
+// given.
+std::vector<TensorInfo> tensor_infos(const ir::Graph& graph, std::span<const ValueId> values,
+                                     std::span<const models::ElementType> declared = {});
 
 // What a session with these options asks the planner (tune/planner.h) for: every front end
 // plans through it, so the same model, device and options get the same schedule everywhere.

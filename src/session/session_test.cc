@@ -97,7 +97,7 @@ TEST(Session, InputBuffersGiveWhatFloatsGive) {
   const Session s = Session::open("squeezenet", small("greedy"));
   std::vector<float> x = random_input(s.inputs()[0], 4);
   const std::vector<float> want = run_once(s, x);
-  const InputBuffer in[] = {{ir::DType::kFloat32, std::as_bytes(std::span(x))}};
+  const InputBuffer in[] = {{models::ElementType::kFloat32, std::as_bytes(std::span(x))}};
   Outputs out = s.run(in);
   EXPECT_EQ(std::vector<float>(out.values(0).begin(), out.values(0).end()), want);
   std::fill(x.begin(), x.end(), 0.0f);
@@ -155,7 +155,7 @@ TEST(Session, BadInputsAndOptionsAreNamed) {
   }
   EXPECT_THROW(s.run(std::span<const InputBuffer>{}), Error);
   const std::vector<int64_t> ids(size_t(ir::num_elements(s.inputs()[0].shape)));
-  const InputBuffer wrong_dtype[] = {{ir::DType::kInt64, std::as_bytes(std::span(ids))}};
+  const InputBuffer wrong_dtype[] = {{models::ElementType::kInt64, std::as_bytes(std::span(ids))}};
   try {
     s.run(wrong_dtype);
     ADD_FAILURE() << "an int64 input to a float32 model was accepted";

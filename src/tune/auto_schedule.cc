@@ -64,7 +64,8 @@ std::string settings(const cost::CostModel& cost, const AutoOptions& o, int core
       cost.name(), s.max_streams, s.max_group_size, s.max_groups, static_cast<int>(s.ios_search),
       s.ios_tolerance, to_string(o.measure.device),
       std::string(o.measure.graph_replay ? " graph" : "") +
-          (o.measure.precision == Precision::kFp32 ? "" : " " + to_string(o.measure.precision)),
+          (o.measure.precision == Precision::kFp32 ? "" : " " + to_string(o.measure.precision)) +
+          (o.measure.measure_conv_algos ? " cudnn-benchmark" : ""),
       e.threads_per_stream, exec::cpu::layout_name(e.layout), e.spin_us, e.concat_in_place,
       candidates, o.max_measured);
 }

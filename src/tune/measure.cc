@@ -172,7 +172,8 @@ std::unique_ptr<exec::Executor> make_executor(const ir::UnitGraph& units,
   if (gpu)
     return exec::make_cuda_executor({.device = options.device.index,
                                      .graph = options.graph_replay,
-                                     .precision = options.precision});
+                                     .precision = options.precision,
+                                     .measure_conv_algos = options.measure_conv_algos});
   if (mpi) return make_mpi_executor(options.executor);
   return exec::make_cpu_executor(options.executor);
 }

@@ -31,7 +31,9 @@ struct MeasureOptions {
   Device device;              // cpu
   bool graph_replay = false;  // cuda, sim: the plan captured once and replayed as a CUDA Graph
   Precision precision = Precision::kFp32;  // cuda: what convolutions and GEMMs compute in
-  std::string sim_trace;                   // sim: write the kernel-level Chrome trace here
+  // cuda: convolutions' cuDNN algorithms timed at prepare (CudaExecutorOptions)
+  bool measure_conv_algos = false;
+  std::string sim_trace;  // sim: write the kernel-level Chrome trace here
   exec::CpuExecutorOptions executor;
   int iters = 20;  // timed runs of each schedule (rounds, when several are timed together)
   int warmup = 3;  // untimed runs of each schedule first

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/float16.h"
 #include "base/npy.h"
+#include "models/element_type.h"
 
 namespace braid::tune {
 namespace {
@@ -38,7 +39,8 @@ std::vector<float> as_floats(const npy::Array& a) {
 }  // namespace
 
 std::vector<std::vector<float>> read_inputs(const ir::Graph& graph,
-                                            std::span<const std::string> specs) {
+                                            std::span<const std::string> specs,
+                                            std::span<const models::ElementType> declared) {
   std::vector<std::vector<float>> inputs(graph.inputs().size());
   for (const std::string& spec : specs) {
     const size_t eq = spec.find('=');
@@ -86,6 +88,14 @@ std::vector<std::vector<float>> read_inputs(const ir::Graph& graph,
                     " is 2^24 or beyond, which braid's executors cannot hold exactly");
       inputs[index] = ids;
     }
+    // An FP16 or BF16 model's input holds values of its type: float32 data rounds to it.
+    const models::ElementType want =
+        index < declared.size() ? declared[index] : models::ElementType::kFloat32;
+    if (float_input && want != models::ElementType::kFloat32) {
+      std::vector<std::byte> bytes(inputs[index].size() * models::size_of(want));
+      models::store_floats(want, inputs[index], bytes.data());
+      models::load_floats(want, bytes.data(), inputs[index]);
+    }
   }
   return inputs;
 }
@@ -100,7 +110,8 @@ std::string output_file_name(std::string_view output_name) {
 
 std::vector<std::string> write_outputs(const ir::Graph& graph,
                                        const std::vector<std::vector<float>>& outputs,
-                                       const std::string& dir) {
+                                       const std::string& dir,
+                                       std::span<const models::ElementType> declared) {
   BRAID_ASSERT(outputs.size() == graph.outputs().size());
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -114,6 +125,22 @@ std::vector<std::string> write_outputs(const ir::Graph& graph,
                 "' and another both map to ", file, " in ", dir);
     BRAID_ASSERT(static_cast<int64_t>(outputs[i].size()) == v.type.elements());
     paths.push_back((std::filesystem::path(dir) / file).string());
+    const models::ElementType type =
+        i < declared.size() ? declared[i] : models::ElementType::kFloat32;
+    if (type == models::ElementType::kFloat16 || type == models::ElementType::kBFloat16) {
+      std::vector<std::byte> bytes(outputs[i].size() * 2);
+      models::store_floats(type, outputs[i], bytes.data());
+      if (type == models::ElementType::kFloat16) {
+        npy::write_file(paths.back(), npy::DType::kFloat16, v.type.shape, bytes);
+        continue;
+      }
+      // NumPy has no bfloat16: the rounded values as float32, exactly.
+      std::vector<float> rounded(outputs[i].size());
+      models::load_floats(type, bytes.data(), rounded);
+      npy::write_file(paths.back(), npy::DType::kFloat32, v.type.shape,
+                      std::as_bytes(std::span(rounded)));
+      continue;
+    }
     npy::write_file(paths.back(), npy::DType::kFloat32, v.type.shape,
                     std::as_bytes(std::span(outputs[i])));
   }

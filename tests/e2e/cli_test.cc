@@ -717,6 +717,12 @@ TEST(Cli, TopRunsAScenarioAndRejectsBadInput) {
                   " --duration 0.05 --policy sync --image-size 96 --scheduler sequential");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("0.05 s of virtual time"), std::string::npos) << r.out;
+  // In FP16 on the simulated A100 (its tensor-core peak prices the models' plans and stages).
+  r = run_command(cli() + " top --scenario " +
+                  (testing::source_dir() / "docs/top/multi_a100.json").string() +
+                  " --duration 0.05 --policy sync --image-size 96 --scheduler sequential"
+                  " --precision fp16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
 
   struct Bad {
     std::string args, says;
@@ -727,6 +733,8 @@ TEST(Cli, TopRunsAScenarioAndRejectsBadInput) {
       {"top -m squeezenet:10 --policy pos", "unknown policy 'pos'"},
       {"top -m squeezenet:10 --device gpu0", "cpu, cuda:N or sim:NAME"},
       {"top -m squeezenet:10 --device cuda:7", "no CUDA device"},
+      {"top -m squeezenet:10 --device cpu --precision fp16", "fp16 needs a GPU device"},
+      {"top -m squeezenet:10 --precision fp8", "fp8"},
       {"top -m nosuchnet:10", "nosuchnet"},
       {"top", "--model"},
       {"top --scenario /nonexistent/s.json", "cannot open"},

@@ -131,10 +131,33 @@ TEST_F(Fp16Models, CliRunsOnFloat16InputsAndInspectSaysTheModelIsUpcast) {
   std::vector<std::vector<float>> got;
   for (const auto& o : manifest_["outputs"]) {
     const fs::path file = out / (o.get<std::string>() + ".npy");
-    EXPECT_EQ(npy::read_file(file.string()).dtype, npy::DType::kFloat32) << file;  // as float32
+    EXPECT_EQ(npy::read_file(file.string()).dtype, npy::DType::kFloat16) << file;  // its own type
     got.push_back(read_floats(file));
   }
   testing::expect_outputs_match(reference("half"), got, {.atol = 1e-2, .rtol = 1e-2}, "cli_half");
+
+  // A BF16 model's outputs: float32 files (NumPy has no bfloat16) holding bfloat16 values, and
+  // its float32 input rounded to bfloat16 as it is read (x.npy is not bf16-rounded; the oracle
+  // ran on x.bf16.npy, the same values rounded).
+  const fs::path bf16_out = dir_ / "cli_out_bf16";
+  r = testing::run_command(fmt::format(
+      "{} run {} --input x={} --output-dir {} --algo sequential --iters 1 --warmup 0", cli,
+      (dir_ / "bf16.onnx").string(), (dir_ / "x.npy").string(), bf16_out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  got.clear();
+  for (const auto& o : manifest_["outputs"]) {
+    const fs::path file = bf16_out / (o.get<std::string>() + ".npy");
+    EXPECT_EQ(npy::read_file(file.string()).dtype, npy::DType::kFloat32) << file;
+    got.push_back(read_floats(file));
+    for (float v : got.back()) {
+      uint32_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      ASSERT_EQ(bits & 0xffffu, 0u) << file << ": " << v << " is not a bfloat16 value";
+    }
+  }
+  // Against ORT on the float32 model with the same bf16 weights and bf16-rounded input; braid's
+  // outputs are then rounded to bfloat16 (8 mantissa bits: 2^-8 of each value).
+  testing::expect_outputs_match(reference("bf16"), got, {.atol = 1e-3, .rtol = 8e-3}, "cli_bf16");
 
   r = testing::run_command(cli + " inspect " + (dir_ / "half.onnx").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;

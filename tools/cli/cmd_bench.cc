@@ -84,6 +84,10 @@ void add_bench_command(CLI::App& app) {
                 "Graph (the slow path)")
       ->excludes(graph_opt);
   add_precision_flags(*cmd, precision);
+  static bool cudnn_benchmark = false;
+  cmd->add_flag("--cudnn-benchmark", cudnn_benchmark,
+                "cuda:N: time every cuDNN algorithm of each convolution at prepare and keep the "
+                "fastest (as PyTorch's cudnn.benchmark; default: cuDNN's heuristic first fit)");
   cmd->add_flag("--json", json, "Print the rows as JSON");
   cmd->add_option("--json-file", json_path, "Also write the JSON rows here");
   cmd->add_option("--csv", csv_path, "Also write the rows as CSV");
@@ -102,6 +106,7 @@ void add_bench_command(CLI::App& app) {
     // A CUDA Graph replay is the default wherever there is a GPU, real or simulated.
     if (measure.device.is_gpu() && !eager) measure.graph_replay = true;
     measure.precision = precision_of(precision);
+    measure.measure_conv_algos = cudnn_benchmark;
     cost_flags.eager = eager;
     if (simulated) measure.iters = 1, measure.warmup = 0;  // deterministic
     std::unique_ptr<Progress> progress;

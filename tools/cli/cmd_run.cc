@@ -59,6 +59,10 @@ void add_run_command(CLI::App& app) {
                 "Graph (the slow path: one host thread issuing launches is the bottleneck)")
       ->excludes(graph_opt);
   add_precision_flags(*cmd, precision);
+  static bool cudnn_benchmark = false;
+  cmd->add_flag("--cudnn-benchmark", cudnn_benchmark,
+                "cuda:N: time every cuDNN algorithm of each convolution at prepare and keep the "
+                "fastest (as PyTorch's cudnn.benchmark; default: cuDNN's heuristic first fit)");
   cmd->add_option("--auto-rounds", auto_rounds,
                   "auto: interleaved timed rounds of its candidates (0: 200 on cuda:N, 20 on "
                   "cpu, 1 on sim)")
@@ -118,7 +122,7 @@ void add_run_command(CLI::App& app) {
                  m.units.name(), models::to_string(m.declared.floats));
     // Read before the (maybe long) schedule search, so that a bad file fails at once.
     std::vector<std::vector<float>> inputs;
-    if (m.graph) inputs = tune::read_inputs(*m.graph, input_specs);
+    if (m.graph) inputs = tune::read_inputs(*m.graph, input_specs, m.declared.inputs);
     for (size_t i = 0; i < inputs.size() && !input_specs.empty(); ++i)
       if (inputs[i].empty())
         fmt::print(stderr, "braid: note: input '{}' not given: random values from --input-seed\n",
@@ -130,6 +134,7 @@ void add_run_command(CLI::App& app) {
     MeasureOptions measure{.device = device,
                            .graph_replay = graph_replay,
                            .precision = precision_of(precision),
+                           .measure_conv_algos = cudnn_benchmark,
                            .sim_trace = sim ? trace_path : "",
                            .executor = exec_options,
                            .iters = iters,
@@ -162,7 +167,8 @@ void add_run_command(CLI::App& app) {
     if (process_rank() != 0) return;  // under mpirun, rank 0 reports
     if (!trace_path.empty() && !sim) trace.write(trace_path);
     std::vector<std::string> files;
-    if (!output_dir.empty()) files = tune::write_outputs(*m.graph, r.outputs, output_dir);
+    if (!output_dir.empty())
+      files = tune::write_outputs(*m.graph, r.outputs, output_dir, m.declared.outputs);
     nlohmann::json outputs = nlohmann::json::array();
     if (m.graph)
       for (size_t i = 0; i < m.graph->outputs().size(); ++i) {

@@ -89,6 +89,8 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_flag("--eager", cost_flags.eager,
                 "sim:NAME: price every kernel as a host launch, for a plan run with --eager "
                 "(default: inside the plan's CUDA Graph, as braid runs on GPUs)");
+  static PrecisionFlags precision;
+  add_precision_flags(*cmd, precision);
   cmd->add_option("-o,--output", output, "Write the schedule to this file");
   cmd->add_flag("--json", json, "Print a JSON summary with the schedule");
   cmd->add_option("--device", device_text,
@@ -108,6 +110,7 @@ void add_schedule_command(CLI::App& app) {
     plan.measure.device = device;
     plan.measure.graph_replay = device.is_gpu() && !cost_flags.eager;
     plan.measure.executor.threads_per_stream = threads_per_stream;
+    plan.measure.precision = precision_of(precision);  // sim:NAME prices the plan in it
     const bool weighted_dag = flags.spec.ends_with(".dag.json");
     flags.options.with_weights =
         cost_needs_weights(tune::plan_cost_spec(plan, weighted_dag), flags.spec);

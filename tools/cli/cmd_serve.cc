@@ -12,6 +12,7 @@
 #include "base/device.h"
 #include "base/error.h"
 #include "commands.h"
+#include "cost_flags.h"
 #include "runtime/scenario.h"
 #include "serve/deployment.h"
 #include "serve/server.h"
@@ -82,6 +83,8 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::IsMember({"none", "explicit"}))
       ->capture_default_str();
   add_shape_flags(*cmd, inputs);  // a repository model's come from its config.pbtxt dims
+  static PrecisionFlags precision;
+  add_precision_flags(*cmd, precision);
   cmd->add_option("--load-model", load_models,
                   "With --model-control-mode explicit: a model to load at start (repeatable; * "
                   "for all)");
@@ -92,7 +95,8 @@ void add_serve_command(CLI::App& app) {
                                                 .batch = batch,
                                                 .image_size = image_size,
                                                 .scheduler = scheduler,
-                                                .cost = cost},
+                                                .cost = cost,
+                                                .precision = precision_of(precision)},
                                    .policy = policy};
     for (const std::string& spec : nonempty(split(models_flag, ','))) {
       const std::vector<std::string> parts = split(spec, ':');
@@ -135,8 +139,8 @@ void add_serve_command(CLI::App& app) {
                           .http_threads = http_threads});
     server.start();
     for (const std::string& line : server.describe_models()) std::cout << line << "\n";
-    std::cout << fmt::format("policy {} on {}, model control mode {}", policy, device,
-                             control_mode);
+    std::cout << fmt::format("policy {} on {} ({}), model control mode {}", policy, device,
+                             to_string(settings.scenario.precision), control_mode);
     if (server.grpc_port() > 0)
       std::cout << fmt::format("; gRPC on {}:{}", host, server.grpc_port());
     std::cout << fmt::format("; listening on http://{}:{}\n", host, server.port()) << std::flush;

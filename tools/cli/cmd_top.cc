@@ -11,6 +11,7 @@
 #include "base/device.h"
 #include "base/error.h"
 #include "commands.h"
+#include "cost_flags.h"
 #include "runtime/scenario.h"
 #include "top_flags.h"
 #include "tune/measure.h"
@@ -60,6 +61,8 @@ void add_top_command(CLI::App& app) {
                               " (0: unbounded)"));
   static models::InputShapes inputs;
   add_shape_flags(*cmd, inputs);
+  static PrecisionFlags precision;
+  add_precision_flags(*cmd, precision);
   cmd->add_option("--json", json_out, "Write every report (with samples over time) here");
   cmd->add_option("--log", log_out, "Write the event log of the last run here");
   cmd->callback([cmd] {
@@ -102,6 +105,8 @@ void add_top_command(CLI::App& app) {
                 "give models with --model NAME:FPS or a --scenario file");
     for (runtime::ScenarioModel& m : s.models) m.inputs = inputs;  // --shape/--dim: every model
     if (!device.empty()) s.device = parse_device(device);
+    if (cmd->count("--precision") > 0 || cmd->count("--tf32") > 0)
+      s.precision = precision_of(precision);
     if (!policies.empty()) s.policies = split(policies, ',');
     if (poisson) s.arrivals = runtime::ArrivalKind::kPoisson;
     // The limits (FPS, duration, the task count they make, ...) before anything is loaded.

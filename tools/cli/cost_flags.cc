@@ -24,9 +24,10 @@ void add_cost_flags(CLI::App& cmd, CostFlags& flags) {
 
 void add_precision_flags(CLI::App& cmd, PrecisionFlags& flags) {
   cmd.add_option("--precision", flags.name,
-                 "cuda:N: fp32 (FP32 FMA math), tf32 (TF32 tensor cores in convolutions and "
-                 "GEMMs), fp16 or bf16 (16-bit weights and activations, FP32 accumulation; inputs "
-                 "and outputs stay FP32)")
+                 "cuda:N and sim:NAME: fp32 (FP32 FMA math), tf32 (TF32 tensor cores in "
+                 "convolutions and GEMMs), fp16 or bf16 (16-bit weights and activations, FP32 "
+                 "accumulation; inputs and outputs in the model's own type); the CPU computes "
+                 "fp32")
       ->capture_default_str();
   cmd.add_flag("--tf32", flags.tf32, "cuda:N: the same as --precision tf32");
 }

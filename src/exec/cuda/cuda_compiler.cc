@@ -328,12 +328,34 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
               "cuda: cuDNN's output shape of Conv '", conv.name, "' differs from the graph's");
 
   bool fuse_relu = activation && activation->kind == cuda::Unary::kRelu;
+  std::byte* w_dev = keep_as(w, elem_);
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0;
-  BRAID_CU(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x_desc, w_desc, c_desc, y_desc,
-                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
-  const auto algo = first_fitting<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(
-      perf, found, options_.workspace_bytes);
+  std::optional<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> algo;
+  if (options_.measure_conv_algos) {
+    // Every algorithm timed here on scratch tensors, fastest first (as PyTorch's
+    // cudnn.benchmark); only those in the descriptor's math type, so that FP32 stays FP32.
+    DeviceBuffer fx(size_t(ir::num_elements(padded) * esize_)),
+        fy(size_t(ir::num_elements(ys) * esize_)), fws(size_t(options_.workspace_bytes));
+    BRAID_CU(cudaMemset(fx.get(), 0, size_t(ir::num_elements(padded) * esize_)));
+    BRAID_CU(cudnnFindConvolutionForwardAlgorithmEx(cudnn_, x_desc, fx.get(), w_desc, w_dev, c_desc,
+                                                    y_desc, fy.get(),
+                                                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf,
+                                                    fws.get(), size_t(options_.workspace_bytes)));
+    cudnnMathType_t math;
+    BRAID_CU(cudnnGetConvolutionMathType(c_desc, &math));
+    int kept = 0;
+    for (int i = 0; i < found; ++i)
+      if (perf[i].mathType == math) perf[kept++] = perf[i];
+    algo = first_fitting<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(
+        perf, kept, options_.workspace_bytes);
+  }
+  if (!algo) {  // the heuristic's first that fits
+    BRAID_CU(cudnnGetConvolutionForwardAlgorithm_v7(
+        cudnn_, x_desc, w_desc, c_desc, y_desc, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
+    algo = first_fitting<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(
+        perf, found, options_.workspace_bytes);
+  }
   BRAID_CHECK(algo.has_value(), ErrorCode::kUnsupported, "cuda: no cuDNN algorithm for Conv '",
               conv.name, "' within ", options_.workspace_bytes, " bytes of workspace");
   const auto chosen = algo->first;
@@ -349,7 +371,6 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
     BRAID_CU(
         cudnnSetActivationDescriptor(act_desc, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
   }
-  std::byte* w_dev = keep_as(w, elem_);
   // The fused call takes its bias in the output's type. In 16-bit storage cuDNN may refuse a
   // configuration at run time, so it is tried once here on zeros; refused, the conv runs as
   // Forward + our bias/activation kernel.

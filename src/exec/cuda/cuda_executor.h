@@ -45,6 +45,10 @@ struct CudaExecutorOptions {
   Precision precision = Precision::kFp32;
   // Largest cuDNN workspace a convolution may use (per lane: lanes run convs concurrently).
   int64_t workspace_bytes = 64 << 20;
+  // Choose each convolution's cuDNN algorithm by timing every candidate at prepare
+  // (cudnnFindConvolutionForwardAlgorithmEx, as PyTorch's cudnn.benchmark does) instead of the
+  // heuristic's first that fits (cudnnGetConvolutionForwardAlgorithm_v7). Prepare takes longer.
+  bool measure_conv_algos = false;
 };
 
 // Whether the CUDA executor has kernels for `kind` (on float tensors; CudaExecutor::supports adds
