@@ -9,7 +9,9 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/float16.h"
 #include "exec/cpu/cpu_executor.h"
+#include "models/onnx_test_util.h"
 #include "sched/lower.h"
 #include "sched/registry.h"
 
@@ -194,6 +196,59 @@ TEST(Session, BadInputsAndOptionsAreNamed) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
     EXPECT_NE(std::string(e.what()).find("junk"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace braid::session
+
+namespace braid::session {
+namespace {
+
+// Issue 29: an FP16 model's session takes and gives float16 (computed upcast): its inputs in
+// float16 bytes, or float32 rounded to float16 as read; Outputs::write gives float16 bytes.
+TEST(Session, Float16ModelExchangesFloat16) {
+  models::ModelMaker mm;
+  mm.input("x", {1, 6});
+  mm.output("y", {1, 6});
+  for (auto* list : {mm.g->mutable_input(), mm.g->mutable_output()})
+    for (auto& v : *list)
+      v.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT16);
+  auto* k = mm.g->add_initializer();
+  k->set_name("k");
+  k->set_data_type(onnx::TensorProto::FLOAT16);
+  k->add_dims(1);
+  const uint16_t minus_three = float_to_float16(-3.0f);
+  k->mutable_raw_data()->append(reinterpret_cast<const char*>(&minus_three), 2);
+  mm.node("Mul", "mul", {"x", "k"}, {"y"});
+  const Session s =
+      Session::from_onnx_bytes(mm.m.SerializeAsString(), "half", {.scheduler = "sequential"});
+  ASSERT_EQ(s.inputs()[0].type, models::ElementType::kFloat16);
+  EXPECT_EQ(s.inputs()[0].dtype, ir::DType::kFloat32);
+  ASSERT_EQ(s.outputs()[0].type, models::ElementType::kFloat16);
+
+  const std::vector<float> x = {0.1f, -1.7f, 3.3f, 1000.1f, 1e-6f, 30000.0f};
+  std::vector<uint16_t> x16;
+  for (float v : x) x16.push_back(float_to_float16(v));
+  // Each output: the float16 input times -3, rounded to float16 (30000 * -3 overflows to -inf).
+  std::vector<uint16_t> want;
+  for (uint16_t h : x16) want.push_back(float_to_float16(-3.0f * float16_to_float(h)));
+  auto output_of = [&](const InputBuffer& in) {
+    const Outputs out = s.run(std::span(&in, 1));
+    std::vector<uint16_t> y(6);
+    out.write(0, std::as_writable_bytes(std::span(y)));
+    EXPECT_THROW(out.write(0, std::as_writable_bytes(std::span(y).subspan(1))), Error);
+    return y;
+  };
+  EXPECT_EQ(output_of({models::ElementType::kFloat16, std::as_bytes(std::span(x16))}), want);
+  EXPECT_EQ(output_of({models::ElementType::kFloat32, std::as_bytes(std::span(x))}), want);
+  // Floats as given are rounded to float16 too; values() are the upcast results, unrounded.
+  const std::span<const float> xs(x);
+  const Outputs floats = s.run(std::span(&xs, 1));
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_EQ(floats.values(0)[i], -3.0f * float16_to_float(x16[i])) << i;
+  const std::vector<int64_t> ids(6, 1);
+  const InputBuffer wrong{models::ElementType::kInt64, std::as_bytes(std::span(ids))};
+  EXPECT_THROW(s.run(std::span(&wrong, 1)), Error);
 }
 
 }  // namespace
