@@ -65,7 +65,11 @@ cost::Measurement GpuProfiler::profile_stage(std::span<const std::vector<UnitId>
   // method=: graph replay of the compiled model; entries of the older method (a fresh executor
   // per stage, eager runs: mostly overhead) are never reused.
   const std::string key = cost::stage_key(units(), groups) + "\nexecutor=" + name_ +
-                          "\nmethod=graph-replay-v3-" + (*options_.cold_l2 ? "cold-l2" : "warm-l2");
+                          "\nmethod=graph-replay-v3-" +
+                          (*options_.cold_l2 ? "cold-l2" : "warm-l2") +
+                          (options_.precision == Precision::kFp32
+                               ? ""
+                               : "\nprecision=" + std::string(to_string(options_.precision)));
   std::lock_guard lock(mutex_);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   cost::Measurement m;
@@ -110,7 +114,8 @@ void GpuProfiler::check_stage(std::span<const std::vector<UnitId>> groups) const
 cost::Measurement GpuProfiler::measure(std::span<const std::vector<UnitId>> groups) const {
   check_stage(groups);
   if (timer_ == nullptr)
-    timer_ = exec::make_cuda_stage_timer(units(), weights_, options_.device, options_.input_seed);
+    timer_ = exec::make_cuda_stage_timer(units(), weights_, options_.device, options_.input_seed,
+                                         options_.precision);
   // The copies that fill a replay, from the units' own costs once measured, else from one probe.
   std::optional<Micros> estimate = stage_estimate(groups, unit_costs_);
   if (!estimate) {

@@ -21,6 +21,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/precision.h"
 #include "cost/cost_model.h"
 #include "cost/profile_cache.h"
 #include "ir/weights.h"
@@ -42,6 +43,8 @@ struct GpuProfilerOptions {
   // BRAID_CUDA_STAGE_L2 says `cold` or `warm` (to compare the two).
   std::optional<bool> cold_l2;
   uint64_t input_seed = 1;
+  // What the stages are timed in (CudaExecutorOptions::precision); part of the cache key.
+  Precision precision = Precision::kFp32;
   bool use_cache = true;
   std::filesystem::path cache_dir;  // empty: cost::ProfileCache::default_dir()
 };

@@ -45,8 +45,9 @@ std::unique_ptr<cost::CostModel> make_base(const CostSpec& spec, const ir::UnitG
     const int device = parse_device(name).index;  // throws on a malformed cuda:N
     BRAID_CHECK(!weighted, ErrorCode::kInvalidArgument, "--cost ", name, ": '", units.name(),
                 "' is a weighted DAG with no operators to measure");
-    return std::make_unique<profile::GpuProfiler>(units, std::move(weights),
-                                                  profile::GpuProfilerOptions{.device = device});
+    return std::make_unique<profile::GpuProfiler>(
+        units, std::move(weights),
+        profile::GpuProfilerOptions{.device = device, .precision = spec.precision});
   }
   if (name.starts_with("sim:"))
     return std::make_unique<sim::SimCostModel>(

@@ -31,8 +31,8 @@ struct CostSpec {
   // prices them inside the plan's CUDA Graph, as braid runs on GPUs (cuda:N always does).
   bool eager = false;
   // sim:NAME prices GEMMs on the tensor-core peak of this precision and tensors in its bytes
-  // (sim::with_precision); cpu, cuda:N and dag price FP32 (the GPU profiler measures FP32).
-  // The planner sets it from what the plan runs in (plan_cost_spec).
+  // (sim::with_precision); cuda:N times its stages in it; cpu and dag price FP32. The planner
+  // sets it from what the plan runs in (plan_cost_spec).
   Precision precision = Precision::kFp32;
 };
 

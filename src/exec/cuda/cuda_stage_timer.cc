@@ -4,6 +4,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "base/float16.h"
 #include "exec/cuda/cuda_compiler.h"
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/cuda_kernels.h"
@@ -81,11 +82,11 @@ class GraphExec {
 class StageTimer final : public CudaStageTimer {
  public:
   StageTimer(const ir::UnitGraph& units, std::shared_ptr<const ir::Weights> weights, int device,
-             uint64_t input_seed)
+             uint64_t input_seed, Precision precision)
       : units_(units),
         weights_(std::move(weights)),
         plan_(sequential_plan(units)),
-        options_{.device = device},
+        options_{.device = device, .precision = precision},
         // No reuse: concurrent groups never share storage, and every value stays as filled.
         compiled_(*units.graph(), *weights_, units, plan_, options_, {.reuse = false}),
         request_(cuda::RequestLayout{.device = device,
@@ -159,11 +160,20 @@ class StageTimer final : public CudaStageTimer {
     const ir::Graph& g = *units_.graph();
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> noise(-1.0f, 1.0f);
+    const cuda::Elem e = cuda::elem_of(options_.precision);
     for (ValueId v : g.inputs()) {
       std::vector<float> x(g.value(v).type.elements());
       for (float& f : x) f = noise(rng);
-      BRAID_CU(cudaMemcpy(request_.arena.get() + compiled_.memory.offset[index(v)], x.data(),
-                          x.size() * sizeof(float), cudaMemcpyHostToDevice));
+      std::byte* slot = request_.arena.get() + compiled_.memory.offset[index(v)];
+      if (e == cuda::Elem::kF32) {
+        BRAID_CU(cudaMemcpy(slot, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+        continue;
+      }
+      // 16-bit storage: the arena holds the input in its element type.
+      std::vector<uint16_t> h(x.size());
+      for (size_t i = 0; i < x.size(); ++i)
+        h[i] = e == cuda::Elem::kF16 ? float_to_float16(x[i]) : float_to_bfloat16(x[i]);
+      BRAID_CU(cudaMemcpy(slot, h.data(), h.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
     }
     const cuda::LaneContext& lane = request_.lanes[0];
     for (const std::vector<cuda::Op>& ops : compiled_.unit_ops)
@@ -186,11 +196,12 @@ class StageTimer final : public CudaStageTimer {
 
 std::unique_ptr<CudaStageTimer> make_cuda_stage_timer(const ir::UnitGraph& units,
                                                       std::shared_ptr<const ir::Weights> weights,
-                                                      int device, uint64_t input_seed) {
+                                                      int device, uint64_t input_seed,
+                                                      Precision precision) {
   check_cuda_device(device);
   BRAID_CHECK(units.graph() != nullptr && weights != nullptr, ErrorCode::kInvalidArgument,
               "stage timing needs a model with operators and weights");
-  return std::make_unique<StageTimer>(units, std::move(weights), device, input_seed);
+  return std::make_unique<StageTimer>(units, std::move(weights), device, input_seed, precision);
 }
 
 }  // namespace braid::exec

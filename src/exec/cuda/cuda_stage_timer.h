@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/ids.h"
+#include "base/precision.h"
 #include "ir/unit_graph.h"
 #include "ir/weights.h"
 
@@ -49,8 +50,10 @@ class CudaStageTimer {
                                 const StageTimingOptions& options) = 0;
 };
 
+// `precision`: what the stages compute in (CudaExecutorOptions::precision).
 std::unique_ptr<CudaStageTimer> make_cuda_stage_timer(const ir::UnitGraph& units,
                                                       std::shared_ptr<const ir::Weights> weights,
-                                                      int device, uint64_t input_seed);
+                                                      int device, uint64_t input_seed,
+                                                      Precision precision = Precision::kFp32);
 
 }  // namespace braid::exec

@@ -33,7 +33,7 @@ nlohmann::json measure_cuda_calibration(int, const std::vector<int>&, int) {
 
 std::unique_ptr<CudaStageTimer> make_cuda_stage_timer(const ir::UnitGraph&,
                                                       std::shared_ptr<const ir::Weights>, int,
-                                                      uint64_t) {
+                                                      uint64_t, Precision) {
   BRAID_THROW(ErrorCode::kNotFound, cuda_unavailable_reason());
 }
 
