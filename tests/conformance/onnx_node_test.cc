@@ -3,14 +3,15 @@
 // Each test directory holds a one-node model.onnx and test_data_set_*/{input,output}_N.pb
 // TensorProtos computed by ONNX's numpy reference implementation.
 //
-// One GoogleTest case per directory. A case braid does not claim to handle (the importer
-// throws kUnsupported for the op, an attribute or a dtype; an input or output other than
-// float32, int64 or bool) is
-// skipped with the reason, so the skip list names what is missing; a full run ends with the
-// skip reasons counted. Everything braid accepts must match ONNX's outputs, within ONNX's own
-// tolerances, on the CPU executor (sequential schedule) and on the reference executor, the
-// oracle the other executors are tested against. Two adaptations (see `adapt`) let braid run
-// cases whose shape inputs are graph inputs or that also ask for auxiliary outputs.
+// One GoogleTest case per directory and backend (backends.h: reference, CPU, simulated GPU,
+// CUDA in each precision). A case braid does not claim to handle (the importer throws
+// kUnsupported for the op, an attribute or a dtype; an input or output other than float32,
+// int64 or bool), or that a backend cannot run (absent, no kernel for an op, kUnsupported at
+// prepare), is skipped with the reason, so the skip list names what is missing; a full run ends
+// with passed, skipped by reason and failed per backend. Everything a backend runs must match
+// ONNX's outputs within its precision's tolerance (tests/testing/tolerance.h: ONNX's own for
+// FP32). Two adaptations (see `adapt`) let braid run cases whose shape inputs are graph inputs or
+// that also ask for auxiliary outputs.
 //
 // BRAID_ONNX_NODE_TEST_DIR overrides the data directory (e.g. a newer ONNX's test data).
 #include <gtest/gtest.h>
@@ -32,27 +33,26 @@
 #include <unordered_set>
 #include <vector>
 
+#include "backends.h"
 #include "base/error.h"
-#include "exec/cpu/cpu_executor.h"
-#include "exec/ref/ref_executor.h"
-#include "ir/unit_graph.h"
 #include "models/onnx_import.h"
-#include "sched/lower.h"
-#include "sched/registry.h"
+#include "tolerance.h"
 
 namespace braid {
 namespace {
 
 namespace fs = std::filesystem;
+using conformance::Backend;
+using conformance::kBackends;
+using conformance::label;
+using conformance::selected_backends;
+using testing::Agreement;
+using testing::Tolerance;
 
 fs::path node_test_dir() {
   const char* dir = std::getenv("BRAID_ONNX_NODE_TEST_DIR");
   return dir ? dir : "/usr/share/libonnx-testdata/data/node";
 }
-// The tolerances of ONNX's own backend test runner (onnx/backend/test/runner).
-constexpr double kRtol = 1e-4;
-constexpr double kAtol = 1e-5;
-
 // A tensor read from a .pb file as float values: float32 as is, int64 and bool converted (as
 // braid's executors take and return them). `dtype` is set (and `data` empty) for other types.
 struct FloatTensor {
@@ -156,49 +156,6 @@ std::string shape_string(const std::vector<int64_t>& dims) {
   return s.str();
 }
 
-// Row-major coordinates of flat index `i`, for messages.
-std::string coords(int64_t i, const std::vector<int64_t>& dims) {
-  std::vector<int64_t> c(dims.size());
-  for (size_t k = dims.size(); k-- > 0;) {
-    c[k] = dims[k] ? i % dims[k] : 0;
-    i = dims[k] ? i / dims[k] : 0;
-  }
-  return shape_string(c);
-}
-
-// Empty when `got` matches `want` within max |a-b| <= atol + rtol*|b| (NaN and Inf must match
-// exactly); otherwise a description of the worst element.
-std::string compare(std::span<const float> got, const FloatTensor& want) {
-  if (got.size() != want.data.size())
-    return "has " + std::to_string(got.size()) + " elements, expected " +
-           std::to_string(want.data.size());
-  int64_t worst = -1, mismatches = 0;
-  double worst_excess = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double a = got[i], b = want.data[i];
-    double excess;
-    if (std::isnan(b) || std::isnan(a) || std::isinf(b) || std::isinf(a)) {
-      const bool same = (std::isnan(a) && std::isnan(b)) || a == b;
-      excess = same ? 0 : INFINITY;
-    } else {
-      excess = std::abs(a - b) - (kAtol + kRtol * std::abs(b));
-    }
-    if (excess <= 0) continue;
-    ++mismatches;
-    if (worst < 0 || excess > worst_excess) {
-      worst = static_cast<int64_t>(i);
-      worst_excess = excess;
-    }
-  }
-  if (worst < 0) return {};
-  std::ostringstream s;
-  s.precision(9);
-  s << mismatches << " of " << got.size() << " elements differ; worst at " << worst << " "
-    << coords(worst, want.dims) << ": got " << got[worst] << ", expected " << want.data[worst]
-    << " (|diff| " << std::abs(double(got[worst]) - double(want.data[worst])) << ")";
-  return s.str();
-}
-
 onnx::ModelProto load_model(const fs::path& path) {
   std::ifstream f(path, std::ios::binary);
   onnx::ModelProto model;
@@ -296,59 +253,47 @@ AdaptedCase adapt(const onnx::ModelProto& original, const fs::path& data_set, bo
   return c;
 }
 
-// Skip reasons, grouped, for the summary printed at the end of a full run.
-std::map<std::string, int>& skip_reasons() {
-  static std::map<std::string, int> reasons;
-  return reasons;
-}
-
-// "node #0 (Abs): unsupported op type 'Abs'" -> "unsupported op type 'Abs'": the node's
-// description differs between cases, the reason does not.
-std::string note_skip(std::string reason) {
-  if (reason.starts_with("node ")) {
-    const size_t colon =
-        reason.find("): ") != std::string::npos ? reason.find("): ") + 1 : reason.find("': ") + 1;
-    if (colon > 0 && colon < reason.size()) reason = reason.substr(colon + 2);
-  }
-  ++skip_reasons()[reason];
-  return reason;
-}
-
-class SummaryPrinter : public ::testing::Environment {
- public:
-  void TearDown() override {
-    const auto& unit = *::testing::UnitTest::GetInstance();
-    if (skip_reasons().empty()) return;
-    std::vector<std::pair<int, std::string>> sorted;
-    for (const auto& [reason, n] : skip_reasons()) sorted.emplace_back(-n, reason);
-    std::sort(sorted.begin(), sorted.end());
-    std::printf("ONNX node tests: %d passed, %d skipped, %d failed. Skip reasons:\n",
-                unit.successful_test_count(), unit.skipped_test_count(), unit.failed_test_count());
-    for (const auto& [n, reason] : sorted) std::printf("  %4d  %s\n", -n, reason.c_str());
-  }
+// One data set of a case, imported and read: what every backend runs and compares.
+struct DataSet {
+  std::string name;   // "test_data_set_0"
+  std::string notes;  // the adaptations made, "" for none
+  std::shared_ptr<const ir::Graph> graph;
+  std::shared_ptr<const ir::Weights> weights;
+  std::vector<std::vector<float>> fed;  // braid's graph inputs, in order
+  std::vector<FloatTensor> outputs;     // the compared outputs, in braid's graph output order
 };
-const auto* const kSummary = ::testing::AddGlobalTestEnvironment(new SummaryPrinter);
 
-class OnnxNodeTest : public ::testing::TestWithParam<std::string> {};
+// A case's data sets up to the first that braid skips (`skip`) or that is broken (`failure`);
+// both empty when every data set loaded.
+struct LoadedCase {
+  std::vector<DataSet> sets;
+  std::string skip;
+  std::string failure;
+};
 
-TEST_P(OnnxNodeTest, MatchesOnnxReferenceOutputs) {
-  const std::string name = GetParam();
+LoadedCase load_uncached(const std::string& name) {
+  LoadedCase loaded;
   const fs::path dir = node_test_dir() / name;
   std::vector<fs::path> data_sets;
   for (const auto& entry : fs::directory_iterator(dir))
     if (entry.is_directory() && entry.path().filename().string().starts_with("test_data_set_"))
       data_sets.push_back(entry.path());
   std::sort(data_sets.begin(), data_sets.end());
-  ASSERT_FALSE(data_sets.empty()) << dir << " has no test_data_set_*";
+  if (data_sets.empty()) {
+    loaded.failure = dir.string() + " has no test_data_set_*";
+    return loaded;
+  }
   const onnx::ModelProto original = load_model(dir / "model.onnx");
+  auto broken = [&](const fs::path& set, const std::string& what) {
+    loaded.failure = set.filename().string() + ": " + what;
+    return loaded;
+  };
 
   for (const fs::path& set : data_sets) {
-    SCOPED_TRACE(name + "/" + set.filename().string());
-    ASSERT_EQ(count_tensor_files(set, "input"), runtime_input_names(original.graph()).size())
-        << "input_N.pb files vs graph inputs";
-    ASSERT_EQ(count_tensor_files(set, "output"),
-              static_cast<size_t>(original.graph().output_size()))
-        << "output_N.pb files vs graph outputs";
+    if (count_tensor_files(set, "input") != runtime_input_names(original.graph()).size())
+      return broken(set, "input_N.pb files do not match the graph inputs");
+    if (count_tensor_files(set, "output") != static_cast<size_t>(original.graph().output_size()))
+      return broken(set, "output_N.pb files do not match the graph outputs");
     AdaptedCase c;
     models::ImportedModel m;
     std::string first_reason;  // why the import without frozen inputs failed
@@ -374,78 +319,245 @@ TEST_P(OnnxNodeTest, MatchesOnnxReferenceOutputs) {
           continue;
         }
         if (reason != first_reason) reason = first_reason + " (as constants: " + reason + ")";
-        GTEST_SKIP() << note_skip(reason);
+        loaded.skip = reason;
+        return loaded;
       }
     }
-    std::string notes;
-    for (const std::string& n : c.notes) notes += (notes.empty() ? "" : "; ") + n;
-    if (!notes.empty()) RecordProperty("adapted", notes);
-    SCOPED_TRACE("adapted: " + (notes.empty() ? "no" : notes));
+    DataSet d;
+    d.name = set.filename().string();
+    for (const std::string& n : c.notes) d.notes += (d.notes.empty() ? "" : "; ") + n;
     const ir::Graph& g = *m.graph;
 
     // Read after the import: sequence and optional inputs (rejected there) are no TensorProtos.
-    std::vector<FloatTensor> inputs, outputs;
-
     for (size_t i : c.fed) {
-      inputs.push_back(read_tensor_file(tensor_file(set, "input", i)));
-      if (!inputs.back().dtype.empty())
-        GTEST_SKIP() << note_skip("dtype: input is " + inputs.back().dtype);
+      FloatTensor t = read_tensor_file(tensor_file(set, "input", i));
+      if (!t.dtype.empty()) {
+        loaded.skip = "dtype: input is " + t.dtype;
+        return loaded;
+      }
+      const ir::Value& v = g.value(g.inputs()[d.fed.size()]);
+      if (t.dims != v.type.shape)
+        return broken(set, "input '" + v.name + "': test data " + shape_string(t.dims) +
+                               ", braid " + ir::to_string(v.type));
+      d.fed.push_back(std::move(t.data));
     }
     for (size_t i : c.compared) {
-      outputs.push_back(read_tensor_file(tensor_file(set, "output", i)));
-      if (!outputs.back().dtype.empty())
-        GTEST_SKIP() << note_skip("dtype: output is " + outputs.back().dtype);
+      d.outputs.push_back(read_tensor_file(tensor_file(set, "output", i)));
+      if (!d.outputs.back().dtype.empty()) {
+        loaded.skip = "dtype: output is " + d.outputs.back().dtype;
+        return loaded;
+      }
     }
-    ASSERT_EQ(g.inputs().size(), c.fed.size()) << "braid's graph inputs vs fed inputs";
-    ASSERT_EQ(g.outputs().size(), c.compared.size()) << "braid's graph outputs vs kept outputs";
-
-    std::vector<std::vector<float>> fed;
-    for (size_t i = 0; i < c.fed.size(); ++i) {
-      const FloatTensor& t = inputs[i];
-      const ir::Value& v = g.value(g.inputs()[i]);
-      ASSERT_EQ(t.dims, v.type.shape)
-          << "input '" << v.name << "': test data " << shape_string(t.dims) << ", braid "
-          << ir::to_string(v.type);
-      fed.push_back(t.data);
-    }
-
-    auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
-    ir::UnitGraph units = ir::fuse(m.graph);
-    sched::ExecutionPlan plan =
-        sched::lower(units, sched::make_scheduler("sequential")->schedule(units));
-    std::unique_ptr<exec::PreparedModel> model;
-    try {
-      model = exec::make_cpu_executor()->prepare({m.graph, weights, &units, &plan});
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kUnsupported) throw;
-      GTEST_SKIP() << note_skip(std::string("CPU executor: ") + e.what());
-    }
-    auto request = model->new_request();
-    for (size_t i = 0; i < fed.size(); ++i) model->set_input(*request, i, fed[i]);
-    model->run(*request);
-    const std::vector<std::vector<float>> reference = exec::ref::run_reference(g, *weights, fed);
-
-    for (size_t i = 0; i < c.compared.size(); ++i) {
-      const FloatTensor& want = outputs[i];
+    if (g.inputs().size() != c.fed.size())
+      return broken(set, "braid's graph inputs do not match the fed inputs");
+    if (g.outputs().size() != c.compared.size())
+      return broken(set, "braid's graph outputs do not match the kept outputs");
+    for (size_t i = 0; i < d.outputs.size(); ++i) {
+      const FloatTensor& want = d.outputs[i];
       const ir::TensorType& type = g.value(g.outputs()[i]).type;
-      EXPECT_EQ(type.shape, want.dims)
-          << "output '" << want.name << "': braid infers " << ir::to_string(type.shape)
-          << ", ONNX gives " << shape_string(want.dims);
-      // The CPU executor returns float32 outputs only; int64/bool ones are checked on the
-      // reference executor.
-      if (type.dtype == ir::DType::kFloat32)
-        if (std::string d = compare(model->output(*request, i), want); !d.empty())
-          ADD_FAILURE() << name << ": output '" << want.name << "' on the CPU executor: " << d;
-      EXPECT_EQ(type.dtype == ir::DType::kFloat32, want.is_float)
-          << "output '" << want.name << "': braid's dtype is " << ir::to_string(type.dtype);
-      if (std::string d = compare(reference[i], want); !d.empty())
-        ADD_FAILURE() << name << ": output '" << want.name << "' on the reference executor: " << d;
+      if (type.shape != want.dims)
+        return broken(set, "output '" + want.name + "': braid infers " + ir::to_string(type.shape) +
+                               ", ONNX gives " + shape_string(want.dims));
+      if ((type.dtype == ir::DType::kFloat32) != want.is_float)
+        return broken(set, "output '" + want.name + "': braid's dtype is " +
+                               std::string(ir::to_string(type.dtype)));
     }
+    d.graph = m.graph;
+    d.weights = std::make_shared<const ir::Weights>(std::move(m.weights));
+    loaded.sets.push_back(std::move(d));
   }
+  return loaded;
 }
 
-INSTANTIATE_TEST_SUITE_P(Node, OnnxNodeTest, ::testing::ValuesIn(discover_cases()),
-                         [](const auto& info) { return info.param; });
+// The suite runs case-major (a case on every backend, then the next case), so one slot keeps
+// the import to once per case.
+const LoadedCase& load_case(const std::string& name) {
+  static std::string cached_name;
+  static LoadedCase cached;
+  if (name != cached_name) {
+    cached_name.clear();  // an exception below leaves the slot empty
+    cached = load_uncached(name);
+    cached_name = name;
+  }
+  return cached;
+}
+
+// What one backend did over the run, for the summary printed at the end.
+struct Tally {
+  int passed = 0, failed = 0, skipped = 0;
+  std::map<std::string, int> skip_reasons;
+};
+std::vector<Tally>& tallies() {  // indexed as kBackends
+  static std::vector<Tally> t(std::size(kBackends));
+  return t;
+}
+size_t row(const Backend& b) {
+  for (size_t i = 0; i < std::size(kBackends); ++i)
+    if (kBackends[i].id == b.id) return i;
+  return 0;  // unreachable: every Backend comes from kBackends
+}
+
+class SummaryPrinter : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::vector<size_t> ran;
+    for (size_t i = 0; i < tallies().size(); ++i) {
+      const Tally& t = tallies()[i];
+      if (t.passed + t.failed + t.skipped > 0) ran.push_back(i);
+    }
+    if (ran.empty()) return;
+    std::printf("ONNX node tests per backend (%zu cases):\n  %-16s %7s %7s %7s\n",
+                discover_cases().size(), "backend", "passed", "skipped", "failed");
+    for (size_t i : ran) {
+      const Tally& t = tallies()[i];
+      std::printf("  %-16s %7d %7d %7d\n", label(kBackends[i]).c_str(), t.passed, t.skipped,
+                  t.failed);
+    }
+    // A reason with the same count on every backend (braid does not import the case) once;
+    // the others under their backend.
+    auto on_every_backend = [&](const std::string& reason, int n) {
+      for (size_t i : ran) {
+        const auto& r = tallies()[i].skip_reasons;
+        if (auto it = r.find(reason); it == r.end() || it->second != n) return false;
+      }
+      return true;
+    };
+    auto print_sorted = [](const std::vector<std::pair<int, std::string>>& reasons) {
+      std::vector<std::pair<int, std::string>> sorted = reasons;
+      std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+      });
+      for (const auto& [n, reason] : sorted) std::printf("  %5d  %s\n", n, reason.c_str());
+    };
+    std::vector<std::pair<int, std::string>> common;
+    for (const auto& [reason, n] : tallies()[ran[0]].skip_reasons)
+      if (on_every_backend(reason, n)) common.emplace_back(n, reason);
+    if (!common.empty()) {
+      std::printf("Skipped on %s, by reason:\n",
+                  ran.size() == 1 ? label(kBackends[ran[0]]).c_str() : "every backend");
+      print_sorted(common);
+    }
+    // Rows with the same reasons (the CUDA precisions without a GPU) listed once.
+    std::vector<std::pair<std::string, std::vector<std::pair<int, std::string>>>> groups;
+    for (size_t i : ran) {
+      std::vector<std::pair<int, std::string>> own;
+      for (const auto& [reason, n] : tallies()[i].skip_reasons)
+        if (!on_every_backend(reason, n)) own.emplace_back(n, reason);
+      if (own.empty()) continue;
+      auto same = std::find_if(groups.begin(), groups.end(),
+                               [&](const auto& g) { return g.second == own; });
+      if (same == groups.end()) {
+        groups.emplace_back(label(kBackends[i]), std::move(own));
+      } else {
+        same->first += ", " + label(kBackends[i]);
+      }
+    }
+    for (const auto& [labels, own] : groups) {
+      std::printf("Skipped on %s only, by reason:\n", labels.c_str());
+      print_sorted(own);
+    }
+    // CTest marks a row whose every case skipped (no GPU) as skipped (CMakeLists.txt).
+    for (size_t i : ran) {
+      const Tally& t = tallies()[i];
+      if (t.passed == 0 && t.failed == 0)
+        std::printf("Every case skipped on %s\n", label(kBackends[i]).c_str());
+    }
+  }
+};
+const auto* const kSummary = ::testing::AddGlobalTestEnvironment(new SummaryPrinter);
+
+class OnnxNodeTest : public ::testing::TestWithParam<std::tuple<std::string, Backend>> {
+ protected:
+  // Keeps the reason for the summary; returns it for GTEST_SKIP.
+  std::string skip(std::string reason) {
+    // "node #0 (Abs): unsupported op type 'Abs'" -> "unsupported op type 'Abs'": the node's
+    // description differs between cases, the reason does not.
+    if (reason.starts_with("node ")) {
+      const size_t colon =
+          reason.find("): ") != std::string::npos ? reason.find("): ") + 1 : reason.find("': ") + 1;
+      if (colon > 0 && colon < reason.size()) reason = reason.substr(colon + 2);
+    }
+    skip_reason_ = reason;
+    return reason;
+  }
+  void TearDown() override {
+    Tally& t = tallies()[row(std::get<1>(GetParam()))];
+    if (IsSkipped()) {
+      ++t.skipped;
+      ++t.skip_reasons[skip_reason_.empty() ? "(no reason given)" : skip_reason_];
+    } else if (HasFailure()) {
+      ++t.failed;
+    } else {
+      ++t.passed;
+    }
+  }
+
+ private:
+  std::string skip_reason_;
+};
+
+// "cuda: op 'conv_1' (Conv) ..." -> "cuda: op (Conv) ...": an executor's refusal names the
+// node, which differs between cases; the reason does not.
+std::string without_node_names(std::string reason, const ir::Graph& g) {
+  for (size_t i = 0; i < g.num_nodes(); ++i) {
+    const std::string quoted = "'" + g.node(NodeId(i)).name + "' ";
+    for (size_t at; (at = reason.find(quoted)) != std::string::npos;)
+      reason.erase(at, quoted.size());
+  }
+  return reason;
+}
+
+TEST_P(OnnxNodeTest, MatchesOnnxReferenceOutputs) {
+  const auto& [name, backend] = GetParam();
+  const Tolerance& tolerance = testing::tolerance(backend.precision);
+  const LoadedCase& loaded = load_case(name);
+  for (const DataSet& set : loaded.sets) {
+    SCOPED_TRACE(name + "/" + set.name + " on " + label(backend));
+    if (!set.notes.empty()) RecordProperty("adapted", set.notes);
+    SCOPED_TRACE("adapted: " + (set.notes.empty() ? "no" : set.notes));
+    for (const auto& data : set.fed)  // the executors take FP32 and convert on the device
+      if (std::string why = testing::out_of_range(data, backend.precision); !why.empty())
+        GTEST_SKIP() << skip(why);
+    for (const FloatTensor& want : set.outputs)
+      if (std::string why = testing::out_of_range(want.data, backend.precision); !why.empty())
+        GTEST_SKIP() << skip(why);
+    if (std::string why = conformance::unavailable_reason(backend, *set.graph); !why.empty())
+      GTEST_SKIP() << skip(why);
+
+    std::vector<std::optional<std::vector<float>>> got;
+    try {
+      got = conformance::run(backend, set.graph, set.weights, set.fed);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kUnsupported) throw;
+      GTEST_SKIP() << skip(label(backend) + ": " + without_node_names(e.what(), *set.graph));
+    }
+    ASSERT_EQ(got.size(), set.outputs.size());
+    size_t compared = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (!got[i]) continue;  // an int64/bool output of an executor: compared on the reference
+      ++compared;
+      const FloatTensor& want = set.outputs[i];
+      if (Agreement a = testing::compare(*got[i], want.data, tolerance, want.dims); !a.ok)
+        ADD_FAILURE() << name << ": output '" << want.name << "' on " << label(backend) << ": "
+                      << a.failure;
+    }
+    if (compared == 0)
+      GTEST_SKIP() << skip(label(backend) +
+                           ": returns float32 outputs only; int64/bool ones are compared on ref");
+  }
+  if (!loaded.failure.empty()) FAIL() << name << "/" << loaded.failure;
+  if (!loaded.skip.empty()) GTEST_SKIP() << skip(loaded.skip);
+}
+
+std::string test_name(const ::testing::TestParamInfo<OnnxNodeTest::ParamType>& info) {
+  return std::string(std::get<1>(info.param).id) + "_" + std::get<0>(info.param);
+}
+
+// Case-major: a case's backends run one after another.
+INSTANTIATE_TEST_SUITE_P(Node, OnnxNodeTest,
+                         ::testing::Combine(::testing::ValuesIn(discover_cases()),
+                                            ::testing::ValuesIn(selected_backends())),
+                         test_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OnnxNodeTest);
 
 // Stands in for the suite where the test data is not installed, so the absence is visible.
@@ -453,6 +565,18 @@ TEST(OnnxNodeTestData, Installed) {
   if (!fs::is_directory(node_test_dir()))
     GTEST_SKIP() << "install libonnx-testdata (make deps): " << node_test_dir() << " is missing";
   EXPECT_FALSE(discover_cases().empty()) << node_test_dir() << " holds no test_*/model.onnx";
+}
+
+// A misspelt BRAID_CONFORMANCE_BACKENDS would otherwise run nothing and pass.
+TEST(OnnxNodeTestData, SelectedBackendsExist) {
+  std::vector<std::string> unknown;
+  EXPECT_FALSE(selected_backends(&unknown).empty()) << "BRAID_CONFORMANCE_BACKENDS selects none";
+  for (const std::string& id : unknown) {
+    std::string known;
+    for (const Backend& b : kBackends) known += (known.empty() ? "" : ", ") + std::string(b.id);
+    ADD_FAILURE() << "BRAID_CONFORMANCE_BACKENDS names '" << id << "', no backend (" << known
+                  << ")";
+  }
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "models/loader.h"
 #include "sched/lower.h"
 #include "sched/registry.h"
+#include "tolerance.h"
 
 namespace braid::exec {
 namespace {
@@ -117,18 +118,9 @@ TEST_P(CudaExecutorZoo, MatchesTheCpuExecutor) {
 }
 
 // Issue 29: every zoo model in TF32, FP16 and BF16 against the CPU executor's FP32, with the
-// issue's tolerances per output: the largest error within a fraction of the output's scale
-// (its largest magnitude) and a cosine similarity of at least the stated bound. FP16 keeps 11
-// mantissa bits, BF16 8, TF32 products 11 with FP32 storage.
-struct PrecisionBound {
-  Precision precision;
-  double max_error;  // of the output's scale
-  double min_cosine;
-};
-constexpr PrecisionBound kPrecisionBounds[] = {{Precision::kTf32, 1e-2, 0.9999},
-                                               {Precision::kFp16, 1e-2, 0.999},
-                                               {Precision::kBf16, 5e-2, 0.99}};
-
+// issue's tolerances per output (tests/testing/tolerance.h, shared with the conformance suite):
+// the largest error within a fraction of the output's scale (its largest magnitude) and a cosine
+// similarity of at least the stated bound.
 class CudaExecutorPrecision : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CudaExecutorPrecision, MatchesFp32WithinTheStatedBounds) {
@@ -147,38 +139,26 @@ TEST_P(CudaExecutorPrecision, MatchesFp32WithinTheStatedBounds) {
   // FP16's largest finite value, so FP16 overflows there as it would in any framework (H100,
   // 2026-11-27: inf). FP16 is checked where the FP32 outputs fit its range; BF16 and TF32
   // everywhere.
-  double largest = 0;
-  for (const auto& out : expected)
-    for (float v : out) largest = std::max(largest, double(std::abs(v)));
-  constexpr double kFp16Max = 65504;
-  for (const PrecisionBound& bound : kPrecisionBounds)
+  std::vector<float> all;
+  for (const auto& out : expected) all.insert(all.end(), out.begin(), out.end());
+  for (Precision precision : {Precision::kTf32, Precision::kFp16, Precision::kBf16})
     for (bool graph : {false, true}) {
-      if (bound.precision == Precision::kFp16 && largest > kFp16Max) {
-        std::printf("[ precision ] %s fp16 not checked: FP32 outputs reach %.3g, past FP16's %g\n",
-                    c.model, largest, kFp16Max);
+      if (std::string why = testing::out_of_range(all, precision); !why.empty()) {
+        std::printf("[ precision ] %s %s not checked: %s\n", c.model, to_string(precision).c_str(),
+                    why.c_str());
         continue;
       }
-      SCOPED_TRACE(to_string(bound.precision) + (graph ? " graph" : " eager"));
-      auto cuda = make_cuda_executor({.device = 0, .graph = graph, .precision = bound.precision});
+      SCOPED_TRACE(to_string(precision) + (graph ? " graph" : " eager"));
+      auto cuda = make_cuda_executor({.device = 0, .graph = graph, .precision = precision});
       const auto got = run(*cuda, m, weights, s, inputs, false);
       ASSERT_EQ(got.size(), expected.size());
       for (size_t i = 0; i < got.size(); ++i) {
-        double scale = 0, err = 0, dot = 0, gg = 0, ee = 0;
-        for (size_t j = 0; j < got[i].size(); ++j) {
-          ASSERT_TRUE(std::isfinite(got[i][j])) << "output " << i << " element " << j;
-          const double g = got[i][j], e = expected[i][j];
-          scale = std::max(scale, std::abs(e));
-          err = std::max(err, std::abs(g - e));
-          dot += g * e;
-          gg += g * g;
-          ee += e * e;
-        }
-        const double cosine = dot / std::max(std::sqrt(gg * ee), 1e-300);
+        const testing::Agreement a =
+            testing::compare(got[i], expected[i], testing::tolerance(precision));
         std::printf("[ precision ] %s %s output %zu: max error %.3g of scale %.3g, cosine %.6f\n",
-                    c.model, to_string(bound.precision).c_str(), i, err / std::max(scale, 1e-30),
-                    scale, cosine);
-        EXPECT_LE(err, bound.max_error * std::max(scale, 1e-30)) << "output " << i;
-        EXPECT_GE(cosine, bound.min_cosine) << "output " << i;
+                    c.model, to_string(precision).c_str(), i,
+                    a.max_error / std::max(a.scale, 1e-30), a.scale, a.cosine);
+        EXPECT_TRUE(a.ok) << "output " << i << ": " << a.failure;
       }
     }
 }
