@@ -1,6 +1,7 @@
 #!/bin/bash
 # Issue 14's checks on a GPU, prepared for a short device lease. Build the bundle here first
-# (`bash ../shared/tools/gpu-bundle.sh`), carry `.gpu`, and on the GPU machine, from the project
+# (`bash ../shared/tools/gpu-bundle.sh`, then `bash scripts/gpu_conformance_bundle.sh` for the
+# conformance suite), carry `.gpu`, and on the GPU machine, from the project
 # root, one part per call (each well under 10 minutes on an H100):
 #   bash scripts/gpu_check.sh OUT tests      # CUDA tests, `braid run` defaults, IOS under cuda:0
 #   bash scripts/gpu_check.sh OUT bench      # every scheduler, measured cost and sim:h100's
@@ -91,6 +92,20 @@ precision() {
   if [[ ${PRECISION_TEST:-1} == 1 ]]; then
     step precision_test 120 "$BRAID_BIN_DIR/exec_cuda_test" \
       --gtest_filter='*Precision*:*ConvTranspose*:*Resize*:*CnnOps*'
+  fi
+  # The ONNX backend node tests on cuda:0 in every precision (tests/conformance/README.md),
+  # packed by scripts/gpu_conformance_bundle.sh; its last lines are the per-backend summary.
+  if [[ -f $root/.gpu/conformance.tar.xz ]]; then
+    local c
+    c=$(mktemp -d)
+    tar -C "$c" -xJf "$root/.gpu/conformance.tar.xz"
+    step conformance_cuda 150 env BRAID_ONNX_NODE_TEST_DIR="$c/node" \
+      BRAID_CONFORMANCE_BACKENDS=cuda0_fp32,cuda0_tf32,cuda0_fp16,cuda0_bf16 \
+      "$c/bin/onnx_node_test" --gtest_brief=1
+    tail -30 "$out/conformance_cuda.txt"
+  else
+    echo "conformance_cuda: no .gpu/conformance.tar.xz (bash scripts/gpu_conformance_bundle.sh)" |
+      tee -a "$out/summary.txt"
   fi
   # Each precision: auto and sequential, plans under the simulator's (FP32) cost so that nothing
   # is profiled; graph replay, medians of 100 runs, input and output copies included.

@@ -9,11 +9,9 @@ convolution). The models come from scripts/make_fp16_models.py."""
 import json
 import os
 import pathlib
-import re
 import signal
 import subprocess
 import sys
-import threading
 
 import ml_dtypes
 import numpy as np
@@ -21,10 +19,10 @@ import onnxruntime as ort
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from serve_util import BRAID, start_serve
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("BRAID_BINARY_DIR", ROOT / "build"))
-BRAID = BUILD / "braid"
 sys.path.insert(0, str(BUILD / "python"))
 
 braid = pytest.importorskip("braid")
@@ -94,25 +92,9 @@ def fp16_server(models):
     if not BRAID.exists():
         pytest.skip(f"{BRAID} is not built")
     d, _ = models
-    cmd = [str(BRAID), "serve", "--models", f"{d / 'half.onnx'},{d / 'bf16.onnx'}",
-           "--scheduler", "sequential", "--port", "0", "--grpc-port", "0"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = grpc_url = None
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        m = re.search(r"listening on http://([\d.]+):(\d+)", line)
-        if m:
-            url = f"{m.group(1)}:{m.group(2)}"
-            g = re.search(r"gRPC on ([\d.]+:\d+)", line)
-            grpc_url = g.group(1) if g else None
-            break
-    if url is None:
-        proc.kill()
-        pytest.fail("braid serve did not start: " + "".join(lines) + proc.stderr.read())
-    reader = threading.Thread(target=lambda: proc.stdout.read(), daemon=True)
-    reader.start()
-    yield url, grpc_url
+    proc, url = start_serve(["--models", f"{d / 'half.onnx'},{d / 'bf16.onnx'}",
+                             "--scheduler", "sequential", "--grpc-port", "0"])
+    yield url, proc.grpc_url
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0, proc.stderr.read()
 

@@ -2,13 +2,9 @@
 health, metadata, inference with JSON and binary tensors over HTTP and over gRPC, outputs compared
 element-wise to ONNX Runtime on the same model and input; /metrics parsed by prometheus-client's
 own parser."""
-import os
 import pathlib
-import re
 import signal
 import subprocess
-import sys
-import threading
 
 import numpy as np
 import onnxruntime as ort
@@ -16,9 +12,9 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from prometheus_client.parser import text_string_to_metric_families
+from serve_util import BRAID, start_serve
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-BRAID = pathlib.Path(os.environ.get("BRAID_BINARY_DIR", ROOT / "build")) / "braid"
 MODELS = ["squeezenet", "googlenet"]
 IMAGE = 48
 
@@ -28,31 +24,13 @@ def servers(tmp_path_factory):
     """One braid serve, HTTP and gRPC: (host:port, host:grpc_port)."""
     if not BRAID.exists():
         pytest.skip(f"{BRAID} is not built")
-    cmd = [str(BRAID), "serve", "--models", ",".join(MODELS), "--image-size", str(IMAGE),
-           "--scheduler", "sequential", "--policy", "top-heuristic", "--port", "0", "--grpc-port", "0"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = grpc_url = None
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        m = re.search(r"listening on http://([\d.]+):(\d+)", line)
-        if m:
-            url = f"{m.group(1)}:{m.group(2)}"
-            g = re.search(r"gRPC on ([\d.]+:\d+)", line)
-            grpc_url = g.group(1) if g else None
-            break
-    if url is None:
-        proc.kill()
-        pytest.fail("braid serve did not start: " + "".join(lines) + proc.stderr.read())
-    # Keep reading its output so the pipe never fills.
-    rest = []
-    reader = threading.Thread(target=lambda: rest.extend(proc.stdout), daemon=True)
-    reader.start()
-    yield url, grpc_url
+    proc, url = start_serve(["--models", ",".join(MODELS), "--image-size", str(IMAGE),
+                             "--scheduler", "sequential", "--policy", "top-heuristic",
+                             "--grpc-port", "0"])
+    yield url, proc.grpc_url
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0, proc.stderr.read()
-    reader.join(timeout=5)
-    assert any("draining" in line for line in rest), rest
+    assert any("draining" in line for line in proc.rest), proc.rest
 
 
 @pytest.fixture(scope="module")
@@ -124,25 +102,6 @@ def assert_close(got, want):
     assert got.shape == want.shape
     scale = float(np.abs(want).max())
     assert float(np.abs(got - want).max()) <= 1e-4 * max(scale, 1e-30)
-
-
-def start_serve(args):
-    """Starts braid serve with `args`; returns (process, host:port)."""
-    grpc = [] if "--grpc-port" in args else ["--grpc-port", "-1"]
-    proc = subprocess.Popen([str(BRAID), "serve", "--port", "0", *grpc, *args],
-                            stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        m = re.search(r"listening on http://([\d.]+):(\d+)", line)
-        if m:
-            g = re.search(r"gRPC on ([\d.]+:\d+)", line)
-            proc.grpc_url = g.group(1) if g else None
-            threading.Thread(target=lambda: list(proc.stdout), daemon=True).start()
-            return proc, f"{m.group(1)}:{m.group(2)}"
-    proc.kill()
-    pytest.fail("braid serve did not start: " + "".join(lines) + proc.stderr.read())
 
 
 def test_model_repository_serves_the_highest_version(tmp_path):
