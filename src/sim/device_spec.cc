@@ -64,6 +64,28 @@ KernelModel read_kernel_model(const json& k, const std::string& file) {
       m.gemm_tiles.push_back(tile);
     }
   }
+  if (k.contains("tensor_cores")) {
+    const std::string tw = where + " tensor_cores";
+    const json& t = field<json>(k, "tensor_cores", where);
+    BRAID_CHECK(t.is_object(), ErrorCode::kInvalidArgument, tw, ": expected an object");
+    if (t.contains("efficiency")) m.tensor_cores.efficiency = field<double>(t, "efficiency", tw);
+    BRAID_CHECK(m.tensor_cores.efficiency >= 0 && m.tensor_cores.efficiency <= 1,
+                ErrorCode::kInvalidArgument, tw, ": efficiency must be in [0, 1]");
+    if (t.contains("layout_conversions")) {
+      for (const std::string& c : field<std::vector<std::string>>(t, "layout_conversions", tw)) {
+        if (c == "input") {
+          m.tensor_cores.convert_input = true;
+        } else if (c == "filter") {
+          m.tensor_cores.convert_filter = true;
+        } else if (c == "output") {
+          m.tensor_cores.convert_output = true;
+        } else {
+          BRAID_THROW(ErrorCode::kInvalidArgument, tw,
+                      ": layout_conversions lists 'input', 'filter' or 'output', not '", c, "'");
+        }
+      }
+    }
+  }
   for (int s : m.split_k)
     BRAID_CHECK(s >= 1, ErrorCode::kInvalidArgument, where, ": split_k factors must be >= 1");
   BRAID_CHECK(m.elements_per_thread >= 1 && m.block_latency_us >= 0 && m.library_call_us >= 0 &&

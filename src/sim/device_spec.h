@@ -48,6 +48,22 @@ struct GemmTileSpec {
   int m = 0, n = 0, threads = 0, registers = 0, shared_memory = 0;
   double efficiency = 0;  // fraction of the SM's FP32 peak its inner loop reaches
 };
+// How convolutions run on tensor cores when braid's tensors are NCHW (KernelModel::tensor_cores).
+// Absent: the FP32 tiles at the tensor-core peak, nothing else.
+struct TensorCoreModel {
+  // The fraction of the dense tensor-core peak a GEMM tile's inner loop reaches, in place of the
+  // tile's FP32 efficiency (0: the tile's).
+  double efficiency = 0;
+  // cuDNN's tensor-core convolutions read NHWC activations and KRSC filters: on NCHW tensors it
+  // transposes the input and the filter before the GEMM and the output back after it (cuDNN's
+  // Legacy API guide, "Tensor Core operations": NCHW-to-NHWC transformations). Each is one
+  // memory-bound kernel over the tensor, launched inside the library call (per_op_kernels
+  // only: the kernels of braid's CUDA executor).
+  bool convert_input = false;
+  bool convert_filter = false;
+  bool convert_output = false;
+};
+
 struct KernelModel {
   // One kernel per op as braid's CUDA executor launches them (cuda_executor.cc): a Conv fuses
   // its BatchNormalization and a ReLU (cuDNN), any other activation or bias is a kernel of its
@@ -75,6 +91,8 @@ struct KernelModel {
   // host-to-device and outputs' device-to-host copies (they are in the captured graph and
   // timed; eager timing starts after them), over the device's PCIe link.
   bool fork_join = false;
+  // Tensor-core kernels (TF32, FP16, BF16: DeviceSpec::precision), a "tensor_cores" object.
+  TensorCoreModel tensor_cores;
 };
 
 struct Link {
@@ -108,8 +126,9 @@ struct DeviceSpec {
   double sustained_fp32_fraction = 1;
   KernelModel kernel_model;
   // What simulated plans compute in (with_precision): GEMM kernels (convolutions, MatMul,
-  // Gemm) on the tensor-core peak of that type, every tensor in its bytes. The kernel model's
-  // tiles and efficiencies stay those fitted to FP32 (an assumption, docs/simulator.md).
+  // Gemm) on the tensor-core peak of that type, every tensor in its bytes. The tiles stay those
+  // fitted to FP32; their efficiency and the convolutions' layout conversions are
+  // KernelModel::tensor_cores where the device file fits them (docs/simulator.md).
   Precision precision = Precision::kFp32;
 
   double peak_fp32_flops() const { return peak_fp32_tflops * 1e12; }

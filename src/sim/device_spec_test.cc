@@ -59,6 +59,30 @@ TEST(DeviceSpec, BadInputIsAClearError) {
   }
 }
 
+// The H100's tensor-core model (issue 29) loads as written, and a layout conversion the model
+// does not know is refused by name.
+TEST(DeviceSpec, TensorCoreModelLoadsAndUnknownConversionsAreRefused) {
+  const TensorCoreModel tc = load_device("h100").kernel_model.tensor_cores;
+  EXPECT_GT(tc.efficiency, 0);
+  EXPECT_LE(tc.efficiency, 1);
+  EXPECT_TRUE(tc.convert_input || tc.convert_filter || tc.convert_output);
+  EXPECT_EQ(load_device("v100").kernel_model.tensor_cores.efficiency, 0);
+  std::ifstream in(devices_dir() / "h100.json");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const auto at = text.find("\"output\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 8, "\"weights\"");
+  const auto path = braid::testing::scratch_dir() / "conversions.json";
+  std::ofstream(path) << text;
+  try {
+    load_device(path.string());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("'weights'"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace braid::sim
 

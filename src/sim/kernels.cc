@@ -30,6 +30,8 @@ constexpr int64_t kMinSliceK = 32;  // a split-K slice keeps at least this much 
 
 // Element-wise style kernels: 256 threads, KernelModel::elements_per_thread each.
 constexpr int kElementwiseThreads = 256;
+// Layout conversions (TensorCoreModel): elements per 256-thread transpose block (a 32x32 tile).
+constexpr int64_t kTransposeTile = 32 * 32;
 // MatMul/Gemm with at most this many rows run as a GEMV (per-op kernels).
 constexpr int64_t kGemvRows = 8;
 
@@ -82,6 +84,8 @@ std::vector<Kernel> gemm_kernels(const std::string& name, UnitId unit, const Gem
       main.registers = tile.registers;
       main.shared_memory = tile.shared_memory;
       main.efficiency = tile.efficiency;
+      if (spec.precision != Precision::kFp32 && model.tensor_cores.efficiency > 0)
+        main.efficiency = model.tensor_cores.efficiency;
       main.gemm = true;
       main.library_call = true;
       // Edge tiles compute their padding too: the FLOPs are the tiles', not the problem's.
@@ -257,6 +261,39 @@ Kernel copy_kernel(std::string name, UnitId unit, int64_t elements, int tensors,
                      kFloatBytes * double(elements) * tensors, spec);
 }
 
+// The layout conversions cuDNN runs around a tensor-core convolution of NCHW tensors
+// (TensorCoreModel): the input and filter transposed before the GEMM, the output after it.
+// Nothing in FP32, whose kernels read NCHW.
+std::vector<Kernel> layout_conversions(const ir::Graph& g, const ir::Node& conv, UnitId unit,
+                                       const DeviceSpec& spec, bool before) {
+  const TensorCoreModel& tc = spec.kernel_model.tensor_cores;
+  std::vector<Kernel> out;
+  if (spec.precision == Precision::kFp32) return out;
+  // A tiled transpose (CUDA's transpose sample): a 32x32 tile through shared memory per
+  // 256-thread block, four elements per thread, each element read and written once.
+  auto convert = [&](ValueId v, const char* what) {
+    const int64_t elements = g.value(v).type.elements();
+    Kernel k{.name = fmt::format("{} {} layout", conv.name, what), .unit = unit};
+    k.blocks = std::max<int64_t>(1, ceil_div(elements, kTransposeTile));
+    k.threads = kElementwiseThreads;
+    k.registers = 32;
+    k.shared_memory = int(kTransposeTile * kFloatBytes);
+    k.efficiency = 0.5;
+    k.flops = 0;
+    k.dram_bytes = k.uncached_bytes =
+        2 * kFloatBytes * spec.element_bytes_scale() * double(elements) / double(k.blocks);
+    out.push_back(k);
+  };
+  if (before && tc.convert_input) convert(conv.inputs[0], "input");
+  if (before && tc.convert_filter) convert(conv.inputs[1], "filter");
+  if (!before && tc.convert_output) convert(conv.outputs[0], "output");
+  return out;
+}
+
+void append(std::vector<Kernel>& to, std::vector<Kernel> from) {
+  for (Kernel& k : from) to.push_back(std::move(k));
+}
+
 // The kernels braid's CUDA executor launches for one unit (cuda_executor.cc compile_unit):
 // KernelModel::per_op_kernels.
 std::vector<Kernel> per_op_unit_kernels(const ir::UnitGraph& units, UnitId unit,
@@ -298,7 +335,9 @@ std::vector<Kernel> per_op_unit_kernels(const ir::UnitGraph& units, UnitId unit,
       GemmProblem p = conv_problem(g, n);
       const bool fused = activation == ir::OpKind::Relu;
       if (fused) p.epilogue_flops = 2.0 * double(elements(y));
-      for (Kernel& k : gemm_kernels(n.name, unit, p, spec)) kernels.push_back(std::move(k));
+      append(kernels, layout_conversions(g, n, unit, spec, /*before=*/true));
+      append(kernels, gemm_kernels(n.name, unit, p, spec));
+      append(kernels, layout_conversions(g, n, unit, spec, /*before=*/false));
       if (!fused && (bias || activation))
         kernels.push_back(copy_kernel(name + " channel_affine", unit, elements(y), 2, spec));
       i += used - 1;

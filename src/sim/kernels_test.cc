@@ -138,6 +138,10 @@ TEST(Kernels, PrecisionScalesGemmWorkAndTensorBytes) {
   EXPECT_EQ(fp16.element_bytes_scale(), 0.5);
   EXPECT_NEAR(with_precision(fp32, Precision::kTf32).gemm_flop_scale(), 66.9 / 494.7, 1e-9);
   EXPECT_EQ(with_precision(fp32, Precision::kTf32).element_bytes_scale(), 1.0);
+  const TensorCoreModel& tc = fp16.kernel_model.tensor_cores;
+  const int conversions_per_conv =
+      int(tc.convert_input) + int(tc.convert_filter) + int(tc.convert_output);
+  EXPECT_GT(conversions_per_conv, 0) << "devices/h100.json lists its layout conversions";
   size_t gemm_units = 0, elementwise_units = 0;
   for (size_t u = 0; u < m.units.num_units(); ++u) {
     const std::vector<Kernel> a = unit_kernels(m.units, UnitId(u), fp32);
@@ -145,23 +149,29 @@ TEST(Kernels, PrecisionScalesGemmWorkAndTensorBytes) {
     const std::string& name = m.units.unit(UnitId(u)).name;
     double gemm_flops = 0, bytes_a = 0, bytes_b = 0, us_a = 0, us_b = 0;
     bool gemm = false;
+    int layouts_a = 0, layouts_b = 0;  // TensorCoreModel's layout conversions
     for (const Kernel& k : a) {
       gemm = gemm || k.gemm;
       if (!k.gemm) bytes_a += k.dram_bytes * k.blocks;
-      us_a += idle_kernel_us(k, fp32);
+      if (k.gemm) us_a += idle_kernel_us(k, fp32);
+      layouts_a += k.name.ends_with(" layout");
     }
     for (const Kernel& k : b) {
       (k.gemm ? gemm_flops : bytes_b) += k.gemm ? k.flops * k.blocks : k.dram_bytes * k.blocks;
-      us_b += idle_kernel_us(k, fp16);
+      if (k.gemm) us_b += idle_kernel_us(k, fp16);
+      layouts_b += k.name.ends_with(" layout");
     }
     if (gemm) {
       ++gemm_units;
       // Scaled back, the tiles still carry every FLOP of the unit (they may pad more: a cheaper
-      // GEMM can take a larger tile), and the unit is faster on an idle device.
+      // GEMM can take a larger tile), and the GEMM is faster on an idle device; the NCHW
+      // convolution pays its layout conversions in 16 bits only (googlenet: one conv per unit).
       double op_flops = 0;
       for (NodeId n : m.units.unit(UnitId(u)).ops) op_flops += double(ir::op_flops(*m.graph, n));
       EXPECT_GE(gemm_flops / fp16.gemm_flop_scale() * 1.0000001, op_flops) << name;
       EXPECT_LT(us_b, us_a) << name;
+      EXPECT_EQ(layouts_a, 0) << name;
+      EXPECT_EQ(layouts_b, conversions_per_conv) << name;
     } else if (bytes_a > 0) {
       ++elementwise_units;
       EXPECT_NEAR(bytes_b, bytes_a / 2, 1e-6 * bytes_a) << name;
