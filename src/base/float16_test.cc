@@ -129,7 +129,9 @@ TEST(Float16, NarrowingRoundsToNearestEven) {
         EXPECT_EQ(float_to_float16(mid), (b & 1) ? b + 1 : b) << std::hex << bits;
       }
     }
-    if ((b & 0x7fff) < 0x7f80) EXPECT_EQ(float_to_bfloat16(bfloat16_to_float(b)), b);
+    if ((b & 0x7fff) < 0x7f80) {
+      EXPECT_EQ(float_to_bfloat16(bfloat16_to_float(b)), b);
+    }
   }
   // Random floats over every exponent against the search.
   std::mt19937 rng(7);
