@@ -11,8 +11,8 @@ namespace braid::cli {
 namespace {
 
 // Whether op runs on CUDA: "yes" when every braid op it may become has a CUDA kernel, "no" when
-// none has, "partly" otherwise (Cast: between float types it is an Identity), "-" when it only
-// folds at import.
+// none has, "partly" otherwise (an op braid lowers to several kinds, some without a CUDA
+// kernel), "-" when it only folds at import.
 std::string cuda_column(const models::SupportedOnnxOp& op) {
   if (!op.runs) return "-";
   size_t runs = 0;
@@ -56,7 +56,7 @@ void add_ops_command(CLI::App& app) {
         "are constants (shape arithmetic, constant weights).\n\n");
     if (cuda)
       fmt::print(
-          "cuda: yes, no, or partly (Cast: only between float types); prepare refuses the rest "
+          "cuda: yes, no, or partly (some of the kinds it lowers to); prepare refuses the rest "
           "by node.\n\n");
     fmt::print("{:<20} {:>8}  {:<10}{}\n", "op", "opsets", "how", cuda ? "  cuda" : "");
     for (const auto& op : ops) {

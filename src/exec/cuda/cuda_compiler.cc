@@ -5,6 +5,7 @@
 
 #include "exec/cuda/cuda_kernels.h"
 #include "ir/resize.h"
+#include "ir/shape_inference.h"
 
 namespace braid::exec::cuda {
 namespace {
@@ -203,7 +204,18 @@ std::byte* Compiler::constant(ValueId v) {
   if (auto it = uploaded_.find(index(v)); it != uploaded_.end()) return it->second;
   BRAID_CHECK(weights_.has(v), ErrorCode::kInvalidModel, "cuda: parameter '", g_.value(v).name,
               "' has no data");
-  return keep_as(weights_.data(v), elem_, index(v));
+  return keep_as(weights_.data(v), storage_of(v), index(v));
+}
+Elem Compiler::storage_of(ValueId v) const {
+  switch (g_.value(v).type.dtype) {
+    case ir::DType::kInt64:
+      return Elem::kI64;
+    case ir::DType::kBool:
+      return Elem::kBool;
+    case ir::DType::kFloat32:
+      break;
+  }
+  return elem_;
 }
 std::byte* Compiler::keep(DeviceBuffer b, std::optional<size_t> key) {
   std::byte* p = b.get();
@@ -484,15 +496,20 @@ void Compiler::compile_op(const ir::Node& n, std::vector<Op>& out) {
     case ir::OpKind::Div:
     case ir::OpKind::Pow:
       return compile_binary(n, out);
-    // Not yet on CUDA: int64/bool tensors and index ops (CudaExecutor::supports says no).
     case ir::OpKind::Where:
+      return compile_where(n, out);
     case ir::OpKind::Expand:
+      return compile_expand(n, out);
     case ir::OpKind::Gather:
+      return compile_gather(n, out);
     case ir::OpKind::Cast:
+      return compile_cast(n, out);
     case ir::OpKind::Equal:
+      return compile_equal(n, out);
     case ir::OpKind::Not:
+      return compile_not(n, out);
     case ir::OpKind::Slice:
-      break;
+      return compile_slice(n, out);
   }
   BRAID_THROW(ErrorCode::kUnsupported, "cuda: op '", n.name, "' (", ir::to_string(n.kind),
               ") is not supported");
@@ -711,9 +728,9 @@ void Compiler::compile_concat(const ir::Node& n, std::vector<Op>& out) {
   for (ValueId v : n.inputs) {
     Strided dst = out_layout, src = row_major(shape(v));
     for (int d = 0; d < dst.rank; ++d) dst.dims[d] = src.dims[d];
-    const int64_t offset = at * out_layout.strides[axis] * esize_;
+    const Elem e = storage_of(n.outputs[0]);
+    const int64_t offset = at * out_layout.strides[axis] * elem_bytes(e);
     auto x = locate(v);
-    const Elem e = elem_;
     out.push_back([=](const LaneContext& l, std::byte* arena) {
       cuda::strided_copy(e, y(arena) + offset, dst, x(arena), src, l.stream);
     });
@@ -731,9 +748,9 @@ void Compiler::compile_split(const ir::Node& n, std::vector<Op>& out) {
   for (ValueId o : n.outputs) {
     Strided dst = row_major(shape(o)), src = in_layout;
     for (int d = 0; d < src.rank; ++d) src.dims[d] = dst.dims[d];
-    const int64_t offset = at * in_layout.strides[axis] * esize_;
+    const Elem e = storage_of(o);
+    const int64_t offset = at * in_layout.strides[axis] * elem_bytes(e);
     auto yo = locate(o);
-    const Elem e = elem_;
     out.push_back([=](const LaneContext& l, std::byte* arena) {
       cuda::strided_copy(e, yo(arena), dst, x(arena) + offset, src, l.stream);
     });
@@ -753,7 +770,7 @@ void Compiler::compile_transpose(const ir::Node& n, std::vector<Op>& out) {
   Strided src = dst;
   for (int d = 0; d < src.rank; ++d) src.strides[d] = in_layout.strides[perm[d]];
   auto x = locate(n.inputs[0]);
-  const Elem e = elem_;
+  const Elem e = storage_of(n.outputs[0]);
   out.push_back([=](const LaneContext& l, std::byte* arena) {
     cuda::strided_copy(e, y(arena), dst, x(arena), src, l.stream);
   });
@@ -840,7 +857,7 @@ void Compiler::compile_softmax(const ir::Node& n, std::vector<Op>& out) {
 void Compiler::compile_copy(ValueId from, ValueId to, std::vector<Op>& out) {
   auto x = locate(from);
   auto y = locate(to);
-  const size_t bytes = size_t(g_.value(to).type.elements() * esize_);
+  const size_t bytes = size_t(g_.value(to).type.elements() * elem_bytes(storage_of(to)));
   out.push_back([=](const LaneContext& l, std::byte* arena) {
     if (x(arena) != y(arena))  // views share storage: nothing to copy
       BRAID_CU(cudaMemcpyAsync(y(arena), x(arena), bytes, cudaMemcpyDeviceToDevice, l.stream));
@@ -907,6 +924,126 @@ void Compiler::compile_gemm(const ir::Node& n, std::vector<Op>& out) {
     if (c) cuda::strided_copy(e, py, y_layout, (*c)(arena), c_layout, l.stream);
     gemm(l.cublas, e, tb, ta, nn, m, k, alpha, b(arena), tb ? k : nn, a(arena), ta ? m : k, beta,
          py, nn);
+  });
+}
+
+// Gather along an axis; the indices are the second input (int64 in the arena) or the node's
+// constant ones (uploaded once).
+void Compiler::compile_gather(const ir::Node& n, std::vector<Op>& out) {
+  const auto& a = std::get<ir::GatherAttrs>(n.attrs);
+  const ir::Shape& xs = shape(n.inputs[0]);
+  const int64_t axis = normalize(a.axis, xs.size());
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= xs[d];
+  for (size_t d = size_t(axis) + 1; d < xs.size(); ++d) inner *= xs[d];
+  const int64_t axis_dim = xs[axis];
+  auto x = locate(n.inputs[0]);
+  auto y = locate(n.outputs[0]);
+  Locator indices;
+  int64_t num_indices = 0;
+  if (n.inputs.size() > 1) {
+    BRAID_CHECK(g_.value(n.inputs[1]).type.dtype == ir::DType::kInt64, ErrorCode::kUnsupported,
+                "cuda: Gather '", n.name, "' needs int64 indices");
+    indices = locate(n.inputs[1]);
+    num_indices = g_.value(n.inputs[1]).type.elements();
+  } else {
+    DeviceBuffer b(std::max<size_t>(a.indices.size(), 1) * sizeof(int64_t));
+    BRAID_CU(cudaMemcpy(b.get(), a.indices.data(), a.indices.size() * sizeof(int64_t),
+                        cudaMemcpyHostToDevice));
+    std::byte* p = keep(std::move(b));
+    indices = [p](std::byte*) { return p; };
+    num_indices = int64_t(a.indices.size());
+  }
+  const Elem e = storage_of(n.outputs[0]);
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::gather(e, x(arena), outer, axis_dim, inner,
+                 reinterpret_cast<const int64_t*>(indices(arena)), num_indices, y(arena), l.stream);
+  });
+}
+
+void Compiler::compile_where(const ir::Node& n, std::vector<Op>& out) {
+  const ir::Shape& ys = shape(n.outputs[0]);
+  auto c = locate(n.inputs[0]), a = locate(n.inputs[1]), b = locate(n.inputs[2]);
+  auto y = locate(n.outputs[0]);
+  const Strided cl = broadcast_to(shape(n.inputs[0]), ys),
+                al = broadcast_to(shape(n.inputs[1]), ys),
+                bl = broadcast_to(shape(n.inputs[2]), ys);
+  const Elem e = storage_of(n.outputs[0]);
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::where(e, c(arena), cl, a(arena), al, b(arena), bl, y(arena), l.stream);
+  });
+}
+
+void Compiler::compile_equal(const ir::Node& n, std::vector<Op>& out) {
+  const ir::Shape& ys = shape(n.outputs[0]);
+  auto a = locate(n.inputs[0]), b = locate(n.inputs[1]);
+  auto y = locate(n.outputs[0]);
+  const Strided al = broadcast_to(shape(n.inputs[0]), ys),
+                bl = broadcast_to(shape(n.inputs[1]), ys);
+  const Elem e = storage_of(n.inputs[0]);
+  BRAID_CHECK(e == storage_of(n.inputs[1]), ErrorCode::kInvalidModel, "cuda: Equal '", n.name,
+              "' compares tensors of two types");
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::equal(e, a(arena), al, b(arena), bl, y(arena), l.stream);
+  });
+}
+
+void Compiler::compile_not(const ir::Node& n, std::vector<Op>& out) {
+  auto x = locate(n.inputs[0]);
+  auto y = locate(n.outputs[0]);
+  const int64_t count = g_.value(n.outputs[0]).type.elements();
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::logical_not(x(arena), y(arena), count, l.stream);
+  });
+}
+
+// Cast between float32 (stored in the plan's precision), int64 and bool. A cast to the type a
+// value is already stored in is a copy.
+void Compiler::compile_cast(const ir::Node& n, std::vector<Op>& out) {
+  const Elem from = storage_of(n.inputs[0]), to = storage_of(n.outputs[0]);
+  if (from == to) {
+    compile_copy(n.inputs[0], n.outputs[0], out);
+    return;
+  }
+  auto x = locate(n.inputs[0]);
+  auto y = locate(n.outputs[0]);
+  const int64_t count = g_.value(n.outputs[0]).type.elements();
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::convert(from, x(arena), to, y(arena), count, l.stream);
+  });
+}
+
+// Expand: the input read over the output's dims with numpy broadcasting.
+void Compiler::compile_expand(const ir::Node& n, std::vector<Op>& out) {
+  const ir::Shape& ys = shape(n.outputs[0]);
+  const Strided dst = row_major(ys), src = broadcast_to(shape(n.inputs[0]), ys);
+  auto x = locate(n.inputs[0]);
+  auto y = locate(n.outputs[0]);
+  const Elem e = storage_of(n.outputs[0]);
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::strided_copy(e, y(arena), dst, x(arena), src, l.stream);
+  });
+}
+
+// Slice: element k of each dim reads start + k * step, so the source is the input at the starts'
+// offset with strides multiplied by the steps (negative steps walk backwards).
+void Compiler::compile_slice(const ir::Node& n, std::vector<Op>& out) {
+  const ir::Shape& xs = shape(n.inputs[0]);
+  const std::vector<ir::SliceDim> dims =
+      ir::slice_dims(std::get<ir::SliceAttrs>(n.attrs), xs, n.name);
+  const Strided in = row_major(xs), dst = row_major(shape(n.outputs[0]));
+  Strided src = dst;
+  int64_t base = 0;
+  for (int d = 0; d < in.rank && size_t(d) < dims.size(); ++d) {
+    src.strides[d] = in.strides[d] * dims[d].step;
+    base += dims[d].start * in.strides[d];
+  }
+  const Elem e = storage_of(n.outputs[0]);
+  const int64_t base_bytes = base * elem_bytes(e);
+  auto x = locate(n.inputs[0]);
+  auto y = locate(n.outputs[0]);
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::strided_copy(e, y(arena), dst, x(arena) + base_bytes, src, l.stream);
   });
 }
 

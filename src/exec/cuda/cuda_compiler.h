@@ -86,8 +86,10 @@ class Compiler {
   // The ops of one unit, in order (fusing a Conv with its BatchNormalization and activation).
   std::vector<Op> compile_unit(std::span<const NodeId> ops);
   Locator locate(ValueId v);
-  // How every located value is stored.
+  // How the plan's float values are stored (its precision's type).
   Elem elem() const { return elem_; }
+  // How `v` is stored: elem() for a float value, kI64 / kBool for int64 and bool ones.
+  Elem storage_of(ValueId v) const;
   // The largest per-lane scratch any Op needs (cuDNN workspace + padded input, or + a
   // ConvTranspose's uncropped output).
   int64_t scratch_bytes() const { return scratch_bytes_; }
@@ -132,6 +134,14 @@ class Compiler {
   void compile_matmul(const ir::Node& n, std::vector<Op>& out);
   void compile_gemm(const ir::Node& n, std::vector<Op>& out);
   void compile_copy(ValueId from, ValueId to, std::vector<Op>& out);
+  // int64/bool tensors and index ops (issue 29).
+  void compile_gather(const ir::Node& n, std::vector<Op>& out);
+  void compile_where(const ir::Node& n, std::vector<Op>& out);
+  void compile_equal(const ir::Node& n, std::vector<Op>& out);
+  void compile_not(const ir::Node& n, std::vector<Op>& out);
+  void compile_cast(const ir::Node& n, std::vector<Op>& out);
+  void compile_expand(const ir::Node& n, std::vector<Op>& out);
+  void compile_slice(const ir::Node& n, std::vector<Op>& out);
 
   const ir::Graph& g_;
   const ir::Weights& weights_;

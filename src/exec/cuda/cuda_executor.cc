@@ -27,15 +27,17 @@ class CudaPrepared final : public PreparedModel {
         compiled_(*graph_, *weights_, units_, plan_, options_) {
     for (ValueId v : graph_->inputs()) input_offsets_.push_back(compiled_.memory.offset[index(v)]);
     for (ValueId v : graph_->outputs()) outputs_.push_back(compiled_.compiler->locate(v));
-    // 16-bit storage: each input and output has an FP32 window in the request's staging buffer.
-    if (compiled_.compiler->elem() != cuda::Elem::kF32) {
-      auto add = [&](ValueId v) {
-        staging_offsets_.push_back(staging_bytes_);
-        staging_bytes_ += (graph_->value(v).type.bytes() + 255) / 256 * 256;
-      };
-      for (ValueId v : graph_->inputs()) add(v);
-      for (ValueId v : graph_->outputs()) add(v);
-    }
+    // The interface takes and gives floats: an input or output stored otherwise (16-bit
+    // storage, int64, bool) has an FP32 window in the request's staging buffer, converted on
+    // the device.
+    auto add = [&](ValueId v) {
+      const cuda::Elem e = compiled_.compiler->storage_of(v);
+      elems_.push_back(e);
+      staging_offsets_.push_back(staging_bytes_);
+      if (e != cuda::Elem::kF32) staging_bytes_ += (float_bytes(v) + 255) / 256 * 256;
+    };
+    for (ValueId v : graph_->inputs()) add(v);
+    for (ValueId v : graph_->outputs()) add(v);
   }
 
   std::unique_ptr<Request> new_request() const override {
@@ -46,9 +48,8 @@ class CudaPrepared final : public PreparedModel {
                                .num_events = plan_.num_events,
                                .precision = options_.precision,
                                .staging_bytes = staging_bytes_};
-    for (ValueId v : graph_->inputs()) layout.pinned_bytes.push_back(graph_->value(v).type.bytes());
-    for (ValueId v : graph_->outputs())
-      layout.pinned_bytes.push_back(graph_->value(v).type.bytes());
+    for (ValueId v : graph_->inputs()) layout.pinned_bytes.push_back(float_bytes(v));
+    for (ValueId v : graph_->outputs()) layout.pinned_bytes.push_back(float_bytes(v));
     return std::make_unique<CudaRequest>(layout);
   }
 
@@ -120,26 +121,28 @@ class CudaPrepared final : public PreparedModel {
     std::byte* arena = r.arena.get();
     switch (c.kind) {
       case Kind::kCopyIn: {
-        const ir::Value& v = graph_->value(graph_->inputs()[c.index]);
+        const ValueId id = graph_->inputs()[c.index];
+        const ir::Value& v = graph_->value(id);
         std::byte* slot = arena + input_offsets_[c.index];
-        const cuda::Elem e = compiled_.compiler->elem();
+        const cuda::Elem e = elems_[c.index];
         std::byte* to = e == cuda::Elem::kF32 ? slot : r.staging.get() + staging_offsets_[c.index];
-        BRAID_CU(cudaMemcpyAsync(to, r.pinned[c.index], size_t(v.type.bytes()),
+        BRAID_CU(cudaMemcpyAsync(to, r.pinned[c.index], size_t(float_bytes(id)),
                                  cudaMemcpyHostToDevice, r.main));
         if (to != slot) cuda::convert(cuda::Elem::kF32, to, e, slot, v.type.elements(), r.main);
         return;
       }
       case Kind::kCopyOut: {
-        const ir::Value& v = graph_->value(graph_->outputs()[c.index]);
+        const ValueId id = graph_->outputs()[c.index];
+        const ir::Value& v = graph_->value(id);
         std::byte* from = outputs_[c.index](arena);
-        const cuda::Elem e = compiled_.compiler->elem();
+        const cuda::Elem e = elems_[graph_->inputs().size() + c.index];
         if (e != cuda::Elem::kF32) {
           std::byte* f32 = r.staging.get() + staging_offsets_[graph_->inputs().size() + c.index];
           cuda::convert(e, from, cuda::Elem::kF32, f32, v.type.elements(), r.main);
           from = f32;
         }
         BRAID_CU(cudaMemcpyAsync(r.pinned[graph_->inputs().size() + c.index], from,
-                                 size_t(v.type.bytes()), cudaMemcpyDeviceToHost, r.main));
+                                 size_t(float_bytes(id)), cudaMemcpyDeviceToHost, r.main));
         return;
       }
       case Kind::kBeginCapture:
@@ -209,8 +212,16 @@ class CudaPrepared final : public PreparedModel {
   cuda::CompiledModel compiled_;
   std::vector<int64_t> input_offsets_;
   std::vector<cuda::Locator> outputs_;
-  std::vector<Bytes> staging_offsets_;  // 16-bit storage: inputs, then outputs
+  // Inputs, then outputs: how each is stored, and its FP32 staging window where that is not
+  // FP32.
+  std::vector<cuda::Elem> elems_;
+  std::vector<Bytes> staging_offsets_;
   Bytes staging_bytes_ = 0;
+
+  // The bytes of `v` as the interface's floats.
+  Bytes float_bytes(ValueId v) const {
+    return graph_->value(v).type.elements() * Bytes(sizeof(float));
+  }
 };
 
 class CudaExecutor final : public Executor {
@@ -218,15 +229,16 @@ class CudaExecutor final : public Executor {
   explicit CudaExecutor(const CudaExecutorOptions& options)
       : options_(options), name_("cuda:" + std::to_string(options.device)) {}
   std::string_view name() const override { return name_; }
-  // Float32 tensors only, of the kinds cuda_runs names (not yet: LRN, Where, Expand, Gather,
-  // Cast, Equal, Not and Slice).
+  // The kinds cuda_runs names (not yet: LRN). Copies and index ops take int64 and bool tensors
+  // too; the computing kernels float ones only.
   bool supports(const ir::Graph& graph, NodeId node) const override {
     const ir::Node& n = graph.node(node);
-    auto is_float = [&](ValueId v) { return graph.value(v).type.dtype == ir::DType::kFloat32; };
-    if (!std::all_of(n.inputs.begin(), n.inputs.end(), is_float) ||
-        !std::all_of(n.outputs.begin(), n.outputs.end(), is_float))
-      return false;
     if (!cuda_runs(n.kind)) return false;
+    auto is_float = [&](ValueId v) { return graph.value(v).type.dtype == ir::DType::kFloat32; };
+    if (!cuda_moves_any_dtype(n.kind) &&
+        (!std::all_of(n.inputs.begin(), n.inputs.end(), is_float) ||
+         !std::all_of(n.outputs.begin(), n.outputs.end(), is_float)))
+      return false;
     switch (n.kind) {
       case ir::OpKind::Conv:
       case ir::OpKind::ConvTranspose:

@@ -90,9 +90,6 @@ constexpr bool cuda_runs(ir::OpKind kind) {
     case ir::OpKind::Sqrt:
     case ir::OpKind::ConvTranspose:
     case ir::OpKind::Resize:
-      return true;
-    // Not yet: LRN, and the int64/bool tensors and index ops (issue 29).
-    case ir::OpKind::LRN:
     case ir::OpKind::Where:
     case ir::OpKind::Expand:
     case ir::OpKind::Gather:
@@ -100,9 +97,36 @@ constexpr bool cuda_runs(ir::OpKind kind) {
     case ir::OpKind::Equal:
     case ir::OpKind::Not:
     case ir::OpKind::Slice:
+      return true;
+    // Not yet: LRN.
+    case ir::OpKind::LRN:
       return false;
   }
   return false;
+}
+
+// The kinds the CUDA executor runs on int64 and bool tensors as well as float ones: copies,
+// conversions and index ops (exact for every element type). The others compute in float on
+// float tensors only.
+constexpr bool cuda_moves_any_dtype(ir::OpKind kind) {
+  switch (kind) {
+    case ir::OpKind::Reshape:
+    case ir::OpKind::Flatten:
+    case ir::OpKind::Identity:
+    case ir::OpKind::Concat:
+    case ir::OpKind::Split:
+    case ir::OpKind::Transpose:
+    case ir::OpKind::Where:
+    case ir::OpKind::Expand:
+    case ir::OpKind::Gather:
+    case ir::OpKind::Cast:
+    case ir::OpKind::Equal:
+    case ir::OpKind::Not:
+    case ir::OpKind::Slice:
+      return true;
+    default:
+      return false;
+  }
 }
 
 // The number of CUDA devices usable here: 0 without a GPU, a driver, or a CUDA build.

@@ -1,6 +1,8 @@
 #include "exec/cuda/cuda_kernels.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -70,6 +72,12 @@ __device__ __forceinline__ float to_float(__half x) {
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) {
   return __bfloat162float(x);
 }
+__device__ __forceinline__ float to_float(int64_t x) {
+  return static_cast<float>(x);
+}
+__device__ __forceinline__ float to_float(uint8_t x) {  // bool
+  return x != 0 ? 1.0f : 0.0f;
+}
 template <typename T>
 __device__ __forceinline__ T from_float(float x);
 template <>
@@ -84,8 +92,28 @@ template <>
 __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(x);
 }
+template <>
+__device__ __forceinline__ int64_t from_float<int64_t>(float x) {  // ONNX Cast: toward zero
+  return static_cast<int64_t>(x);
+}
+template <>
+__device__ __forceinline__ uint8_t from_float<uint8_t>(float x) {
+  return x != 0.0f ? 1 : 0;
+}
+// Equal's operands: int64 exactly, the float types as float.
+__device__ __forceinline__ int64_t comparable(int64_t x) {
+  return x;
+}
+__device__ __forceinline__ int64_t comparable(uint8_t x) {
+  return x != 0;
+}
+template <typename T>
+__device__ __forceinline__ float comparable(T x) {
+  return to_float(x);
+}
 
-// Calls f(T{}) with T the C++ type of `e`: one launcher body for every storage type.
+// Calls f(T{}) with T the C++ type of `e`: one launcher body for every float storage type. The
+// compiler gives the computing kernels float tensors only (CudaExecutor::supports).
 template <typename F>
 void dispatch(Elem e, F&& f) {
   switch (e) {
@@ -98,6 +126,24 @@ void dispatch(Elem e, F&& f) {
     case Elem::kBF16:
       f(__nv_bfloat16{});
       return;
+    case Elem::kI64:
+    case Elem::kBool:
+      break;
+  }
+  std::abort();  // a computing kernel given an int64 or bool tensor: a compiler bug
+}
+// The same over every storage type (copies, conversions, index ops).
+template <typename F>
+void dispatch_any(Elem e, F&& f) {
+  switch (e) {
+    case Elem::kI64:
+      f(int64_t{});
+      return;
+    case Elem::kBool:
+      f(uint8_t{});
+      return;
+    default:
+      dispatch(e, f);
   }
 }
 
@@ -106,6 +152,40 @@ __global__ void strided_copy_kernel(T* dst, Strided dl, const T* src, Strided sl
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     dst[offset_of(i, dl)] = src[offset_of(i, sl)];
+}
+
+template <typename T>
+__global__ void gather_kernel(const T* data, int64_t axis_dim, int64_t inner, const int64_t* idx,
+                              int64_t num_indices, T* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i % inner, j = (i / inner) % num_indices, o = i / (inner * num_indices);
+    int64_t k = idx[j];
+    if (k < 0) k += axis_dim;
+    y[i] = k >= 0 && k < axis_dim ? data[(o * axis_dim + k) * inner + r] : T{};
+  }
+}
+
+template <typename T>
+__global__ void where_kernel(const uint8_t* c, Strided cl, const T* a, Strided al, const T* b,
+                             Strided bl, T* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = c[offset_of(i, cl)] != 0 ? a[offset_of(i, al)] : b[offset_of(i, bl)];
+}
+
+template <typename T>
+__global__ void equal_kernel(const T* a, Strided al, const T* b, Strided bl, uint8_t* y,
+                             int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = comparable(a[offset_of(i, al)]) == comparable(b[offset_of(i, bl)]) ? 1 : 0;
+}
+
+__global__ void not_kernel(const uint8_t* x, uint8_t* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = x[i] != 0 ? 0 : 1;
 }
 
 template <typename From, typename To>
@@ -332,14 +412,25 @@ void spin_kernel(long long cycles, cudaStream_t stream) {
 }
 
 int elem_bytes(Elem e) {
-  return e == Elem::kF32 ? 4 : 2;
+  switch (e) {
+    case Elem::kF32:
+      return 4;
+    case Elem::kF16:
+    case Elem::kBF16:
+      return 2;
+    case Elem::kI64:
+      return 8;
+    case Elem::kBool:
+      return 1;
+  }
+  return 4;
 }
 
 void strided_copy(Elem e, void* dst, Strided dst_layout, const void* src, Strided src_layout,
                   cudaStream_t stream) {
   const int64_t n = count(dst_layout);
   if (n == 0) return;
-  dispatch(e, [&](auto tag) {
+  dispatch_any(e, [&](auto tag) {
     using T = decltype(tag);
     strided_copy_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
         static_cast<T*>(dst), dst_layout, static_cast<const T*>(src), src_layout, n);
@@ -348,14 +439,55 @@ void strided_copy(Elem e, void* dst, Strided dst_layout, const void* src, Stride
 
 void convert(Elem from, const void* src, Elem to, void* dst, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  dispatch(from, [&](auto from_tag) {
+  dispatch_any(from, [&](auto from_tag) {
     using From = decltype(from_tag);
-    dispatch(to, [&](auto to_tag) {
+    dispatch_any(to, [&](auto to_tag) {
       using To = decltype(to_tag);
       convert_kernel<From, To><<<blocks_for(n), kThreads, 0, stream>>>(
           static_cast<const From*>(src), static_cast<To*>(dst), n);
     });
   });
+}
+
+void gather(Elem e, const void* data, int64_t outer, int64_t axis_dim, int64_t inner,
+            const int64_t* indices, int64_t num_indices, void* y, cudaStream_t stream) {
+  const int64_t n = outer * num_indices * inner;
+  if (n == 0) return;
+  dispatch_any(e, [&](auto tag) {
+    using T = decltype(tag);
+    gather_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(data), axis_dim, inner, indices, num_indices, static_cast<T*>(y), n);
+  });
+}
+
+void where(Elem e, const void* cond, Strided c_layout, const void* a, Strided a_layout,
+           const void* b, Strided b_layout, void* y, cudaStream_t stream) {
+  const int64_t n = count(c_layout);
+  if (n == 0) return;
+  dispatch_any(e, [&](auto tag) {
+    using T = decltype(tag);
+    where_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<const uint8_t*>(cond), c_layout, static_cast<const T*>(a), a_layout,
+        static_cast<const T*>(b), b_layout, static_cast<T*>(y), n);
+  });
+}
+
+void equal(Elem e, const void* a, Strided a_layout, const void* b, Strided b_layout, void* y,
+           cudaStream_t stream) {
+  const int64_t n = count(a_layout);
+  if (n == 0) return;
+  dispatch_any(e, [&](auto tag) {
+    using T = decltype(tag);
+    equal_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(a), a_layout,
+                                                            static_cast<const T*>(b), b_layout,
+                                                            static_cast<uint8_t*>(y), n);
+  });
+}
+
+void logical_not(const void* x, void* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  not_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint8_t*>(x),
+                                                     static_cast<uint8_t*>(y), n);
 }
 
 void pad(Elem e, void* y, Strided y_layout, const void* x, Strided x_layout,

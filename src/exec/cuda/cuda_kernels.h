@@ -13,8 +13,10 @@ namespace braid::exec::cuda {
 
 inline constexpr int kMaxRank = 8;
 
-// How a tensor's elements are stored on the device.
-enum class Elem : int { kF32, kF16, kBF16 };
+// How a tensor's elements are stored on the device: a float tensor in the plan's precision
+// (kF32, kF16, kBF16); int64 tensors as int64, bool tensors as one byte 0/1. The computing
+// kernels take float storage only; the copies, conversions and index ops below take any.
+enum class Elem : int { kF32, kF16, kBF16, kI64, kBool };
 int elem_bytes(Elem e);
 
 // An index space of `rank` dims and, per operand, its element strides over them (0 broadcasts).
@@ -48,11 +50,28 @@ struct UnaryOp {
 enum class Binary : int { kAdd, kMul, kSub, kDiv, kPow };
 
 // dst[offset(i, dst)] = src[offset(i, src)] for every index i of dst's dims (src uses dst's
-// dims with its own strides): Concat windows, Split, Transpose, broadcasts, copies.
+// dims with its own strides, negative ones included): Concat windows, Split, Transpose,
+// Expand's broadcasts, Slice's windows, copies. Bit-exact for every Elem.
 void strided_copy(Elem e, void* dst, Strided dst_layout, const void* src, Strided src_layout,
                   cudaStream_t stream);
-// dst[i] = src[i] converted, i < n (inputs into the arena's storage, outputs back to FP32).
+// dst[i] = src[i] converted, i < n (inputs into the arena's storage, outputs back to FP32, Cast):
+// through float, so int64 is exact to 2^24 as at braid's executor interface; float to int64
+// truncates toward zero, anything to bool is != 0.
 void convert(Elem from, const void* src, Elem to, void* dst, int64_t n, cudaStream_t stream);
+// Gather along an axis: y[o][j][r] = data[o][k][r], k = indices[j] (+ axis_dim when negative),
+// for o < outer, j < num_indices, r < inner. An index out of range writes zeros (the CPU
+// executor refuses it; a kernel cannot throw).
+void gather(Elem e, const void* data, int64_t outer, int64_t axis_dim, int64_t inner,
+            const int64_t* indices, int64_t num_indices, void* y, cudaStream_t stream);
+// y[i] = cond[offset(i, c)] ? a[offset(i, a)] : b[offset(i, b)] over y's dims (y row-major).
+void where(Elem e, const void* cond, Strided c_layout, const void* a, Strided a_layout,
+           const void* b, Strided b_layout, void* y, cudaStream_t stream);
+// y[i] = a[offset(i, a)] == b[offset(i, b)] as bool bytes over y's dims (y row-major); int64
+// compared exactly, 16-bit floats in float.
+void equal(Elem e, const void* a, Strided a_layout, const void* b, Strided b_layout, void* y,
+           cudaStream_t stream);
+// y[i] = !x[i] over bool bytes.
+void logical_not(const void* x, void* y, int64_t n, cudaStream_t stream);
 // y = x padded: y's dims, x's dims and row-major strides, the leading pads per dim.
 void pad(Elem e, void* y, Strided y_layout, const void* x, Strided x_layout,
          const int64_t* pads_begin, float value, cudaStream_t stream);
