@@ -160,11 +160,16 @@ class StageTimer final : public CudaStageTimer {
     const ir::Graph& g = *units_.graph();
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> noise(-1.0f, 1.0f);
-    const cuda::Elem e = cuda::elem_of(options_.precision);
     for (ValueId v : g.inputs()) {
+      const cuda::Elem e = compiled_.compiler->storage_of(v);
       std::vector<float> x(g.value(v).type.elements());
       for (float& f : x) f = noise(rng);
       std::byte* slot = request_.arena.get() + compiled_.memory.offset[index(v)];
+      if (e == cuda::Elem::kI64 || e == cuda::Elem::kBool) {
+        // Index inputs (token ids, masks): zeros, valid for any Gather.
+        BRAID_CU(cudaMemset(slot, 0, size_t(x.size()) * size_t(cuda::elem_bytes(e))));
+        continue;
+      }
       if (e == cuda::Elem::kF32) {
         BRAID_CU(cudaMemcpy(slot, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
         continue;
