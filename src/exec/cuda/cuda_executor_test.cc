@@ -299,6 +299,63 @@ void expect_matches_reference(models::LoadedModel m, double tolerance) {
     }
 }
 
+// Issue 29: int64 and bool tensors on CUDA, one graph through every index op and a copy of
+// each type: Gather of a table by int64 ids, Slice with a negative step, Equal on int64, Not,
+// Reshape and Expand of bool, Where, Cast bool -> float and float -> int64 (truncation), an int64
+// graph output. Against the reference executor, in every precision, eager and replayed.
+TEST(CudaExecutor, IndexOpsOnInt64AndBoolMatchTheReference) {
+  using ir::DType;
+  ir::GraphBuilder b("index_ops");
+  const ValueId x = b.add_input("x", ir::TensorType{DType::kFloat32, {2, 3, 4}});
+  const ValueId ids = b.add_input("ids", ir::TensorType{DType::kInt64, {2, 3}});
+  const ValueId table =
+      b.add_parameter("table", {DType::kFloat32, {5, 4}}, ir::ParamInit::uniform(-2, 2));
+  const ValueId g = b.add_op(ir::OpKind::Gather, ir::GatherAttrs{.axis = 0}, {table, ids}, "g");
+  const ValueId rev = b.add_op(
+      ir::OpKind::Slice, ir::SliceAttrs{.starts = {-1}, .ends = {-4}, .axes = {1}, .steps = {-1}},
+      {ids}, "rev");
+  const ValueId eq = b.add_op(ir::OpKind::Equal, {}, {ids, rev}, "eq");
+  const ValueId ne = b.add_op(ir::OpKind::Not, {}, {eq}, "ne");
+  const ValueId ne3 =
+      b.add_op(ir::OpKind::Reshape, ir::ReshapeAttrs{.shape = {2, 3, 1}}, {ne}, "r");
+  const ValueId wide =
+      b.add_op(ir::OpKind::Expand, ir::ExpandAttrs{.shape = {2, 3, 4}}, {ne3}, "wide");
+  b.mark_output(b.add_op(ir::OpKind::Where, {}, {wide, g, x}, "where"));
+  b.mark_output(b.add_op(ir::OpKind::Cast, ir::CastAttrs{.to = DType::kFloat32}, {eq}, "eqf"));
+  const ValueId scaled = b.add_op(ir::OpKind::Mul, {}, {x, x}, "sq");
+  b.mark_output(b.add_op(ir::OpKind::Cast, ir::CastAttrs{.to = DType::kInt64}, {scaled}, "trunc"));
+  b.mark_output(rev);
+  models::LoadedModel m;
+  m.graph = std::make_shared<const ir::Graph>(std::move(b).build());
+  m.weights = ir::Weights::generate(*m.graph, 5);
+  m.units = ir::fuse(m.graph);
+  auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
+  std::vector<std::vector<float>> inputs(2);
+  std::mt19937_64 rng(29);
+  std::uniform_real_distribution<float> dist(-2, 2);
+  for (int i = 0; i < 24; ++i) inputs[0].push_back(dist(rng));
+  inputs[1] = {0, 4, 0, 3, 3, 1};  // ids: some equal to their mirror, some not
+  const auto expected = ref::run_reference(*m.graph, *weights, inputs);
+  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
+  cost::RooflineCostModel roofline(m.units);
+  const sched::Schedule s = sched::make_scheduler("sequential", {})->schedule(m.units, roofline);
+  for (Precision precision : {Precision::kFp32, Precision::kFp16, Precision::kBf16})
+    for (bool graph : {false, true}) {
+      SCOPED_TRACE(to_string(precision) + (graph ? " graph" : " eager"));
+      const auto got =
+          run(*make_cuda_executor({.device = 0, .graph = graph, .precision = precision}), m,
+              weights, s, inputs, false);
+      ASSERT_EQ(got.size(), expected.size());
+      // The bool and int64 outputs exactly; the float one at its storage's rounding.
+      const double tol = precision == Precision::kFp32 ? 1e-6 : 2e-2;
+      for (size_t j = 0; j < got[0].size(); ++j)
+        EXPECT_NEAR(got[0][j], expected[0][j], tol * (1 + std::abs(expected[0][j]))) << j;
+      EXPECT_EQ(got[1], expected[1]);
+      if (precision == Precision::kFp32) EXPECT_EQ(got[2], expected[2]);  // 16 bits may round x*x
+      EXPECT_EQ(got[3], expected[3]);
+    }
+}
+
 struct ConvTransposeCase {
   const char* name;
   ir::Shape x;
