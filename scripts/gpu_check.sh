@@ -91,7 +91,7 @@ precision() {
   # single-op cases in each precision. PRECISION_TEST=0 leaves it out.
   if [[ ${PRECISION_TEST:-1} == 1 ]]; then
     step precision_test 120 "$BRAID_BIN_DIR/exec_cuda_test" \
-      --gtest_filter='*Precision*:*ConvTranspose*:*Resize*:*CnnOps*'
+      --gtest_filter='*Precision*:*ConvTranspose*:*Resize*:*CnnOps*:*IndexOps*'
   fi
   # The ONNX backend node tests on cuda:0 in every precision (tests/conformance/README.md),
   # packed by scripts/gpu_conformance_bundle.sh; its last lines are the per-backend summary.
@@ -144,6 +144,7 @@ stop_server() {  # SIGTERM, then the exit status of a drained server (0) in the 
   kill -TERM "$server_pid" 2>/dev/null
   local t0=$SECONDS
   timeout 60 tail --pid="$server_pid" -f /dev/null
+  kill -0 "$server_pid" 2>/dev/null && kill -KILL "$server_pid"  # stuck draining: the lease goes on
   wait "$server_pid"
   local rc=$?
   ((rc == 0)) || failed=1

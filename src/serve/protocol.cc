@@ -555,7 +555,11 @@ void encode_values(const OutputTensor& t, std::string* binary, json* data) {
     case DataType::kFp64:
       for (const float v : t.values) {
         if (binary == nullptr) {
-          data->push_back(v);  // JSON has no NaN or infinity: they are written as null
+          // The type's value, as the binary form gives it; JSON has no NaN or infinity: they are
+          // written as null.
+          data->push_back(t.datatype == DataType::kFp16   ? float16_to_float(float_to_float16(v))
+                          : t.datatype == DataType::kBf16 ? bfloat16_to_float(float_to_bfloat16(v))
+                                                          : v);
         } else if (t.datatype == DataType::kFp16) {
           append_le(*binary, float_to_float16(v));
         } else if (t.datatype == DataType::kBf16) {

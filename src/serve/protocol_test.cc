@@ -403,11 +403,16 @@ TEST(Protocol, BinaryDataOutputAppliesToAllOutputs) {
 
 TEST(Protocol, IntegerAndHalfOutputsInJson) {
   const InferRequest request = parse({{"inputs", {x_json({1, 2, 3, 4}), ids_json()}}});
+  // FP16 and BF16 outputs carry their type's values, as the binary form does: 0.1 is 1638/16384
+  // in half precision and 0.10009765625 in bfloat16.
   const OutputTensor outputs[] = {{"i", DataType::kInt64, {2}, {-3, 16777216}},
-                                  {"h", DataType::kFp16, {1}, {0.5f}}};
+                                  {"h", DataType::kFp16, {2}, {0.5f, 0.1f}},
+                                  {"b", DataType::kBf16, {1}, {0.1f}}};
   const json j = json::parse(encode_infer_response("m", "1", request, outputs).body);
   EXPECT_EQ(j["outputs"][0]["data"], json({-3, 16777216}));
-  EXPECT_EQ(j["outputs"][1]["data"], json({0.5}));
+  EXPECT_EQ(j["outputs"][1]["data"], json({0.5, 1638.0 / 16384.0}));
+  EXPECT_EQ(j["outputs"][2]["data"], json({0.10009765625}));
+  EXPECT_EQ(j["outputs"][2]["datatype"], "BF16");
 }
 
 TEST(Protocol, Fp16RoundTripThroughBinary) {

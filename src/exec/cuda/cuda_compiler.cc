@@ -2,6 +2,9 @@
 
 #include <array>
 #include <cmath>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "exec/cuda/cuda_kernels.h"
 #include "ir/resize.h"
@@ -138,6 +141,17 @@ std::optional<std::pair<Algo, size_t>> first_fitting(const Perf* perf, int found
 
 }  // namespace
 
+// Measured algorithm choices, process-wide (PyTorch's benchmark cache): a convolution of the
+// same shapes, parameters, storage, math and device is timed once per process, not once per
+// prepare (auto prepares several plans of a model).
+std::mutex conv_algo_mutex;
+struct MeasuredAlgo {
+  cudnnConvolutionFwdAlgo_t algo;
+  size_t workspace;
+  cudnnMathType_t math;
+};
+std::unordered_map<std::string, MeasuredAlgo> conv_algo_cache;
+
 Elem elem_of(Precision p) {
   switch (p) {
     case Precision::kFp16:
@@ -206,6 +220,63 @@ std::byte* Compiler::constant(ValueId v) {
               "' has no data");
   return keep_as(weights_.data(v), storage_of(v), index(v));
 }
+std::string Compiler::conv_key(const ir::Shape& x, const ir::Shape& w,
+                               const ir::ConvAttrs& a) const {
+  std::string key = "x";
+  for (int64_t d : x) key += " " + std::to_string(d);
+  key += " w";
+  for (int64_t d : w) key += " " + std::to_string(d);
+  for (int64_t v : {a.pads[0], a.pads[1], a.pads[2], a.pads[3], a.stride[0], a.stride[1],
+                    a.dilation[0], a.dilation[1], a.groups})
+    key += " " + std::to_string(v);
+  return key + " p" + std::to_string(int(options_.precision)) + " d" +
+         std::to_string(options_.device) + " ws" + std::to_string(options_.workspace_bytes);
+}
+
+// Every algorithm timed on scratch tensors, fastest first (cudnnFindConvolutionForwardAlgorithmEx,
+// as PyTorch's cudnn.benchmark). FP32 keeps only FMA-math results (tensor-op ones would be TF32);
+// the other precisions take any math and set the winner's on the descriptor. nullopt when the
+// search fails or nothing fits: the caller falls back to the heuristic.
+std::optional<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> Compiler::measured_conv_algo(
+    const std::string& key, cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
+    const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc, cudnnTensorDescriptor_t y_desc,
+    const ir::Shape& ys) {
+  std::lock_guard lock(conv_algo_mutex);
+  cudnnMathType_t math;
+  BRAID_CU(cudnnGetConvolutionMathType(c_desc, &math));
+  if (auto it = conv_algo_cache.find(key); it != conv_algo_cache.end()) {
+    BRAID_CU(cudnnSetConvolutionMathType(c_desc, it->second.math));
+    return std::pair{it->second.algo, it->second.workspace};
+  }
+  int n = 0, c = 0, h = 0, w = 0, ns = 0, cs = 0, hs = 0, wss = 0;
+  cudnnDataType_t type;
+  BRAID_CU(cudnnGetTensor4dDescriptor(x_desc, &type, &n, &c, &h, &w, &ns, &cs, &hs, &wss));
+  const int64_t x_elements = int64_t(n) * c * h * w;
+  DeviceBuffer fx(size_t(x_elements * esize_)), fy(size_t(ir::num_elements(ys) * esize_)),
+      fws(size_t(options_.workspace_bytes));
+  BRAID_CU(cudaMemset(fx.get(), 0, size_t(x_elements * esize_)));
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int found = 0;
+  if (cudnnFindConvolutionForwardAlgorithmEx(
+          cudnn_, x_desc, fx.get(), w_desc, w_dev, c_desc, y_desc, fy.get(),
+          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf, fws.get(),
+          size_t(options_.workspace_bytes)) != CUDNN_STATUS_SUCCESS) {
+    cudaGetLastError();  // the search's failure is not the run's
+    return std::nullopt;
+  }
+  int kept = 0;
+  for (int i = 0; i < found; ++i)
+    if (math != CUDNN_FMA_MATH || perf[i].mathType == CUDNN_FMA_MATH) perf[kept++] = perf[i];
+  for (int i = 0; i < kept; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+        int64_t(perf[i].memory) <= options_.workspace_bytes) {
+      BRAID_CU(cudnnSetConvolutionMathType(c_desc, perf[i].mathType));
+      conv_algo_cache.emplace(key, MeasuredAlgo{perf[i].algo, perf[i].memory, perf[i].mathType});
+      return std::pair{perf[i].algo, perf[i].memory};
+    }
+  return std::nullopt;
+}
+
 Elem Compiler::storage_of(ValueId v) const {
   switch (g_.value(v).type.dtype) {
     case ir::DType::kInt64:
@@ -344,24 +415,8 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0;
   std::optional<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> algo;
-  if (options_.measure_conv_algos) {
-    // Every algorithm timed here on scratch tensors, fastest first (as PyTorch's
-    // cudnn.benchmark); only those in the descriptor's math type, so that FP32 stays FP32.
-    DeviceBuffer fx(size_t(ir::num_elements(padded) * esize_)),
-        fy(size_t(ir::num_elements(ys) * esize_)), fws(size_t(options_.workspace_bytes));
-    BRAID_CU(cudaMemset(fx.get(), 0, size_t(ir::num_elements(padded) * esize_)));
-    BRAID_CU(cudnnFindConvolutionForwardAlgorithmEx(cudnn_, x_desc, fx.get(), w_desc, w_dev, c_desc,
-                                                    y_desc, fy.get(),
-                                                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf,
-                                                    fws.get(), size_t(options_.workspace_bytes)));
-    cudnnMathType_t math;
-    BRAID_CU(cudnnGetConvolutionMathType(c_desc, &math));
-    int kept = 0;
-    for (int i = 0; i < found; ++i)
-      if (perf[i].mathType == math) perf[kept++] = perf[i];
-    algo = first_fitting<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(
-        perf, kept, options_.workspace_bytes);
-  }
+  if (options_.measure_conv_algos)
+    algo = measured_conv_algo(conv_key(padded, ws, a), x_desc, w_desc, w_dev, c_desc, y_desc, ys);
   if (!algo) {  // the heuristic's first that fits
     BRAID_CU(cudnnGetConvolutionForwardAlgorithm_v7(
         cudnn_, x_desc, w_desc, c_desc, y_desc, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));

@@ -114,6 +114,15 @@ class Compiler {
       const ir::Shape& ws, int64_t pad_h, int64_t pad_w, const std::array<int64_t, 2>& stride,
       const std::array<int64_t, 2>& dilation, int64_t groups);
 
+  // --cudnn-benchmark (CudaExecutorOptions::measure_conv_algos): a convolution's cache key and
+  // its fastest algorithm by measurement (cached per process; the winner's math type set on
+  // c_desc).
+  std::string conv_key(const ir::Shape& x, const ir::Shape& w, const ir::ConvAttrs& a) const;
+  std::optional<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> measured_conv_algo(
+      const std::string& key, cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
+      const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc, cudnnTensorDescriptor_t y_desc,
+      const ir::Shape& ys);
+
   // Each returns after appending its Ops to `out`; compile_conv returns how many ops it fused.
   size_t compile_conv(std::span<const NodeId> ops, std::vector<Op>& out);
   void compile_op(const ir::Node& n, std::vector<Op>& out);

@@ -263,8 +263,8 @@ class CudaExecutor final : public Executor {
       BRAID_CHECK(supports(*model.graph, NodeId(i)), ErrorCode::kUnsupported, "cuda: op '",
                   model.graph->node(NodeId(i)).name, "' (",
                   ir::to_onnx_name(model.graph->node(NodeId(i)).kind),
-                  ") is not supported (int64/bool tensors, LRN, Where, Expand, Gather, Cast, "
-                  "Equal, Not and Slice run on the CPU executor only: braid ops --device cuda:0)");
+                  ") is not supported (LRN, and computing ops on int64/bool tensors, run on the "
+                  "CPU executor only: braid ops --device cuda:0)");
     for (const sched::PlanLane& lane : model.plan->lanes)
       BRAID_CHECK(lane.device == 0, ErrorCode::kInvalidArgument, "cuda: the plan uses device ",
                   lane.device, "; one process runs one device (multi-device plans run under MPI)");

@@ -92,7 +92,8 @@ class StageTimer final : public CudaStageTimer {
         request_(cuda::RequestLayout{.device = device,
                                      .arena_bytes = compiled_.memory.arena_bytes,
                                      .scratch_bytes = compiled_.compiler->scratch_bytes(),
-                                     .num_lanes = 1}) {
+                                     .num_lanes = 1,
+                                     .precision = precision}) {
     fill(input_seed);
     empty_.make_empty();
     int l2_bytes = 0;
