@@ -94,10 +94,9 @@ nb::object converted(std::span<const float> v, const std::vector<size_t>& shape,
         .cast();
   }
   if (type == ElementType::kBFloat16) {
-    std::vector<uint16_t> bits(v.size());
-    models::store_floats(type, v, reinterpret_cast<std::byte*>(bits.data()));
     auto* data = new float[v.size()];
-    models::load_floats(type, reinterpret_cast<const std::byte*>(bits.data()), {data, v.size()});
+    std::copy(v.begin(), v.end(), data);
+    models::round_floats(type, {data, v.size()});
     nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<float*>(p); });
     return float_view(data, shape, owner);
   }
@@ -349,11 +348,7 @@ class PyServer {
       // float32 given for a bfloat16 input: its values in that type, as a session reads them.
       const models::ElementType want =
           i < loaded.declared.inputs.size() ? loaded.declared.inputs[i] : type;
-      if (want != type && models::compute_dtype(want) == ir::DType::kFloat32) {
-        std::vector<std::byte> rounded(values.size() * models::size_of(want));
-        models::store_floats(want, values, rounded.data());
-        models::load_floats(want, rounded.data(), values);
-      }
+      if (want != type) models::round_floats(want, values);
     }
     std::vector<std::vector<size_t>> shapes;
     std::vector<models::ElementType> dtypes;

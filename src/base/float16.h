@@ -81,4 +81,12 @@ constexpr uint16_t float_to_bfloat16(float f) {
   return static_cast<uint16_t>((x + rounding) >> 16);
 }
 
+// A float32 made a float16 / bfloat16 value: the nearest, ties to even (store then load).
+constexpr float round_to_float16(float f) {
+  return float16_to_float(float_to_float16(f));
+}
+constexpr float round_to_bfloat16(float f) {
+  return bfloat16_to_float(float_to_bfloat16(f));
+}
+
 }  // namespace braid

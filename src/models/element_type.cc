@@ -80,4 +80,11 @@ void load_floats(ElementType t, const std::byte* src, std::span<float> values) {
   }
 }
 
+void round_floats(ElementType t, std::span<float> values) {
+  if (t == ElementType::kFloat16)
+    for (float& v : values) v = round_to_float16(v);
+  else if (t == ElementType::kBFloat16)
+    for (float& v : values) v = round_to_bfloat16(v);
+}
+
 }  // namespace braid::models

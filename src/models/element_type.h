@@ -35,5 +35,8 @@ int64_t size_of(ElementType t);  // bytes per element
 // as ir::store_floats / ir::load_floats convert them.
 void store_floats(ElementType t, std::span<const float> values, std::byte* dst);
 void load_floats(ElementType t, const std::byte* src, std::span<float> values);
+// `values` made values of `t` in place: float16 and bfloat16 rounded as store_floats rounds them
+// (what storing and loading them gives); the other types are left as they are.
+void round_floats(ElementType t, std::span<float> values);
 
 }  // namespace braid::models

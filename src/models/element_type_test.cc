@@ -44,8 +44,11 @@ TEST(ElementType, SixteenBitTypesRoundWhenStoredAndWidenExactly) {
           t == ElementType::kFloat16 ? float_to_float16(values[i]) : float_to_bfloat16(values[i]);
       EXPECT_EQ(h, want) << to_string(t) << " " << values[i];
     }
-    EXPECT_EQ(back[2], -2.5f);  // exact in both
-    EXPECT_NE(back[0], 0.1f);   // rounded
+    EXPECT_EQ(back[2], -2.5f);            // exact in both
+    EXPECT_NE(back[0], 0.1f);             // rounded
+    std::vector<float> rounded = values;  // in place, as storing and loading does
+    round_floats(t, rounded);
+    for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(rounded[i], back[i]) << i;
   }
   std::vector<std::byte> h(values.size() * 2);
   store_floats(ElementType::kFloat16, values, h.data());

@@ -107,6 +107,13 @@ float exact_integer(const InputContext& in, T v, size_t index) {
   return static_cast<float>(value);
 }
 
+// `f` as a value of a float datatype: FP16 and BF16 rounded to their precision, the others as is.
+float in_type(DataType t, float f) {
+  return t == DataType::kFp16   ? round_to_float16(f)
+         : t == DataType::kBf16 ? round_to_bfloat16(f)
+                                : f;
+}
+
 // A floating-point element as float: FP16 rounded to half precision, values beyond float's range
 // refused (the conversion would be undefined; infinities and NaN pass).
 float narrow_float(const InputContext& in, double v, size_t index) {
@@ -115,9 +122,7 @@ float narrow_float(const InputContext& in, double v, size_t index) {
                index, v);
   }
   const auto f = static_cast<float>(v);
-  if (in.datatype == DataType::kFp16) return float16_to_float(float_to_float16(f));
-  if (in.datatype == DataType::kBf16) return bfloat16_to_float(float_to_bfloat16(f));
-  return f;
+  return in_type(in.datatype, f);
 }
 
 float json_element(const InputContext& in, const json& v, size_t index) {
@@ -557,9 +562,7 @@ void encode_values(const OutputTensor& t, std::string* binary, json* data) {
         if (binary == nullptr) {
           // The type's value, as the binary form gives it; JSON has no NaN or infinity: they are
           // written as null.
-          data->push_back(t.datatype == DataType::kFp16   ? float16_to_float(float_to_float16(v))
-                          : t.datatype == DataType::kBf16 ? bfloat16_to_float(float_to_bfloat16(v))
-                                                          : v);
+          data->push_back(in_type(t.datatype, v));
         } else if (t.datatype == DataType::kFp16) {
           append_le(*binary, float_to_float16(v));
         } else if (t.datatype == DataType::kBf16) {

@@ -225,9 +225,8 @@ void put_inputs(const Session::Impl& s, exec::Request& request,
   for (size_t i = 0; i < inputs.size(); ++i) {
     const InputBuffer& in = inputs[i];
     const ElementType want = s.inputs[i].type;  // of the model
-    // Given in the dtype braid computes in: read in place where the executor can.
-    const bool as_computed = in.type == models::element_type_of(s.inputs[i].dtype) &&
-                             (in.type == want || want == ElementType::kFloat32);
+    // Given in the model's type, and braid computes in it: read in place where the executor can.
+    const bool as_computed = in.type == want && want == models::element_type_of(s.inputs[i].dtype);
     if (as_computed && s.prepared->bind_input(request, i, in.bytes)) continue;
     const size_t count = in.bytes.size() / models::size_of(in.type);
     if (as_computed && in.type == ElementType::kFloat32 &&
@@ -243,11 +242,7 @@ void put_inputs(const Session::Impl& s, exec::Request& request,
                     " is beyond ±2^24, which this device takes exactly only in place");
     std::vector<float> values(count);
     models::load_floats(in.type, in.bytes.data(), values);
-    if (in.type != want) {  // float32 for a 16-bit input: its values in the model's type
-      std::vector<std::byte> rounded(count * models::size_of(want));
-      models::store_floats(want, values, rounded.data());
-      models::load_floats(want, rounded.data(), values);
-    }
+    if (in.type != want) models::round_floats(want, values);  // float32 for a 16-bit input
     s.prepared->set_input(request, i, values);
   }
 }

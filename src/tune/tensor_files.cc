@@ -91,11 +91,7 @@ std::vector<std::vector<float>> read_inputs(const ir::Graph& graph,
     // An FP16 or BF16 model's input holds values of its type: float32 data rounds to it.
     const models::ElementType want =
         index < declared.size() ? declared[index] : models::ElementType::kFloat32;
-    if (float_input && want != models::ElementType::kFloat32) {
-      std::vector<std::byte> bytes(inputs[index].size() * models::size_of(want));
-      models::store_floats(want, inputs[index], bytes.data());
-      models::load_floats(want, bytes.data(), inputs[index]);
-    }
+    if (float_input) models::round_floats(want, inputs[index]);
   }
   return inputs;
 }
@@ -127,16 +123,15 @@ std::vector<std::string> write_outputs(const ir::Graph& graph,
     paths.push_back((std::filesystem::path(dir) / file).string());
     const models::ElementType type =
         i < declared.size() ? declared[i] : models::ElementType::kFloat32;
-    if (type == models::ElementType::kFloat16 || type == models::ElementType::kBFloat16) {
+    if (type == models::ElementType::kFloat16) {
       std::vector<std::byte> bytes(outputs[i].size() * 2);
       models::store_floats(type, outputs[i], bytes.data());
-      if (type == models::ElementType::kFloat16) {
-        npy::write_file(paths.back(), npy::DType::kFloat16, v.type.shape, bytes);
-        continue;
-      }
-      // NumPy has no bfloat16: the rounded values as float32, exactly.
-      std::vector<float> rounded(outputs[i].size());
-      models::load_floats(type, bytes.data(), rounded);
+      npy::write_file(paths.back(), npy::DType::kFloat16, v.type.shape, bytes);
+      continue;
+    }
+    if (type == models::ElementType::kBFloat16) {  // NumPy has no bfloat16: float32 values of it
+      std::vector<float> rounded = outputs[i];
+      models::round_floats(type, rounded);
       npy::write_file(paths.back(), npy::DType::kFloat32, v.type.shape,
                       std::as_bytes(std::span(rounded)));
       continue;

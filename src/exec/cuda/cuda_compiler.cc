@@ -240,18 +240,15 @@ std::string Compiler::conv_key(const ir::Shape& x, const ir::Shape& w,
 std::optional<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> Compiler::measured_conv_algo(
     const std::string& key, cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
     const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc, cudnnTensorDescriptor_t y_desc,
-    const ir::Shape& ys) {
+    const ir::Shape& xs, const ir::Shape& ys) {
   std::lock_guard lock(conv_algo_mutex);
-  cudnnMathType_t math;
-  BRAID_CU(cudnnGetConvolutionMathType(c_desc, &math));
   if (auto it = conv_algo_cache.find(key); it != conv_algo_cache.end()) {
     BRAID_CU(cudnnSetConvolutionMathType(c_desc, it->second.math));
     return std::pair{it->second.algo, it->second.workspace};
   }
-  int n = 0, c = 0, h = 0, w = 0, ns = 0, cs = 0, hs = 0, wss = 0;
-  cudnnDataType_t type;
-  BRAID_CU(cudnnGetTensor4dDescriptor(x_desc, &type, &n, &c, &h, &w, &ns, &cs, &hs, &wss));
-  const int64_t x_elements = int64_t(n) * c * h * w;
+  cudnnMathType_t math;
+  BRAID_CU(cudnnGetConvolutionMathType(c_desc, &math));
+  const int64_t x_elements = ir::num_elements(xs);
   DeviceBuffer fx(size_t(x_elements * esize_)), fy(size_t(ir::num_elements(ys) * esize_)),
       fws(size_t(options_.workspace_bytes));
   BRAID_CU(cudaMemset(fx.get(), 0, size_t(x_elements * esize_)));
@@ -416,7 +413,8 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   int found = 0;
   std::optional<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> algo;
   if (options_.measure_conv_algos)
-    algo = measured_conv_algo(conv_key(padded, ws, a), x_desc, w_desc, w_dev, c_desc, y_desc, ys);
+    algo = measured_conv_algo(conv_key(padded, ws, a), x_desc, w_desc, w_dev, c_desc, y_desc,
+                              padded, ys);
   if (!algo) {  // the heuristic's first that fits
     BRAID_CU(cudnnGetConvolutionForwardAlgorithm_v7(
         cudnn_, x_desc, w_desc, c_desc, y_desc, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));

@@ -121,7 +121,7 @@ class Compiler {
   std::optional<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> measured_conv_algo(
       const std::string& key, cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
       const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc, cudnnTensorDescriptor_t y_desc,
-      const ir::Shape& ys);
+      const ir::Shape& xs, const ir::Shape& ys);
 
   // Each returns after appending its Ops to `out`; compile_conv returns how many ops it fused.
   size_t compile_conv(std::span<const NodeId> ops, std::vector<Op>& out);
