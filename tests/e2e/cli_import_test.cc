@@ -50,7 +50,7 @@ TEST(CliOps, ListsRunAndFoldedOpsWithOpsets) {
 
 // Issue 29: `braid ops --device cuda:0` says which ops the CUDA executor runs (in any build, with
 // or without a GPU): its prepare refuses exactly the "no" rows. Since the int64/bool kernels the
-// index ops and Cast run there too; LRN does not.
+// index ops and Cast run there too, and since its LRN kernel every op that runs does.
 TEST(CliOps, TheCudaColumnSaysWhatPrepareAccepts) {
   auto r = run_command(cli() + " ops --device cuda:0 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -60,9 +60,8 @@ TEST(CliOps, TheCudaColumnSaysWhatPrepareAccepts) {
     cuda[op["op_type"].get<std::string>()] = op["cuda"].get<std::string>();
   for (const char* yes : {"Conv", "ConvTranspose", "Resize", "MatMul", "LayerNormalization",
                           "Softmax", "Dropout", "Unsqueeze", "Einsum", "Upsample", "Erf", "Gather",
-                          "Where", "Equal", "Not", "Expand", "Slice", "Cast"})
+                          "Where", "Equal", "Not", "Expand", "Slice", "Cast", "LRN"})
     EXPECT_EQ(cuda[yes], "yes") << yes;
-  EXPECT_EQ(cuda["LRN"], "no");
   EXPECT_EQ(cuda["Shape"], "-");  // folds at import only
   r = run_command(cli() + " ops --device cuda:0");
   ASSERT_EQ(r.exit_code, 0) << r.err;

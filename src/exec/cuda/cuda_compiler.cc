@@ -502,8 +502,7 @@ void Compiler::compile_op(const ir::Node& n, std::vector<Op>& out) {
     case ir::OpKind::ReduceMean:
       return compile_reduce_mean(n, out);
     case ir::OpKind::LRN:
-      BRAID_THROW(ErrorCode::kUnsupported, "cuda: op '", n.name,
-                  "' (LRN) is not supported by the CUDA executor yet (the CPU executor runs it)");
+      return compile_lrn(n, out);
     case ir::OpKind::Add:
     case ir::OpKind::Mul:
     case ir::OpKind::Sum:
@@ -736,6 +735,27 @@ void Compiler::compile_pool(const ir::Node& n, std::vector<Op>& out) {
   const Elem e = elem_;
   out.push_back([=](const LaneContext& l, std::byte* arena) {
     cuda::pool2d(e, x(arena), y(arena), p, l.stream);
+  });
+}
+
+// LRN across channels by our kernel, ONNX's window for every size (oneDNN's is symmetric, so the
+// CPU executor refuses even sizes; this one computes them as the reference executor does).
+void Compiler::compile_lrn(const ir::Node& n, std::vector<Op>& out) {
+  const auto& a = std::get<ir::LrnAttrs>(n.attrs);
+  const ir::Shape& xs = shape(n.inputs[0]);
+  BRAID_CHECK(xs.size() == 4, ErrorCode::kUnsupported, "cuda: LRN '", n.name, "' is not 2-D");
+  const cuda::Lrn p{.batch = xs[0],
+                    .channels = xs[1],
+                    .plane = xs[2] * xs[3],
+                    .size = a.size,
+                    .alpha = a.alpha,
+                    .beta = a.beta,
+                    .bias = a.bias};
+  auto x = locate(n.inputs[0]);
+  auto y = locate(n.outputs[0]);
+  const Elem e = elem_;
+  out.push_back([=](const LaneContext& l, std::byte* arena) {
+    cuda::lrn(e, x(arena), y(arena), p, l.stream);
   });
 }
 

@@ -132,6 +132,7 @@ class Compiler {
   void compile_reduce_mean(const ir::Node& n, std::vector<Op>& out);
   void compile_binary(const ir::Node& n, std::vector<Op>& out);
   void compile_pool(const ir::Node& n, std::vector<Op>& out);
+  void compile_lrn(const ir::Node& n, std::vector<Op>& out);
   void compile_global_average_pool(const ir::Node& n, std::vector<Op>& out);
   void compile_concat(const ir::Node& n, std::vector<Op>& out);
   void compile_split(const ir::Node& n, std::vector<Op>& out);

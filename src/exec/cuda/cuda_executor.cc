@@ -229,8 +229,8 @@ class CudaExecutor final : public Executor {
   explicit CudaExecutor(const CudaExecutorOptions& options)
       : options_(options), name_("cuda:" + std::to_string(options.device)) {}
   std::string_view name() const override { return name_; }
-  // The kinds cuda_runs names (not yet: LRN). Copies and index ops take int64 and bool tensors
-  // too; the computing kernels float ones only.
+  // The kinds cuda_runs names. Copies and index ops take int64 and bool tensors too; the
+  // computing kernels float ones only.
   bool supports(const ir::Graph& graph, NodeId node) const override {
     const ir::Node& n = graph.node(node);
     if (!cuda_runs(n.kind)) return false;
@@ -263,8 +263,9 @@ class CudaExecutor final : public Executor {
       BRAID_CHECK(supports(*model.graph, NodeId(i)), ErrorCode::kUnsupported, "cuda: op '",
                   model.graph->node(NodeId(i)).name, "' (",
                   ir::to_onnx_name(model.graph->node(NodeId(i)).kind),
-                  ") is not supported (LRN, and computing ops on int64/bool tensors, run on the "
-                  "CPU executor only: braid ops --device cuda:0)");
+                  ") is not supported (computing ops on int64/bool tensors, and convolutions "
+                  "and pooling other than 2-D, run on the CPU executor only: braid ops --device "
+                  "cuda:0)");
     for (const sched::PlanLane& lane : model.plan->lanes)
       BRAID_CHECK(lane.device == 0, ErrorCode::kInvalidArgument, "cuda: the plan uses device ",
                   lane.device, "; one process runs one device (multi-device plans run under MPI)");

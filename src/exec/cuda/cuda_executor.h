@@ -13,7 +13,7 @@
 // time; bias and ReLU fused by cudnnConvolutionBiasActivationForward), MatMul and Gemm through
 // cuBLAS, softmax through cuDNN, and our own kernels (cuda_kernels.cu) for element-wise ops,
 // pooling (any padding and ceil mode, which cuDNN's symmetric descriptors cannot express),
-// concat, split, transpose, pad and layer normalization. Activation memory is planned once
+// concat, split, transpose, pad, layer normalization and LRN. Activation memory is planned once
 // (exec/memory_plan.h) and allocated once per request; inputs and outputs go through pinned
 // host buffers. Built only with BRAID_WITH_CUDA; elsewhere make_cuda_executor throws.
 #pragma once
@@ -97,10 +97,8 @@ constexpr bool cuda_runs(ir::OpKind kind) {
     case ir::OpKind::Equal:
     case ir::OpKind::Not:
     case ir::OpKind::Slice:
-      return true;
-    // Not yet: LRN.
     case ir::OpKind::LRN:
-      return false;
+      return true;
   }
   return false;
 }

@@ -195,9 +195,9 @@ TEST(CudaExecutor, ReplayedRunsAndBlockRangesAreTimed) {
   EXPECT_EQ(observer.units, m.units.num_units());
 }
 
-// The CNN ops of MobileNetV2/V3 and MNASNet (Clip, HardSigmoid, HardSwish after a conv and on
-// their own, ReduceMean over trailing axes) against the CPU executor; LRN and a ReduceMean over
-// leading axes are refused with kUnsupported naming the node.
+// The CNN ops of MobileNetV2/V3, MNASNet and GoogLeNet (Clip, HardSigmoid, HardSwish after a
+// conv and on their own, LRN, ReduceMean over trailing axes) against the CPU executor; a
+// ReduceMean over leading axes is refused with kUnsupported naming the node.
 models::LoadedModel cnn_ops_model(bool unsupported) {
   ir::GraphBuilder b("cnn_ops");
   const auto f32 = [](ir::Shape s) { return ir::TensorType{ir::DType::kFloat32, std::move(s)}; };
@@ -209,7 +209,8 @@ models::LoadedModel cnn_ops_model(bool unsupported) {
   y = b.add_op(ir::OpKind::HardSigmoid, ir::HardSigmoidAttrs{0.3f, 0.4f}, {y}, "hsig");
   y = b.add_op(ir::OpKind::HardSwish, {}, {y}, "hswish");
   y = b.add_op(ir::OpKind::Clip, ir::ClipAttrs{.max = 0.5f}, {y}, "clip");
-  if (unsupported) y = b.add_op(ir::OpKind::LRN, ir::LrnAttrs{5, 1e-4f, 0.75f, 1.0f}, {y}, "lrn");
+  // alpha large enough that the normalization shows (GoogLeNet's 1e-4 is nearly the identity).
+  y = b.add_op(ir::OpKind::LRN, ir::LrnAttrs{5, 2.0f, 0.75f, 1.0f}, {y}, "lrn");
   b.mark_output(b.add_op(
       ir::OpKind::ReduceMean,
       ir::ReduceAttrs{unsupported ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{2, 3}, false},
@@ -247,7 +248,7 @@ TEST(CudaExecutor, CnnOpsMatchTheCpuExecutor) {
     FAIL() << "expected kUnsupported";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("LRN"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'mean'"), std::string::npos) << e.what();
   }
 }
 
@@ -489,6 +490,21 @@ TEST(CudaExecutor, ResizeMatchesTheReference) {
                                           [&](ir::GraphBuilder& b, ValueId x) {
                                             return b.add_op(ir::OpKind::Resize, attrs, {x},
                                                             "resize");
+                                          }),
+                             1e-5);
+  }
+}
+
+// LRN against the reference executor, whose window is ONNX's: even sizes (which the CPU
+// executor refuses) take one channel more above than below; windows clipped at both ends.
+TEST(CudaExecutor, LrnMatchesTheReference) {
+  const ir::LrnAttrs cases[] = {
+      {3, 0.5f, 0.75f, 2.0f}, {4, 1.5f, 0.6f, 1.0f}, {6, 3.0f, 1.0f, 0.5f}};
+  for (const ir::LrnAttrs& a : cases) {
+    SCOPED_TRACE("size " + std::to_string(a.size));
+    expect_matches_reference(one_op_model({2, 5, 3, 4},
+                                          [&](ir::GraphBuilder& b, ValueId x) {
+                                            return b.add_op(ir::OpKind::LRN, a, {x}, "lrn");
                                           }),
                              1e-5);
   }

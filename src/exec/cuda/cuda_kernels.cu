@@ -346,6 +346,25 @@ __global__ void layer_norm_kernel(const T* x, const T* scale, const T* bias, T* 
                            (bias != nullptr ? to_float(bias[i]) : 0.0f));
 }
 
+// One thread per output element; its window runs down the channel axis, `plane` apart.
+template <typename T>
+__global__ void lrn_kernel(const T* x, T* y, Lrn p, int64_t n) {
+  const int64_t below = (p.size - 1) / 2, above = p.size - 1 - below;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = (i / p.plane) % p.channels;
+    const T* column = x + (i - c * p.plane);  // channel 0 of this image and pixel
+    const int64_t first = max(c - below, int64_t(0)), last = min(c + above, p.channels - 1);
+    float square_sum = 0.0f;
+    for (int64_t k = first; k <= last; ++k) {
+      const float v = to_float(column[k * p.plane]);
+      square_sum += v * v;
+    }
+    const float scale = p.bias + p.alpha / float(p.size) * square_sum;
+    y[i] = from_float<T>(to_float(x[i]) / powf(scale, p.beta));
+  }
+}
+
 template <typename T>
 __global__ void resize_kernel(const T* x, T* y, ResizeTables t, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -561,6 +580,16 @@ void read_through(const float* data, int64_t n, float* sink, cudaStream_t stream
   if (n4 == 0) return;
   read_through_kernel<<<blocks_for(n4), kThreads, 0, stream>>>(
       reinterpret_cast<const float4*>(data), n4, sink);
+}
+
+void lrn(Elem e, const void* x, void* y, Lrn p, cudaStream_t stream) {
+  const int64_t n = p.batch * p.channels * p.plane;
+  if (n == 0) return;
+  dispatch(e, [&](auto tag) {
+    using T = decltype(tag);
+    lrn_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x),
+                                                          static_cast<T*>(y), p, n);
+  });
 }
 
 void resize(Elem e, const void* x, void* y, const ResizeTables& tables, cudaStream_t stream) {

@@ -102,6 +102,17 @@ void read_through(const float* data, int64_t n, float* sink, cudaStream_t stream
 void layer_norm(Elem e, const void* x, const void* scale, const void* bias, void* y, int64_t outer,
                 int64_t inner, float epsilon, cudaStream_t stream);
 
+// LRN across channels (ONNX): y = x / (bias + alpha / size * sum of x^2 over the channels
+// c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2), clipped to the tensor)^beta, for x in
+// [batch][channels][plane]; the sum in FP32 whatever the storage. Even sizes take one channel
+// more above than below, as ONNX and the reference executor do.
+struct Lrn {
+  int64_t batch = 0, channels = 0, plane = 0;
+  int64_t size = 1;
+  float alpha = 1e-4f, beta = 0.75f, bias = 1.0f;
+};
+void lrn(Elem e, const void* x, void* y, Lrn p, cudaStream_t stream);
+
 // Resize (ir/resize.h) as per-axis tap tables in device memory. Output index o of axis d reads
 // taps [begin[d][o], begin[d][o + 1]): input index[d][t] with weight[d][t]; an axis whose begin
 // is null is the identity (o reads o). outside[d] (tf_crop_and_resize, else null) marks output
