@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "runtime/learned_policy.h"
 
 namespace braid::runtime {
 
@@ -36,7 +37,8 @@ std::span<const std::string_view> policy_names() {
   return kNames;
 }
 
-std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& options) {
+std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& options,
+                                    const ModelSet* models) {
   BRAID_CHECK(options.max_sub_blocks >= 1, ErrorCode::kInvalidArgument,
               "H (max sub-blocks per combined block) must be >= 1, got ", options.max_sub_blocks);
   BRAID_CHECK(options.max_in_flight >= 1, ErrorCode::kInvalidArgument,
@@ -45,8 +47,15 @@ std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& 
   if (name == "static-serial") return make_static_policy(options, /*serial=*/true);
   if (name == "sync") return make_sync_policy(options);
   if (name == "top-heuristic") return make_top_heuristic_policy(options);
+  if (name.starts_with(kLearnedPrefix)) {
+    const std::string_view dir = name.substr(kLearnedPrefix.size());
+    BRAID_CHECK(!dir.empty(), ErrorCode::kInvalidArgument,
+                "policy 'learned:' needs a directory: learned:DIR");
+    return std::make_unique<LearnedPolicy>(std::filesystem::path(dir), options, models);
+  }
   std::string known;
   for (std::string_view n : kNames) known += (known.empty() ? "" : ", ") + std::string(n);
+  known += ", learned:DIR";
   BRAID_THROW(ErrorCode::kInvalidArgument, "unknown policy '", name, "' (known: ", known, ")");
 }
 

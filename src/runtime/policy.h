@@ -16,6 +16,7 @@
 //                  run only when every queue has a task, one task of each per round
 //   top-heuristic  ours, non-learned: intervals from queue lengths and measured latencies, the
 //                  partition by the cost model under the H cap, Ratio_in order (§VI-A)
+//   learned:DIR    MADDPG's actors trained by `braid train maddpg` (runtime/learned_policy.h)
 #pragma once
 
 #include <memory>
@@ -79,6 +80,12 @@ class Policy {
   virtual std::vector<bool> admit(const RuntimeState& state, const std::vector<bool>& due) = 0;
   // The next step, or nullopt when nothing can run now. Pieces name in-flight instances.
   virtual std::optional<Step> next_step(const RuntimeState& state) = 0;
+  // The state at every sample of the runtime (RuntimeOptions::sample_period_us), before the
+  // runtime decides whether to ask decide().
+  virtual void observe(const RuntimeState& /*state*/) {}
+  // > 0: the runtime asks decide() at the first sample at or after every multiple of it, and not
+  // when σ_t exceeds T (a policy trained on a cadence, as top.txt's agents are); 0: only then.
+  virtual double decision_period_us() const { return 0; }
 };
 
 struct PolicyOptions {
@@ -86,10 +93,14 @@ struct PolicyOptions {
   int max_sub_blocks = 4;     // H
 };
 
-// Policy names in registry order.
+// Policy names in registry order (without learned:DIR, which names a trained policy's
+// directory: runtime/learned_policy.h).
 std::span<const std::string_view> policy_names();
-// Throws kInvalidArgument for an unknown name, listing policy_names().
-std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& options = {});
+// Throws kInvalidArgument for an unknown name, listing policy_names() and learned:DIR. A
+// learned:DIR policy is checked against `models` when given (the runtime's), and loads what
+// LearnedPolicy's constructor throws.
+std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& options = {},
+                                    const ModelSet* models = nullptr);
 
 // The Ratio_in rule (top.txt §VI-A), shared by the policies that combine blocks. A sub-block
 // (m, b) of a combined block is ready when an instance of m waits at block b; the oldest such

@@ -77,6 +77,7 @@ class Run {
     refresh_state();
     decide();
     next_sample_ = options_.sample_period_us;
+    next_decision_ = policy_.decision_period_us();
   }
 
   // The loop until the clock reaches `until_us` (after the step under way) or the run ends;
@@ -476,6 +477,7 @@ class Run {
                             .combined_steps = combined_steps_,
                             .stage_dict_hits = combiner_ ? uint64_t(combiner_->stats().hits) : 0});
       const double variance = samples_.back().variance;
+      policy_.observe(state_);
       if (inbox_ != nullptr) {
         // Online, a server keeps no history: the last sample, and the periods not sampled yet.
         samples_.erase(samples_.begin(), samples_.end() - 1);
@@ -485,7 +487,13 @@ class Run {
           ++first_period_;
         }
       }
-      if (variance > options_.variance_threshold) {
+      if (const double period = policy_.decision_period_us(); period > 0) {
+        if (samples_.back().at_us + 1e-6 >= next_decision_) {
+          log("redecide cadence");
+          decide();
+          while (next_decision_ <= samples_.back().at_us + 1e-6) next_decision_ += period;
+        }
+      } else if (variance > options_.variance_threshold) {
         log(fmt::format("redecide variance {:.3f}", variance));
         decide();
       }
@@ -621,6 +629,7 @@ class Run {
   RuntimeState state_;
 
   double next_sample_ = 0;
+  double next_decision_ = 0;  // a policy with a decision period: when it decides next
   double busy_total_ = 0, run_total_ = 0;
   // Busy and run time per sample period from first_period_ on (online, sampled periods go).
   std::deque<double> busy_by_period_, run_by_period_;

@@ -251,7 +251,7 @@ PolicyOptions ScenarioRunner::policy_options() const {
 }
 
 std::unique_ptr<Policy> ScenarioRunner::make_policy(const std::string& name) const {
-  return runtime::make_policy(name, policy_options());
+  return runtime::make_policy(name, policy_options(), &impl_->models);
 }
 
 RuntimeOptions ScenarioRunner::runtime_options() const {

@@ -39,7 +39,7 @@ void add_serve_command(CLI::App& app) {
                   "Serve DIR/NAME/VERSION/model.onnx (Triton's layout; the highest VERSION)");
   cmd->add_option("--device", device, "cpu or cuda:N")->capture_default_str();
   cmd->add_option("--policy", policy,
-                  "The runtime's policy (static, static-serial, sync, top-heuristic)")
+                  "The runtime's policy (static, static-serial, sync, top-heuristic, learned:DIR)")
       ->capture_default_str();
   cmd->add_option("--scheduler", scheduler, "Each model's own schedule")->capture_default_str();
   cmd->add_option("--cost", cost, "Its cost model (default: roofline on cpu, cuda:N on a GPU)");

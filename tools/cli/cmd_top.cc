@@ -32,7 +32,8 @@ void add_top_command(CLI::App& app) {
   cmd->add_option("--device", device,
                   "sim:NAME (virtual time), cpu or cuda:N (default sim:a100_40gb)");
   cmd->add_option("--policy", policies,
-                  "Policies to run, comma-separated: static, static-serial, sync, top-heuristic");
+                  "Policies to run, comma-separated: static, static-serial, sync, top-heuristic, "
+                  "learned:DIR (a policy `braid train maddpg` wrote)");
   cmd->add_option("--duration", flags.duration_s, "Seconds of arrivals (default 10)")
       ->check(number_in("the duration in seconds", kMinDurationS, runtime::kMaxDurationS));
   cmd->add_option("--seed", flags.seed, "Seed of the arrivals (periodic: their phases)");

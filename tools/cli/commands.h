@@ -79,5 +79,6 @@ void add_transfers_command(CLI::App& app);
 void add_top_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_load_command(CLI::App& app);
+void add_train_command(CLI::App& app);
 
 }  // namespace braid::cli

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   braid::cli::add_top_command(app);
   braid::cli::add_serve_command(app);
   braid::cli::add_load_command(app);
+  braid::cli::add_train_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
