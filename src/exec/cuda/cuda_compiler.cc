@@ -1,7 +1,10 @@
 #include "exec/cuda/cuda_compiler.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -111,7 +114,7 @@ DeviceBuffer upload_array(const std::vector<T>& data) {
 
 // Column-major C[m,n] = alpha op(A) op(B) + beta C through cuBLAS: SGEMM in FP32 (the handle's
 // math mode says whether TF32 tensor cores may be used), GemmEx with FP32 accumulation for
-// 16-bit storage.
+// 16-bit storage. GemmCall's fallback.
 void gemm(cublasHandle_t h, Elem e, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
           float alpha, const std::byte* a, int64_t lda, const std::byte* b, int64_t ldb, float beta,
           std::byte* c, int64_t ldc) {
@@ -138,6 +141,105 @@ std::optional<std::pair<Algo, size_t>> first_fitting(const Perf* perf, int found
       return std::pair<Algo, size_t>{perf[i].algo, perf[i].memory};
   return std::nullopt;
 }
+
+int64_t power_of_two_alignment(uint64_t address) {
+  return address == 0 ? 256 : std::min<int64_t>(256, int64_t(address & (~address + 1)));
+}
+
+// The shape of a column-major GEMM, C[m,n] = alpha op(A) op(B) + beta C, as cuBLAS takes it:
+// op(A) is m x k (A stored k x m when transposed), op(B) k x n (B stored n x k when transposed),
+// each with its leading dimension.
+struct GemmShape {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+};
+
+// cuBLASLt's matmul for one GEMM of the plan, its algorithm chosen once here: the first that
+// cublasLtMatmulAlgoGetHeuristic ranks for these shapes, the storage type, FP32 accumulation
+// and scale (CUBLAS_COMPUTE_32F; _FAST_TF32 under kTf32), the lane's cuBLAS workspace and the
+// pointers' alignment. Where the heuristic offers none, the call is cuBLAS's gemm() above.
+class GemmCall {
+ public:
+  GemmCall(std::shared_ptr<cublasLtContext> lt, Elem e, Precision precision, const GemmShape& s,
+           int64_t alignment)
+      : lt_(std::move(lt)), e_(e), s_(s) {
+    try {
+      describe(precision, alignment);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~GemmCall() { release(); }
+  GemmCall(const GemmCall&) = delete;
+  GemmCall& operator=(const GemmCall&) = delete;
+
+  void run(const LaneContext& lane, float alpha, const std::byte* a, const std::byte* b, float beta,
+           std::byte* c) const {
+    if (!has_algo_) {
+      gemm(lane.cublas, e_, s_.trans_a, s_.trans_b, s_.m, s_.n, s_.k, alpha, a, s_.lda, b, s_.ldb,
+           beta, c, s_.ldc);
+      return;
+    }
+    BRAID_CU(cublasLtMatmul(lt_.get(), op_, &alpha, a, a_, b, b_, &beta, c, c_, c, c_, &algo_,
+                            lane.cublas_workspace, size_t(kCublasWorkspace), lane.stream));
+  }
+
+ private:
+  void describe(Precision precision, int64_t alignment) {
+    const cublasComputeType_t compute =
+        precision == Precision::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    BRAID_CU(cublasLtMatmulDescCreate(&op_, compute, CUDA_R_32F));
+    const cublasOperation_t ta = s_.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = s_.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    BRAID_CU(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    BRAID_CU(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    // Layouts as stored (rows, columns, leading dimension), in the storage type; C is D.
+    const cudaDataType_t t = cuda_type(e_);
+    BRAID_CU(cublasLtMatrixLayoutCreate(&a_, t, uint64_t(s_.trans_a ? s_.k : s_.m),
+                                        uint64_t(s_.trans_a ? s_.m : s_.k), s_.lda));
+    BRAID_CU(cublasLtMatrixLayoutCreate(&b_, t, uint64_t(s_.trans_b ? s_.n : s_.k),
+                                        uint64_t(s_.trans_b ? s_.k : s_.n), s_.ldb));
+    BRAID_CU(cublasLtMatrixLayoutCreate(&c_, t, uint64_t(s_.m), uint64_t(s_.n), s_.ldc));
+    BRAID_CU(cublasLtMatmulPreferenceCreate(&preference_));
+    const uint64_t workspace = uint64_t(kCublasWorkspace);
+    BRAID_CU(cublasLtMatmulPreferenceSetAttribute(
+        preference_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
+    // The default assumes 256-byte pointers; arena offsets and batch strides may give less.
+    const uint32_t align = uint32_t(alignment);
+    for (auto attribute :
+         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+      BRAID_CU(cublasLtMatmulPreferenceSetAttribute(preference_, attribute, &align, sizeof(align)));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt_.get(), op_, a_, b_, c_, c_,
+                                                                 preference_, 1, &result, &found);
+    has_algo_ = status == CUBLAS_STATUS_SUCCESS && found > 0 &&
+                result.state == CUBLAS_STATUS_SUCCESS &&
+                result.workspaceSize <= size_t(kCublasWorkspace);
+    if (has_algo_) algo_ = result.algo;
+  }
+  void release() {
+    if (preference_ != nullptr) cublasLtMatmulPreferenceDestroy(preference_);
+    if (c_ != nullptr) cublasLtMatrixLayoutDestroy(c_);
+    if (b_ != nullptr) cublasLtMatrixLayoutDestroy(b_);
+    if (a_ != nullptr) cublasLtMatrixLayoutDestroy(a_);
+    if (op_ != nullptr) cublasLtMatmulDescDestroy(op_);
+    preference_ = nullptr;
+    a_ = b_ = c_ = nullptr;
+    op_ = nullptr;
+  }
+
+  std::shared_ptr<cublasLtContext> lt_;
+  Elem e_;
+  GemmShape s_;
+  cublasLtMatmulDesc_t op_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
+  cublasLtMatmulPreference_t preference_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+  bool has_algo_ = false;
+};
 
 }  // namespace
 
@@ -220,6 +322,22 @@ std::byte* Compiler::constant(ValueId v) {
               "' has no data");
   return keep_as(weights_.data(v), storage_of(v), index(v));
 }
+std::shared_ptr<cublasLtContext> Compiler::cublas_lt() {
+  if (!cublas_lt_) {
+    cublasLtHandle_t h = nullptr;
+    BRAID_CU(cublasLtCreate(&h));
+    cublas_lt_ =
+        std::shared_ptr<cublasLtContext>(h, [](cublasLtHandle_t p) { cublasLtDestroy(p); });
+  }
+  return cublas_lt_;
+}
+
+int64_t Compiler::alignment_of(ValueId v) {
+  if (g_.value(v).kind == ir::ValueKind::kParameter)
+    return power_of_two_alignment(reinterpret_cast<uintptr_t>(constant(v)));
+  return power_of_two_alignment(uint64_t(memory_.offset[index(v)]));
+}
+
 std::string Compiler::conv_key(const ir::Shape& x, const ir::Shape& w,
                                const ir::ConvAttrs& a) const {
   std::string key = "x";
@@ -964,14 +1082,22 @@ void Compiler::compile_matmul(const ir::Node& n, std::vector<Op>& out) {
   auto a = locate(n.inputs[0]);
   auto b = locate(n.inputs[1]);
   auto y = locate(n.outputs[0]);
-  const Elem e = elem_;
   const int64_t es = esize_;
+  int64_t alignment =
+      std::min({alignment_of(n.inputs[0]), alignment_of(n.inputs[1]), alignment_of(n.outputs[0])});
+  for (size_t t = 0; t < pairs.size(); ++t)
+    for (int64_t offset : {pairs[t].first * es, pairs[t].second * es, int64_t(t) * m * nn * es})
+      alignment = std::min(alignment, power_of_two_alignment(uint64_t(offset)));
+  // Column-major C^T [nn, m] = B^T A^T: B first, every leading dimension a row length.
+  const auto call = std::make_shared<const GemmCall>(
+      cublas_lt(), elem_, options_.precision,
+      GemmShape{.m = nn, .n = m, .k = k, .lda = nn, .ldb = k, .ldc = nn}, alignment);
   out.push_back([=](const LaneContext& l, std::byte* arena) {
     const std::byte *pa = a(arena), *pb = b(arena);
     std::byte* py = y(arena);
     for (size_t t = 0; t < pairs.size(); ++t)
-      gemm(l.cublas, e, false, false, nn, m, k, 1.0f, pb + pairs[t].second * es, nn,
-           pa + pairs[t].first * es, k, 0.0f, py + int64_t(t) * m * nn * es, nn);
+      call->run(l, 1.0f, pb + pairs[t].second * es, pa + pairs[t].first * es, 0.0f,
+                py + int64_t(t) * m * nn * es);
   });
 }
 
@@ -992,11 +1118,24 @@ void Compiler::compile_gemm(const ir::Node& n, std::vector<Op>& out) {
   const float alpha = attrs.alpha, beta = c ? attrs.beta : 0.0f;
   const bool ta = attrs.trans_a, tb = attrs.trans_b;
   const Elem e = elem_;
+  // Row-major Y = op(A) op(B) is column-major Y^T = op(B)^T op(A)^T: B first, with B's
+  // transposition, and the row lengths as leading dimensions. C, broadcast into Y first, is
+  // accumulated with beta (no cuBLASLt bias epilogue: C may broadcast along either axis).
+  const auto call = std::make_shared<const GemmCall>(
+      cublas_lt(), elem_, options_.precision,
+      GemmShape{.trans_a = tb,
+                .trans_b = ta,
+                .m = nn,
+                .n = m,
+                .k = k,
+                .lda = tb ? k : nn,
+                .ldb = ta ? m : k,
+                .ldc = nn},
+      std::min({alignment_of(n.inputs[0]), alignment_of(n.inputs[1]), alignment_of(n.outputs[0])}));
   out.push_back([=](const LaneContext& l, std::byte* arena) {
     std::byte* py = y(arena);
     if (c) cuda::strided_copy(e, py, y_layout, (*c)(arena), c_layout, l.stream);
-    gemm(l.cublas, e, tb, ta, nn, m, k, alpha, b(arena), tb ? k : nn, a(arena), ta ? m : k, beta,
-         py, nn);
+    call->run(l, alpha, b(arena), a(arena), beta, py);
   });
 }
 

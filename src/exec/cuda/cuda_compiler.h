@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include <cublasLt.h>
+
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/cuda_kernels.h"
@@ -58,6 +60,9 @@ struct LaneContext {
   cudnnHandle_t cudnn = nullptr;
   cublasHandle_t cublas = nullptr;
   std::byte* workspace = nullptr;  // cuDNN workspace, then a padded-input or uncropped scratch
+  // cuBLAS's workspace (kCublasWorkspace bytes): set on `cublas`, and given to every cuBLASLt
+  // matmul on this lane (one stream, so the two never use it at once).
+  std::byte* cublas_workspace = nullptr;
 };
 
 // cuBLAS's own workspace per lane, set explicitly so that graph capture never allocates.
@@ -117,6 +122,14 @@ class Compiler {
   // --cudnn-benchmark (CudaExecutorOptions::measure_conv_algos): a convolution's cache key and
   // its fastest algorithm by measurement (cached per process; the winner's math type set on
   // c_desc).
+  // The cuBLASLt handle GEMMs are planned and run with (cuda_compiler.cc's GemmCall), made on
+  // first use and shared by every lane and request: cuBLASLt keeps no stream or workspace in a
+  // handle (both are given per call), and cuBLAS's functions are thread-safe on one handle.
+  std::shared_ptr<cublasLtContext> cublas_lt();
+  // The largest power of two up to 256 dividing every address `v` has at run time (the arena
+  // and constants come from cudaMalloc, 256-aligned): what cuBLASLt may assume of a pointer.
+  int64_t alignment_of(ValueId v);
+
   std::string conv_key(const ir::Shape& x, const ir::Shape& w, const ir::ConvAttrs& a) const;
   std::optional<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> measured_conv_algo(
       const std::string& key, cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
@@ -167,6 +180,7 @@ class Compiler {
   std::vector<cudnnConvolutionDescriptor_t> conv_descs_;
   std::vector<cudnnActivationDescriptor_t> activation_descs_;
   int64_t scratch_bytes_ = 0;
+  std::shared_ptr<cublasLtContext> cublas_lt_;
 };
 
 // A model compiled once for a device: its memory plan and every unit's Ops. Shared by the

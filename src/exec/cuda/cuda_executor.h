@@ -11,11 +11,12 @@
 //
 // Kernels: convolutions through cuDNN (BatchNormalization folded into the weights at prepare
 // time; bias and ReLU fused by cudnnConvolutionBiasActivationForward), MatMul and Gemm through
-// cuBLAS, softmax through cuDNN, and our own kernels (cuda_kernels.cu) for element-wise ops,
-// pooling (any padding and ceil mode, which cuDNN's symmetric descriptors cannot express),
-// concat, split, transpose, pad, layer normalization and LRN. Activation memory is planned once
-// (exec/memory_plan.h) and allocated once per request; inputs and outputs go through pinned
-// host buffers. Built only with BRAID_WITH_CUDA; elsewhere make_cuda_executor throws.
+// cuBLASLt (cuBLAS where its heuristic offers no algorithm), softmax through cuDNN, and our own
+// kernels (cuda_kernels.cu) for element-wise ops, pooling (any padding and ceil mode, which cuDNN's
+// symmetric descriptors cannot express), concat, split, transpose, pad, layer normalization and
+// LRN. Activation memory is planned once (exec/memory_plan.h) and allocated once per request;
+// inputs and outputs go through pinned host buffers. Built only with BRAID_WITH_CUDA; elsewhere
+// make_cuda_executor throws.
 #pragma once
 
 #include <memory>
@@ -38,7 +39,8 @@ struct CudaExecutorOptions {
   bool graph = true;
   // What the plan computes in (base/precision.h). kFp32 (the default): FP32 FMA math, so outputs
   // compare with the CPU executor at 1e-3. kTf32: cuDNN convolutions (CUDNN_DEFAULT_MATH) and
-  // cuBLAS GEMMs (CUBLAS_TF32_TENSOR_OP_MATH) on TF32 tensor cores. kFp16/kBf16: weights
+  // GEMMs (cuBLASLt's CUBLAS_COMPUTE_32F_FAST_TF32, cuBLAS's CUBLAS_TF32_TENSOR_OP_MATH) on TF32
+  // tensor cores. kFp16/kBf16: weights
   // converted once at prepare, activations stored in 16 bits, tensor-core convolutions and
   // GEMMs accumulating in FP32, our kernels computing in FP32; inputs and outputs stay FP32 at
   // the executor's interface (converted on the device).

@@ -34,6 +34,7 @@ void CudaRequest::add_lanes(size_t n) {
     LaneContext l;
     lane_workspaces.emplace_back(size_t(scratch_bytes_ + kCublasWorkspace));
     l.workspace = lane_workspaces.back().get();
+    l.cublas_workspace = l.workspace + scratch_bytes_;
     BRAID_CU(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
     lanes.push_back(l);  // owned from here: the destructor releases what was made
     LaneContext& owned = lanes.back();
@@ -45,7 +46,7 @@ void CudaRequest::add_lanes(size_t n) {
                                                  ? CUBLAS_TF32_TENSOR_OP_MATH
                                                  : CUBLAS_DEFAULT_MATH));
     // Set explicitly so that cuBLAS never allocates during a capture (cuBLAS docs, CUDA Graphs).
-    BRAID_CU(cublasSetWorkspace(owned.cublas, owned.workspace + scratch_bytes_, kCublasWorkspace));
+    BRAID_CU(cublasSetWorkspace(owned.cublas, owned.cublas_workspace, kCublasWorkspace));
     cudaEvent_t join;
     BRAID_CU(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
     joins.push_back(join);
