@@ -16,6 +16,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-testdata                                     # ONNX's backend node tests
   python3 python3-venv python3-pip python3-dev          # python3-dev: `import braid`
+  # braid train (issue 30): PyTorch on OpenBLAS (Debian's torch calls the libblas.so.3
+  # alternative: the reference BLAS unless OpenBLAS is installed), with Debian's own NumPy, pytest
+  # and matplotlib under /usr/bin/python3 (the venv's NumPy 2 does not fit torch 1.13's ABI).
+  python3-torch libopenblas0-pthread python3-pytest python3-matplotlib
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -117,6 +117,12 @@ class Maddpg:
             p.requires_grad_(False)
         return target
 
+    def load_actors(self, directory: str) -> None:
+        """The actors' weights from a directory `export` wrote (actors.pt)."""
+        states = torch.load(os.path.join(directory, "actors.pt"))
+        for actor, state in zip(self.actors, states):
+            actor.load_state_dict(state)
+
     def act(self, x: np.ndarray) -> list[np.ndarray]:
         with torch.no_grad():
             t = torch.from_numpy(np.asarray(x, np.float32)).unsqueeze(0)
@@ -200,8 +206,8 @@ def train(env: Environment, config: Config, *, log: Callable[[str], None] | None
 
 
 def export(agents: Maddpg, names: Sequence[str], directory: str, manifest: dict) -> None:
-    """Each actor as ONNX (input "state" [1, observation], output "action" [1, actions]) and
-    DIR/policy.json: `manifest` plus the agents' files."""
+    """Each actor as ONNX (input "state" [1, observation], output "action" [1, actions]), their
+    weights as actors.pt, and DIR/policy.json: `manifest` plus the agents' files."""
     os.makedirs(directory, exist_ok=True)
     entries = []
     for name, actor, n in zip(names, agents.actors, agents.action_sizes):
@@ -210,6 +216,8 @@ def export(agents: Maddpg, names: Sequence[str], directory: str, manifest: dict)
         torch.onnx.export(actor, dummy, os.path.join(directory, path), input_names=["state"],
                           output_names=["action"], opset_version=13)
         entries.append({"name": name, "file": path, "actions": n})
+    # The weights as PyTorch has them too (to go on training, or compare against the export).
+    torch.save([a.state_dict() for a in agents.actors], os.path.join(directory, "actors.pt"))
     with open(os.path.join(directory, "policy.json"), "w", encoding="utf-8") as f:
         json.dump({**manifest, "agents": entries}, f, indent=2)
         f.write("\n")
