@@ -126,6 +126,53 @@ TEST(Runtime, ABurstOfTenThousandTasksIsAccountedFor) {
   }
 }
 
+// A policy with a decision period (a learned one's cadence) decides on it, at the first sample
+// at or after each multiple, and never for σ_t; it observes every sample.
+TEST(Runtime, APolicyWithACadenceDecidesOnItAndObservesEverySample) {
+  class Cadence final : public Policy {
+   public:
+    explicit Cadence(std::unique_ptr<Policy> inner) : inner_(std::move(inner)) {}
+    std::string_view name() const override { return "cadence"; }
+    Decision decide(const RuntimeState& s) override { return inner_->decide(s); }
+    std::vector<bool> admit(const RuntimeState& s, const std::vector<bool>& due) override {
+      return inner_->admit(s, due);
+    }
+    std::optional<Step> next_step(const RuntimeState& s) override { return inner_->next_step(s); }
+    void observe(const RuntimeState& s) override { observed.push_back(s.now_us); }
+    double decision_period_us() const override { return 250e3; }
+    std::vector<double> observed;
+
+   private:
+    std::unique_ptr<Policy> inner_;
+  };
+  const ModelSet set = small_models(32, {"squeezenet", "googlenet"});
+  FakeBackend backend;
+  Cadence policy(make_policy("static"));
+  // σ_t above T at every sample: a policy without a cadence would decide at each.
+  Runtime rt(set, backend, policy, nullptr,
+             {.duration_us = 1e6,
+              .variance_threshold = -1,
+              .sample_period_us = 1e5,
+              .keep_event_log = true});
+  const Report r = rt.run(make_arrivals({.fps = {200, 100}, .duration_s = 1}));
+  std::vector<double> at;
+  for (const std::string& line : r.event_log)
+    if (line.find(" redecide ") != std::string::npos) {
+      EXPECT_NE(line.find("redecide cadence"), std::string::npos) << line;
+      at.push_back(std::stod(line));
+    }
+  ASSERT_GE(at.size(), 3u);
+  // 250, 500, 750 ms: the samples at or after them (a step may run past a sample's time).
+  EXPECT_GE(at[0], 250e3);
+  EXPECT_LT(at[0], 350e3);
+  EXPECT_GE(at[1], 500e3);
+  EXPECT_LT(at[1], 600e3);
+  EXPECT_GE(at[2], 750e3);
+  EXPECT_LT(at[2], 850e3);
+  EXPECT_EQ(r.decisions, at.size() + 1);  // and the one at the start
+  EXPECT_EQ(policy.observed.size(), r.samples.size());
+}
+
 TEST(Runtime, CombinedBlocksKeepTheirRules) {
   const ModelSet set = small_models(32, {"squeezenet", "googlenet", "resnet50"});
   FakeStageCost cost;
