@@ -9,8 +9,9 @@
 namespace braid::exec {
 namespace {
 
-Bytes align(Bytes n) {
-  return (n + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+// The bytes `v`'s storage takes under `options`.
+Bytes storage_bytes(const ir::Graph& g, const MemoryPlanOptions& options, ValueId v) {
+  return options.value_bytes ? options.value_bytes(v) : g.value(v).type.bytes();
 }
 
 // Where a value lies when it has no storage of its own: `bytes` into `value`'s storage.
@@ -61,7 +62,7 @@ void place_concat_inputs(const ir::Graph& g, const MemoryPlanOptions& options,
       offset += value.type.shape[axis];
     }
     if (!all) continue;
-    const Bytes per_slice = g.value(out).type.bytes() / shape[axis];
+    const Bytes per_slice = storage_bytes(g, options, out) / shape[axis];
     offset = 0;
     for (ValueId v : n.inputs) {
       placement[index(v)] = Placement{out, offset * per_slice, false};
@@ -116,7 +117,7 @@ MemoryPlan plan_memory(const ir::Graph& g, const ir::UnitGraph& units,
       lifetime_of[index(root)] = static_cast<int64_t>(lifetimes.size());
       Lifetime l;
       l.root = root;
-      l.bytes = g.value(root).type.bytes();
+      l.bytes = storage_bytes(g, options, root);
       lifetimes.push_back(l);
     }
     Lifetime& l = lifetimes[lifetime_of[index(root)]];
@@ -162,6 +163,10 @@ MemoryPlan plan_memory(const ir::Graph& g, const ir::UnitGraph& units,
     if (fa != fb) return fa < fb;
     return lifetimes[a].bytes > lifetimes[b].bytes;
   });
+  BRAID_ASSERT(options.alignment > 0, "memory plan: alignment must be positive");
+  auto align = [&](Bytes n) {
+    return (n + options.alignment - 1) / options.alignment * options.alignment;
+  };
   std::vector<size_t> placed;
   for (size_t i : order) {
     Lifetime& l = lifetimes[i];

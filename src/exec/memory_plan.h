@@ -43,6 +43,11 @@ struct MemoryPlanOptions {
   // takes and that is neither a view nor a graph output; the predicate agrees) gets its inputs
   // written there by their producers, and copies nothing. Empty: every Concat copies.
   ConcatInPlace concat_in_place;
+  // Set: the bytes a value's storage takes, for an executor that stores a type otherwise than
+  // the graph says (CUDA's 16-bit plans store float32 values in 2 bytes). Empty: the type's
+  // bytes. The lifetimes and the reuse between them do not depend on it, only the sizes.
+  std::function<Bytes(ValueId)> value_bytes;
+  Bytes alignment = kTensorAlignment;  // of every storage's offset and size
 };
 
 struct MemoryPlan {

@@ -138,6 +138,31 @@ TEST(MemoryPlan, NoReuseGivesEveryTensorItsOwnSlot) {
   EXPECT_EQ(p.memory.arena_bytes, p.memory.unshared_bytes);
 }
 
+// An executor that stores values in other sizes (CUDA's FP16/BF16 plans: 2 bytes a float)
+// gets the same lifetimes and reuse: halving every size and the alignment halves every offset
+// and the arena. A wider alignment puts every offset on it.
+TEST(MemoryPlan, StorageSizesScaleTheSamePlan) {
+  for (const char* algo : {"sequential", "greedy"}) {
+    const Planned full = plan_for("inception_v3", algo);
+    const ir::Graph& g = *full.graph;
+    MemoryPlanOptions half;
+    half.value_bytes = [&g](ValueId v) { return g.value(v).type.bytes() / 2; };
+    half.alignment = kTensorAlignment / 2;
+    const MemoryPlan m = plan_memory(g, full.units, full.plan, half);
+    EXPECT_EQ(m.arena_bytes * 2, full.memory.arena_bytes) << algo;
+    for (size_t v = 0; v < g.num_values(); ++v) {
+      if (g.value(make_id<ValueId>(v)).kind == ir::ValueKind::kParameter) continue;
+      EXPECT_EQ(m.offset[v] * 2, full.memory.offset[v]) << algo << " " << v;
+    }
+    const MemoryPlan wide = plan_memory(g, full.units, full.plan, {.alignment = 256});
+    EXPECT_GE(wide.arena_bytes, full.memory.arena_bytes) << algo;
+    for (size_t v = 0; v < g.num_values(); ++v) {
+      if (g.value(make_id<ValueId>(v)).kind == ir::ValueKind::kParameter) continue;
+      EXPECT_EQ(wide.offset[v] % 256, 0) << algo << " " << v;
+    }
+  }
+}
+
 size_t count_concats(const ir::Graph& g) {
   return std::count_if(g.nodes().begin(), g.nodes().end(),
                        [](const ir::Node& n) { return n.kind == ir::OpKind::Concat; });

@@ -142,6 +142,18 @@ std::optional<std::pair<Algo, size_t>> first_fitting(const Perf* perf, int found
   return std::nullopt;
 }
 
+// The memory plan's options with every slot sized by its value's storage type (CompiledModel).
+MemoryPlanOptions sized_by_storage(const ir::Graph& g, const CudaExecutorOptions& options,
+                                   MemoryPlanOptions memory) {
+  const Elem floats = elem_of(options.precision);
+  memory.value_bytes = [&g, floats](ValueId v) {
+    const ir::TensorType& t = g.value(v).type;
+    return t.elements() * Bytes(elem_bytes(storage_elem(t.dtype, floats)));
+  };
+  memory.alignment = 256;
+  return memory;
+}
+
 int64_t power_of_two_alignment(uint64_t address) {
   return address == 0 ? 256 : std::min<int64_t>(256, int64_t(address & (~address + 1)));
 }
@@ -392,8 +404,8 @@ std::optional<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> Compiler::measured_c
   return std::nullopt;
 }
 
-Elem Compiler::storage_of(ValueId v) const {
-  switch (g_.value(v).type.dtype) {
+Elem storage_elem(ir::DType dtype, Elem floats) {
+  switch (dtype) {
     case ir::DType::kInt64:
       return Elem::kI64;
     case ir::DType::kBool:
@@ -401,7 +413,10 @@ Elem Compiler::storage_of(ValueId v) const {
     case ir::DType::kFloat32:
       break;
   }
-  return elem_;
+  return floats;
+}
+Elem Compiler::storage_of(ValueId v) const {
+  return storage_elem(g_.value(v).type.dtype, elem_);
 }
 std::byte* Compiler::keep(DeviceBuffer b, std::optional<size_t> key) {
   std::byte* p = b.get();
@@ -1263,7 +1278,7 @@ CompiledModel::CompiledModel(const ir::Graph& graph, const ir::Weights& weights,
                              const ir::UnitGraph& units, const sched::ExecutionPlan& plan,
                              const CudaExecutorOptions& options,
                              const MemoryPlanOptions& memory_options)
-    : memory(plan_memory(graph, units, plan, memory_options)) {
+    : memory(plan_memory(graph, units, plan, sized_by_storage(graph, options, memory_options))) {
   BRAID_CU(cudaSetDevice(options.device));
   // A handle for choosing algorithms only: the lanes run with their own.
   cudnnHandle_t cudnn;

@@ -76,6 +76,9 @@ using Locator = std::function<std::byte*(std::byte* arena)>;
 
 // How a precision stores tensors, and the cuDNN/CUDA names of that type.
 Elem elem_of(Precision p);
+// How a tensor of `dtype` is stored when float32 values are stored as `floats`: int64 as kI64,
+// bool as kBool.
+Elem storage_elem(ir::DType dtype, Elem floats);
 cudnnDataType_t cudnn_type(Elem e);
 cudaDataType_t cuda_type(Elem e);
 
@@ -185,6 +188,9 @@ class Compiler {
 
 // A model compiled once for a device: its memory plan and every unit's Ops. Shared by the
 // executor's prepared model and the stage timer. Not movable: the compiler refers to `memory`.
+// The memory plan is the lowered plan's lifetimes with each slot sized by how the value is
+// stored (2 bytes an element for float32 values in FP16/BF16 plans, 8 for int64, 1 for bool),
+// every offset 256-byte aligned (cuDNN's and cuBLASLt's preferred alignment).
 struct CompiledModel {
   CompiledModel(const ir::Graph& graph, const ir::Weights& weights, const ir::UnitGraph& units,
                 const sched::ExecutionPlan& plan, const CudaExecutorOptions& options,

@@ -195,6 +195,26 @@ TEST(CudaExecutor, ReplayedRunsAndBlockRangesAreTimed) {
   EXPECT_EQ(observer.units, m.units.num_units());
 }
 
+// Issue 29: a 16-bit plan's arena holds each float value in 2 bytes (it kept FP32 slots and
+// used half of each before), with the same lifetimes and reuse as the FP32 plan.
+TEST(CudaExecutor, SixteenBitPlansHalveTheArena) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
+  ZooCase z({"squeezenet", 64});
+  models::LoadedModel& m = z.model;
+  cost::RooflineCostModel roofline(m.units);
+  const sched::ExecutionPlan plan =
+      sched::lower(m.units, sched::make_scheduler("ios", {})->schedule(m.units, roofline));
+  auto arena = [&](Precision precision) {
+    return make_cuda_executor({.device = 0, .precision = precision})
+        ->prepare({m.graph, z.weights, &m.units, &plan})
+        ->activation_bytes();
+  };
+  const Bytes fp32 = arena(Precision::kFp32), fp16 = arena(Precision::kFp16);
+  EXPECT_EQ(arena(Precision::kBf16), fp16);
+  // About half: only the 256-byte rounding of each slot differs (FP32 had 1.0).
+  EXPECT_LT(double(fp16), 0.6 * double(fp32)) << fp16 << " of " << fp32;
+}
+
 // The CNN ops of MobileNetV2/V3, MNASNet and GoogLeNet (Clip, HardSigmoid, HardSwish after a
 // conv and on their own, LRN, ReduceMean over trailing axes) against the CPU executor; a
 // ReduceMean over leading axes is refused with kUnsupported naming the node.
