@@ -159,9 +159,12 @@ class Maddpg:
 
 
 def train(env: Environment, config: Config, *, log: Callable[[str], None] | None = None,
-          on_step: Callable[[dict], None] | None = None) -> tuple[Maddpg, list[dict]]:
+          on_step: Callable[[dict], None] | None = None,
+          checkpoint: tuple[int, Callable[[Maddpg, list[dict]], None]] | None = None
+          ) -> tuple[Maddpg, list[dict]]:
     """Trains for config.steps environment steps; returns the agents and one row per step (step,
-    episode, each agent's reward, the info's numbers)."""
+    episode, each agent's reward, the info's numbers). `checkpoint` = (every, f): f(agents, rows)
+    after every `every` steps."""
     torch.manual_seed(config.seed)
     torch.use_deterministic_algorithms(True)
     rng = np.random.default_rng(config.seed)
@@ -198,6 +201,8 @@ def train(env: Environment, config: Config, *, log: Callable[[str], None] | None
             x = env.reset(config.seed + episode)
         else:
             x = x2
+        if checkpoint and checkpoint[0] > 0 and (step + 1) % checkpoint[0] == 0:
+            checkpoint[1](agents, rows)
         if log and (step + 1) % max(1, config.steps // 20) == 0:
             recent = [r["reward_mean"] for r in rows[-max(1, config.steps // 20):]]
             log(f"step {step + 1}/{config.steps}: episode {episode}, mean reward "

@@ -173,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--critic", default="1024,512,300", help="critic hidden sizes (§VI-B)")
     p.add_argument("--batch", type=int, default=100)
     p.add_argument("--threads", type=int, default=1, help="PyTorch's threads")
+    p.add_argument("--checkpoint-every", type=int, default=0,
+                   help="also write DIR (policy, curve) every N steps, so a long run can be used early")
     p.add_argument("-o", "--output", required=True, help="the policy's directory")
     p.add_argument("--quiet", action="store_true")
     try:
@@ -227,14 +229,20 @@ def main(argv: list[str] | None = None) -> int:
         log(f"training maddpg on {args.algorithm == 'toy' and 'the toy task' or scenario['device']}: "
             f"{len(env.agents)} agents, state {env.observation_size}, actions {env.action_sizes}, "
             f"{args.steps} steps (warm-up {warmup}), seed {args.seed}")
-        agents, rows = maddpg.train(env, config, log=log)
+        def save(agents, rows):
+            manifest["training"] = {"algorithm": "maddpg", "steps": len(rows), "of": args.steps,
+                                    "seed": args.seed,
+                                    "config": {k: list(v) if isinstance(v, tuple) else v
+                                               for k, v in vars(config).items()},
+                                    "wall_s": round(time.monotonic() - started, 2),
+                                    "torch": torch.__version__}
+            maddpg.export(agents, env.agents, args.output, manifest)
+            return write_curve(rows, args.output, f"MADDPG, {args.algorithm}, seed {args.seed}")
+
+        agents, rows = maddpg.train(env, config, log=log,
+                                    checkpoint=(args.checkpoint_every, save))
         wall = time.monotonic() - started
-        manifest["training"] = {"algorithm": "maddpg", "steps": args.steps, "seed": args.seed,
-                                "config": {k: list(v) if isinstance(v, tuple) else v
-                                           for k, v in vars(config).items()},
-                                "wall_s": round(wall, 2), "torch": torch.__version__}
-        maddpg.export(agents, env.agents, args.output, manifest)
-        note = write_curve(rows, args.output, f"MADDPG, {args.algorithm}, seed {args.seed}")
+        note = save(agents, rows)
         if note:
             log(note)
         last = rows[-max(1, len(rows) // 10):]
