@@ -167,7 +167,7 @@ EnvStep TopEnv::step(std::span<const std::vector<double>> actions) {
   r.superblock =
       int(im.policy.largest_combined_block()) > im.runner.policy_options().max_sub_blocks;
   r.rewards.assign(w + 1, 0.0);
-  if (!r.superblock) {
+  if (!r.superblock || im.options.reward == RewardKind::kScaleFree) {
     const double a = im.options.a, b = im.options.b, c = im.options.c;
     double xi = r.utilization, sigma = r.variance / (1 + r.variance);
     if (im.options.reward == RewardKind::kPaper) {
@@ -180,8 +180,13 @@ EnvStep TopEnv::step(std::span<const std::vector<double>> actions) {
     auto shape = [&](double x) {
       return im.options.reward == RewardKind::kPaper ? std::exp(x) : x;
     };
-    r.rewards[0] = shape(a * xi - b * mean_lat - c * sigma);
-    for (size_t m = 0; m < w; ++m) r.rewards[m + 1] = shape(a * xi - b * lat_term[m] - c * sigma);
+    // A superblock: the paper's 0 is the floor of Eq. 2's (0, 1]; the scale-free reward has no
+    // floor (0 would beat every backlogged step, and agents learn to make superblocks), so it
+    // costs one unit below what the step earned.
+    const double penalty = r.superblock ? kSuperblockPenalty : 0.0;
+    r.rewards[0] = shape(a * xi - b * mean_lat - c * sigma) - penalty;
+    for (size_t m = 0; m < w; ++m)
+      r.rewards[m + 1] = shape(a * xi - b * lat_term[m] - c * sigma) - penalty;
   }
   im.utilization.add(r.utilization);
   im.variance.add(r.variance);

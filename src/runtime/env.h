@@ -18,7 +18,9 @@
 // (its own schedule's prediction), σ the variance of the remaining tasks at the step's end; the
 // launcher's latency term is the mean over models. `paper` gives Eq. 2 with Z-scores over the
 // episode's steps so far. A step whose partition holds a superblock (> H sub-blocks) rewards 0
-// (Algorithm 1, line 9).
+// under `paper` (Algorithm 1, line 9: the floor of Eq. 2's range) and what it earned less
+// kSuperblockPenalty under `scale-free`, which has no floor: there a 0 beat every backlogged
+// step, and MADDPG learned to make superblocks (docs/top.md).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,7 @@
 namespace braid::runtime {
 
 enum class RewardKind : uint8_t { kScaleFree, kPaper };
+inline constexpr double kSuperblockPenalty = 1.0;  // scale-free: a latency e times the reference
 // "scale-free" or "paper"; kInvalidArgument naming the known ones.
 RewardKind parse_reward_kind(std::string_view name);
 

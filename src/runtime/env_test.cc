@@ -185,11 +185,32 @@ TEST(TopEnv, RewardsPreferServingAndZeroASuperblock) {
   const auto serving = total(0.0), starving = total(1.0);
   for (size_t i = 0; i < serving.size(); ++i) EXPECT_GT(serving[i], starving[i]) << "agent " << i;
 
-  TopEnv env(r, {.step_s = 0.2, .samples = 2});
-  env.reset(2);
-  const EnvStep s = env.step(uniform_actions(models, 0.0, 0.5));  // every block in one bin
-  EXPECT_TRUE(s.superblock);
-  for (double x : s.rewards) EXPECT_EQ(x, 0.0);
+  // A superblock: 0 under the paper's reward (the floor of its range); scale-free, what the step
+  // earned (from its own numbers) less kSuperblockPenalty.
+  for (const RewardKind kind : {RewardKind::kPaper, RewardKind::kScaleFree}) {
+    TopEnv env(r, {.step_s = 0.2, .samples = 2, .reward = kind});
+    env.reset(2);
+    const EnvStep s = env.step(uniform_actions(models, 0.0, 0.5));  // every block in one bin
+    EXPECT_TRUE(s.superblock);
+    if (kind == RewardKind::kPaper) {
+      for (double x : s.rewards) EXPECT_EQ(x, 0.0);
+      continue;
+    }
+    const double sigma = s.variance / (1 + s.variance);
+    double mean_lat = 0;
+    for (size_t m = 0; m < models.size(); ++m) {
+      // The env's l_ref: the model's predicted latency, 1 µs without one (as here: sequential).
+      const auto& predicted = models.model(m).schedule.predicted_latency;
+      const double ref = predicted && predicted->count() > 0 ? predicted->count() : 1.0;
+      const double lat =
+          s.latency_ms[m] > 0 ? std::log(std::max(s.latency_ms[m] * 1e3, 1.0) / ref) : 0.0;
+      mean_lat += lat / double(models.size());
+      EXPECT_NEAR(s.rewards[m + 1],
+                  0.4 * s.utilization - 0.4 * lat - 0.2 * sigma - kSuperblockPenalty, 1e-6);
+    }
+    EXPECT_NEAR(s.rewards[0],
+                0.4 * s.utilization - 0.4 * mean_lat - 0.2 * sigma - kSuperblockPenalty, 1e-6);
+  }
 }
 
 }  // namespace
