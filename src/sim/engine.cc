@@ -1,6 +1,7 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <map>
@@ -13,14 +14,22 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr double kDoneEpsilon = 1e-9;
+// (1 - done) * inverse_rate is within 4 ulps of (1 - done) / rate; candidates beyond the minimum
+// so far by more than this cannot be the next completion, so they need no division.
+constexpr double kScreenSlack = 1e-12;
 
 // Blocks of one kernel that started on the SMs of a group at the same instant; `blocks` per SM.
 struct Cohort {
   uint32_t kernel = 0;
   int blocks = 0;
   double start_us = 0;
-  double done = 0;  // fraction of a block's work done
-  double rate = 0;  // fraction per microsecond
+  double done = 0;          // fraction of a block's work done
+  double rate = 0;          // fraction per microsecond
+  double inverse_rate = 0;  // 1 / rate: screens the next completion without dividing
+  // The group's share of the SM, cached until its cohorts or the L2 miss ratio change.
+  double compute_rate = 0;  // compute-bound rate, before the bandwidth limits
+  double bandwidth = 0;     // bytes per us one block may move within the SM's cap
+  double bytes = 0;         // DRAM bytes per block at the miss ratio
 };
 
 // SMs in identical states: the same resident cohorts with the same progress.
@@ -29,6 +38,15 @@ struct Group {
   int threads = 0, warps = 0, blocks = 0;
   int64_t registers = 0, shared_memory = 0;
   std::vector<Cohort> cohorts;
+  bool completing = false;  // advance() brought a cohort to its end
+  // The least (1 - done) * inverse_rate of its cohorts, from advance(); 0 (scan the group)
+  // once its cohorts or rates change.
+  double soonest = 0;
+  // What the cohorts' rates were computed with (compute_rates): while `shares_valid` and the
+  // device's miss ratio and bandwidth scale are the same, the rates are still right.
+  bool shares_valid = false;
+  double flow = 0;  // DRAM bytes per us each of its SMs draws
+  double miss = -1, global = -1;
 };
 
 struct KernelState {
@@ -46,6 +64,14 @@ struct DeviceState {
   std::deque<uint32_t> pending;  // kernels in arrival order (block scheduler FIFO)
   int resident_grids = 0;
   bool changed = false;
+  bool rates_dirty = true;
+  // The pending head found no room (or no grid slot): until a block ends on the device, none.
+  bool stalled = false;
+  int64_t roomless_kernel = -1;  // the pending head, when no group had room for its blocks
+  std::vector<uint32_t> freed;   // groups whose blocks ended this event, in index order
+  // Sum of the running kernels' L2 working sets, kept as kernels start and stop when every
+  // such sum is exact (see exact_working_sets_), so that its order does not matter.
+  double working_set = 0;
   double last_occupancy = -1, last_active = -1;
 };
 
@@ -78,6 +104,7 @@ class Engine {
     check_program();
     build_queues();
     compute_issue_times();
+    exact_working_sets_ = working_sets_sum_exactly();
   }
 
   Result run() {
@@ -85,12 +112,9 @@ class Engine {
     drain_worklist();
     dispatch_all();
     while (true) {
-      if (rates_dirty_) compute_rates();
-      rates_dirty_ = false;
-      double step = kInfinity;
-      for (const DeviceState& d : devices_)
-        for (const Group& g : d.groups)
-          for (const Cohort& c : g.cohorts) step = std::min(step, (1 - c.done) / c.rate);
+      for (DeviceState& d : devices_)
+        if (d.rates_dirty) compute_rates(d);
+      const double step = next_completion();
       const double next_timed = timed_.empty() ? kInfinity : timed_.top().at_us;
       if (step == kInfinity && next_timed == kInfinity) break;
       const double next = std::min(now_ + step, next_timed);
@@ -110,7 +134,7 @@ class Engine {
       for (DeviceState& d : devices_) {
         if (d.changed) {
           merge_groups(d);
-          rates_dirty_ = true;
+          d.rates_dirty = true;
         }
         groups += int64_t(d.groups.size());
       }
@@ -369,6 +393,8 @@ class Engine {
     g.warps += k.warps();
     g.registers += int64_t(k.threads) * k.registers;
     g.shared_memory += k.shared_memory;
+    g.shares_valid = false;
+    g.soonest = 0;
     for (Cohort& c : g.cohorts)
       if (c.kernel == kernel && c.start_us == now_) {
         ++c.blocks;
@@ -379,20 +405,25 @@ class Engine {
 
   // Places blocks of `kernel` breadth-first: each round gives one block to every SM that still
   // fits one, least-loaded groups first, splitting a group when the blocks run out inside it.
-  void place(DeviceState& d, uint32_t kernel) {
+  // A group without room keeps none until its own blocks end, so each round checks only the
+  // groups that had room, and the first only the freed ones when the others were checked.
+  void place(DeviceState& d, uint32_t kernel, bool only_freed) {
     KernelState& ks = kernels_[kernel];
     const Kernel& k = program_.kernels[kernel];
     const SmLimits& sm = d.spec->per_sm;
-    std::vector<uint32_t> candidates;
-    while (ks.undispatched > 0) {
-      candidates.clear();
+    fit_.clear();
+    if (only_freed) {
+      for (uint32_t gi : d.freed)
+        if (fits(d.groups[gi], k, sm)) fit_.push_back(gi);
+    } else {
       for (uint32_t gi = 0; gi < d.groups.size(); ++gi)
-        if (fits(d.groups[gi], k, sm)) candidates.push_back(gi);
-      if (candidates.empty()) break;
-      std::stable_sort(candidates.begin(), candidates.end(), [&](uint32_t a, uint32_t b) {
-        return d.groups[a].warps < d.groups[b].warps;
-      });
-      for (uint32_t gi : candidates) {
+        if (fits(d.groups[gi], k, sm)) fit_.push_back(gi);
+    }
+    while (ks.undispatched > 0 && !fit_.empty()) {
+      candidates_ = fit_;
+      sort_by_warps(d.groups, candidates_);
+      const auto before = uint32_t(d.groups.size());
+      for (uint32_t gi : candidates_) {
         if (ks.undispatched == 0) break;
         if (ks.undispatched < d.groups[gi].sms) {
           Group rest = d.groups[gi];
@@ -403,6 +434,7 @@ class Engine {
         Group& g = d.groups[gi];
         add_block(g, kernel);
         ks.undispatched -= g.sms;
+        if (ks.running == 0) set_running(kernel, true);
         ks.running += g.sms;
         if (!ks.placed_any) {
           ks.placed_any = true;
@@ -410,25 +442,54 @@ class Engine {
           ++d.resident_grids;
         }
       }
+      // In index order, as a scan of every group: the split-off parts come last.
+      next_fit_.clear();
+      for (uint32_t gi : fit_)
+        if (fits(d.groups[gi], k, sm)) next_fit_.push_back(gi);
+      for (uint32_t gi = before; gi < d.groups.size(); ++gi)
+        if (fits(d.groups[gi], k, sm)) next_fit_.push_back(gi);
+      fit_.swap(next_fit_);
+    }
+  }
+
+  // A stable sort by resident warps, least first, without std::stable_sort's buffer allocation.
+  static void sort_by_warps(const std::vector<Group>& groups, std::vector<uint32_t>& indices) {
+    for (size_t i = 1; i < indices.size(); ++i) {
+      const uint32_t gi = indices[i];
+      size_t j = i;
+      for (; j > 0 && groups[gi].warps < groups[indices[j - 1]].warps; --j)
+        indices[j] = indices[j - 1];
+      indices[j] = gi;
     }
   }
 
   void dispatch_all() {
     for (DeviceState& d : devices_) {
-      if (!d.changed) continue;
+      if (!d.changed || d.stalled) continue;
       while (!d.pending.empty()) {
         const uint32_t k = d.pending.front();
+        d.stalled = true;
         if (!kernels_[k].placed_any && d.resident_grids >= d.spec->max_resident_grids) break;
-        place(d, k);
-        if (kernels_[k].undispatched > 0) break;  // left-over policy: later kernels wait
+        place(d, k, d.roomless_kernel == k);
+        if (kernels_[k].undispatched > 0) {  // left-over policy: later kernels wait
+          d.roomless_kernel = k;
+          break;
+        }
         d.pending.pop_front();
+        d.stalled = false;
       }
     }
   }
 
   void complete_cohorts() {
     for (DeviceState& d : devices_) {
-      for (Group& g : d.groups) {
+      d.freed.clear();
+      for (uint32_t gi = 0; gi < d.groups.size(); ++gi) {
+        Group& g = d.groups[gi];
+        if (!g.completing) continue;
+        g.completing = false;
+        d.stalled = false;
+        d.freed.push_back(gi);
         for (size_t ci = 0; ci < g.cohorts.size();) {
           Cohort& c = g.cohorts[ci];
           if (c.done < 1 - kDoneEpsilon) {
@@ -443,6 +504,7 @@ class Engine {
           g.shared_memory -= int64_t(c.blocks) * k.shared_memory;
           KernelState& ks = kernels_[c.kernel];
           ks.running -= int64_t(c.blocks) * g.sms;
+          if (ks.running == 0) set_running(c.kernel, false);
           if (ks.running == 0 && ks.undispatched == 0) {
             ks.finished = true;
             ks.end_us = now_;
@@ -451,6 +513,8 @@ class Engine {
             worklist_.push_back(ks.queue);
           }
           g.cohorts.erase(g.cohorts.begin() + ci);
+          g.shares_valid = false;
+          g.soonest = 0;
           d.changed = true;
         }
       }
@@ -487,7 +551,15 @@ class Engine {
       }
       return false;
     };
-    std::sort(groups.begin(), groups.end(), less);
+    // Insertion sort: between two events few groups change, so the rest is nearly in order.
+    // Groups it may order differently from std::sort compare equal, so they merge below.
+    for (size_t i = 1; i < groups.size(); ++i) {
+      if (!less(groups[i], groups[i - 1])) continue;
+      Group g = std::move(groups[i]);
+      size_t j = i;
+      for (; j > 0 && less(g, groups[j - 1]); --j) groups[j] = std::move(groups[j - 1]);
+      groups[j] = std::move(g);
+    }
     size_t out = 0;
     for (size_t i = 1; i < groups.size(); ++i) {
       if (same_state(groups[out], groups[i])) {
@@ -499,84 +571,165 @@ class Engine {
     groups.resize(out + 1);
   }
 
-  void compute_rates() {
-    for (DeviceState& d : devices_) {
-      const DeviceSpec& spec = *d.spec;
-      // L2: the running kernels' working sets share it; beyond it, tile loads miss.
-      double working_set = 0;
-      ++stamp_;
-      if (kernel_stamp_.size() < program_.kernels.size())
-        kernel_stamp_.resize(program_.kernels.size(), 0);
-      for (const Group& g : d.groups)
-        for (const Cohort& c : g.cohorts)
-          if (kernel_stamp_[c.kernel] != stamp_) {
-            kernel_stamp_[c.kernel] = stamp_;
-            // A kernel alone keeps its reuse (its tiles are sized for it): only other kernels'
-            // data competing for the L2 makes its loads miss.
-            working_set += std::min(program_.kernels[c.kernel].working_set, double(spec.l2_bytes));
-          }
-      const double miss = working_set > spec.l2_bytes ? 1 - double(spec.l2_bytes) / working_set : 0;
-      const double sm_flops = spec.sustained_fp32_flops() / spec.sms * 1e-6;   // per us
-      const double sm_bandwidth = spec.dram_bytes_per_s() / spec.sms * 1e-6 *  // per us
-                                  SmModel::kSmBandwidthShare;
-      double device_bandwidth = 0;
-      for (Group& g : d.groups) {
-        if (g.cohorts.empty()) continue;
-        const double warps = g.warps;
-        double issue = sm_flops * std::min(1.0, warps / SmModel::kWarpsForPeakCompute);
-        int gemm_kernels = 0;
-        for (size_t ci = 0; ci < g.cohorts.size(); ++ci) {
-          const uint32_t k = g.cohorts[ci].kernel;
-          if (!program_.kernels[k].gemm) continue;
-          bool seen = false;
-          for (size_t cj = 0; cj < ci; ++cj) seen |= g.cohorts[cj].kernel == k;
-          gemm_kernels += !seen;
-        }
-        if (gemm_kernels >= 2) issue *= SmModel::kCoResidentGemm;
-        const double cap = sm_bandwidth * std::min(1.0, warps / SmModel::kWarpsForPeakMemory);
-        double demand = 0;
-        for (Cohort& c : g.cohorts) {
-          const Kernel& k = program_.kernels[c.kernel];
-          const double flops_rate = issue * k.efficiency * k.warps() / warps;  // per block
-          const double bytes = k.dram_bytes + miss * (k.uncached_bytes - k.dram_bytes);
-          double want = 0;  // bytes per us one block would move at its compute rate
-          if (bytes > 0) want = k.flops > 0 ? std::min(cap, flops_rate * bytes / k.flops) : cap;
-          // The compute-bound rate for now; the bandwidth pass below may lower it.
-          c.rate = k.flops > 0 ? flops_rate / k.flops : kInfinity;
-          bandwidth_.push_back(want);
-          demand += want * c.blocks;
-        }
-        const double scale = demand > cap ? cap / demand : 1;
-        for (size_t ci = 0; ci < g.cohorts.size(); ++ci)
-          bandwidth_[bandwidth_.size() - g.cohorts.size() + ci] *= scale;
-        device_bandwidth += g.sms * std::min(demand, cap);
-      }
-      const double device_cap = spec.dram_bytes_per_s() * 1e-6;
-      const double global = device_bandwidth > device_cap ? device_cap / device_bandwidth : 1;
-      size_t b = 0;
-      for (Group& g : d.groups)
-        for (Cohort& c : g.cohorts) {
-          const Kernel& k = program_.kernels[c.kernel];
-          const double bytes = k.dram_bytes + miss * (k.uncached_bytes - k.dram_bytes);
-          if (bytes > 0) c.rate = std::min(c.rate, bandwidth_[b] * global / bytes);
-          // The block's fixed latency (prologue, epilogue, drain) overlaps other blocks' work.
-          // A block without work has none (it ends as it starts; its kernel's cost is the
-          // launch latency): the H100's replayed chain of empty kernels took 0.956 us per
-          // kernel, launch included, under the 2.2 us latency of a working block.
-          const double latency = spec.kernel_model.block_latency_us;
-          if (c.rate < kInfinity) c.rate = 1 / (latency + 1 / c.rate);
-          ++b;
-        }
-      bandwidth_.clear();
+  // Rates of every cohort on `d`. A cohort's rate depends on its group's cohorts, the L2 miss
+  // ratio and the device's bandwidth scale, so only groups where one of them changed are redone;
+  // each value is computed by the same expression as from scratch, hence identical.
+  void compute_rates(DeviceState& d) {
+    d.rates_dirty = false;
+    const DeviceSpec& spec = *d.spec;
+    // L2: the running kernels' working sets share it; beyond it, tile loads miss.
+    const double working_set = exact_working_sets_ ? d.working_set : summed_working_set(d);
+    const double miss = working_set > spec.l2_bytes ? 1 - double(spec.l2_bytes) / working_set : 0;
+    double device_bandwidth = 0;
+    for (Group& g : d.groups) {
+      if (g.cohorts.empty()) continue;
+      if (!g.shares_valid || g.miss != miss) share_sm(g, spec, miss);
+      device_bandwidth += g.sms * g.flow;
     }
+    const double device_cap = spec.dram_bytes_per_s() * 1e-6;
+    const double global = device_bandwidth > device_cap ? device_cap / device_bandwidth : 1;
+    for (Group& g : d.groups)
+      if (g.global != global) limit_rates(g, global, spec.kernel_model.block_latency_us);
+  }
+
+  // The running kernels' working sets (each at most the L2), summed in group order.
+  double summed_working_set(const DeviceState& d) {
+    double working_set = 0;
+    ++stamp_;
+    if (kernel_stamp_.size() < program_.kernels.size())
+      kernel_stamp_.resize(program_.kernels.size(), 0);
+    for (const Group& g : d.groups)
+      for (const Cohort& c : g.cohorts)
+        if (kernel_stamp_[c.kernel] != stamp_) {
+          kernel_stamp_[c.kernel] = stamp_;
+          working_set += l2_share(c.kernel, *d.spec);
+        }
+    return working_set;
+  }
+
+  // A kernel alone keeps its reuse (its tiles are sized for it): only other kernels' data
+  // competing for the L2 makes its loads miss.
+  double l2_share(uint32_t kernel, const DeviceSpec& spec) const {
+    return std::min(program_.kernels[kernel].working_set, double(spec.l2_bytes));
+  }
+
+  // Running sums of working sets are exact, so equal to the group-order sum, when every share is
+  // a multiple of one power of two 2^-p and the device's total fits the significand at 2^-p.
+  bool working_sets_sum_exactly() const {
+    std::vector<double> total(devices_.size(), 0);
+    std::vector<int> p(devices_.size(), 0);
+    for (uint32_t k = 0; k < program_.kernels.size(); ++k) {
+      const int dev = queues_[kernels_[k].queue].device;
+      const double share = l2_share(k, *devices_[dev].spec);
+      if (!(share >= 0 && share < kInfinity)) return false;
+      while (std::ldexp(share, p[dev]) != std::floor(std::ldexp(share, p[dev])))
+        if (++p[dev] > 60) return false;
+      total[dev] += share;
+    }
+    for (size_t dev = 0; dev < devices_.size(); ++dev)
+      if (std::ldexp(total[dev], p[dev]) >= 0x1p52) return false;
+    return true;
+  }
+
+  // Kernel `k` gains its first running block or loses its last: its working set joins or
+  // leaves the L2's.
+  void set_running(uint32_t k, bool running) {
+    if (!exact_working_sets_) return;
+    DeviceState& d = devices_[queues_[kernels_[k].queue].device];
+    const double share = l2_share(k, *d.spec);
+    d.working_set += running ? share : -share;
+  }
+
+  // The group's SM shared by its cohorts: issue slots in proportion to warps, then the SM's
+  // bandwidth cap split in proportion to what each block would draw at its compute rate.
+  void share_sm(Group& g, const DeviceSpec& spec, double miss) {
+    const double sm_flops = spec.sustained_fp32_flops() / spec.sms * 1e-6;   // per us
+    const double sm_bandwidth = spec.dram_bytes_per_s() / spec.sms * 1e-6 *  // per us
+                                SmModel::kSmBandwidthShare;
+    const double warps = g.warps;
+    double issue = sm_flops * std::min(1.0, warps / SmModel::kWarpsForPeakCompute);
+    if (distinct_gemm_kernels(g) >= 2) issue *= SmModel::kCoResidentGemm;
+    const double cap = sm_bandwidth * std::min(1.0, warps / SmModel::kWarpsForPeakMemory);
+    double demand = 0;
+    for (Cohort& c : g.cohorts) {
+      const Kernel& k = program_.kernels[c.kernel];
+      const double flops_rate = issue * k.efficiency * k.warps() / warps;  // per block
+      c.bytes = k.dram_bytes + miss * (k.uncached_bytes - k.dram_bytes);
+      double want = 0;  // bytes per us one block would move at its compute rate
+      if (c.bytes > 0) want = k.flops > 0 ? std::min(cap, flops_rate * c.bytes / k.flops) : cap;
+      // The compute-bound rate for now; limit_rates may lower it for bandwidth.
+      c.compute_rate = k.flops > 0 ? flops_rate / k.flops : kInfinity;
+      c.bandwidth = want;
+      demand += want * c.blocks;
+    }
+    const double scale = demand > cap ? cap / demand : 1;
+    for (Cohort& c : g.cohorts) c.bandwidth *= scale;
+    g.flow = std::min(demand, cap);
+    g.shares_valid = true;
+    g.miss = miss;
+    g.global = -1;  // limit_rates must run
+  }
+
+  int distinct_gemm_kernels(const Group& g) const {
+    int gemm_kernels = 0;
+    for (size_t ci = 0; ci < g.cohorts.size(); ++ci) {
+      const uint32_t k = g.cohorts[ci].kernel;
+      if (!program_.kernels[k].gemm) continue;
+      bool seen = false;
+      for (size_t cj = 0; cj < ci; ++cj) seen |= g.cohorts[cj].kernel == k;
+      gemm_kernels += !seen;
+    }
+    return gemm_kernels;
+  }
+
+  // The device's DRAM bandwidth scaled by `global` when oversubscribed, then the block latency.
+  static void limit_rates(Group& g, double global, double latency) {
+    for (Cohort& c : g.cohorts) {
+      double rate = c.compute_rate;
+      if (c.bytes > 0) rate = std::min(rate, c.bandwidth * global / c.bytes);
+      // The block's fixed latency (prologue, epilogue, drain) overlaps other blocks' work.
+      // A block without work has none (it ends as it starts; its kernel's cost is the
+      // launch latency): the H100's replayed chain of empty kernels took 0.956 us per
+      // kernel, launch included, under the 2.2 us latency of a working block.
+      if (rate < kInfinity) rate = 1 / (latency + 1 / rate);
+      c.rate = rate;
+      const double inverse = 1 / rate;
+      c.inverse_rate = std::isnormal(inverse) ? inverse : 0;  // 0: always divide
+    }
+    g.global = global;
+    g.soonest = 0;
+  }
+
+  // The time to the next cohort completion, min of (1 - done) / rate. The quotient is taken
+  // only where its screen (1 - done) * inverse_rate could beat the minimum so far; a group
+  // whose least screen cannot is skipped whole.
+  double next_completion() const {
+    double step = kInfinity, bound = kInfinity;
+    for (const DeviceState& d : devices_)
+      for (const Group& g : d.groups) {
+        if (g.soonest > bound) continue;
+        for (const Cohort& c : g.cohorts) {
+          const double left = 1 - c.done;
+          if (left * c.inverse_rate > bound) continue;
+          step = std::min(step, left / c.rate);
+          bound = step * (1 + kScreenSlack);
+        }
+      }
+    return step;
   }
 
   void advance(double dt) {
     dt = std::max(dt, 0.0);
     for (DeviceState& d : devices_)
-      for (Group& g : d.groups)
-        for (Cohort& c : g.cohorts)  // cohorts without work (an infinite rate) end at once
+      for (Group& g : d.groups) {
+        double soonest = kInfinity;
+        for (Cohort& c : g.cohorts) {  // cohorts without work (an infinite rate) end at once
           c.done = c.rate == kInfinity ? 1.0 : std::min(1.0, c.done + c.rate * dt);
+          g.completing |= !(c.done < 1 - kDoneEpsilon);
+          soonest = std::min(soonest, (1 - c.done) * c.inverse_rate);
+        }
+        g.soonest = soonest;
+      }
   }
 
   void sample_occupancy() {
@@ -607,11 +760,11 @@ class Engine {
   std::vector<uint32_t> worklist_;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> timed_;
   std::map<std::pair<int, int>, double> link_free_;
-  std::vector<double> bandwidth_;
+  std::vector<uint32_t> fit_, next_fit_, candidates_;  // place(): groups with room, by index
   std::vector<uint64_t> kernel_stamp_;
   uint64_t stamp_ = 0;
+  bool exact_working_sets_ = false;
   double now_ = 0;
-  bool rates_dirty_ = true;
   Result result_;
 };
 
