@@ -19,6 +19,7 @@ executor (runtime/learned_policy.h: `--policy learned:DIR`).
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -111,7 +112,6 @@ class Maddpg:
 
     @staticmethod
     def _copy(module: nn.Module) -> nn.Module:
-        import copy
         target = copy.deepcopy(module)
         for p in target.parameters():
             p.requires_grad_(False)
@@ -165,8 +165,7 @@ def train(env: Environment, config: Config, *, log: Callable[[str], None] | None
     """Trains for config.steps environment steps; returns the agents and one row per step (step,
     episode, each agent's reward, the info's numbers). `checkpoint` = (every, f): f(agents, rows)
     after every `every` steps."""
-    torch.manual_seed(config.seed)
-    torch.use_deterministic_algorithms(True)
+    torch.use_deterministic_algorithms(True)  # Maddpg seeds torch; exploration uses `rng`
     rng = np.random.default_rng(config.seed)
     agents = Maddpg(env.observation_size, env.action_sizes, config)
     buffer = Buffer(config.buffer, env.observation_size, int(agents.offsets[-1]), len(env.agents))

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-GPG_NOT_BUILT = "braid train gpg: not built yet (issue 30); maddpg and toy are"
+GPG_NOT_BUILT = "gpg is not built yet (issue 30); maddpg and toy are"
 
 
 class BadInput(Exception):

@@ -112,7 +112,6 @@ LearnedPolicy::LearnedPolicy(const std::filesystem::path& dir, const PolicyOptio
   next_row_us_ = row_us_;
   const ActionMapping mapping{.min_interval_us = positive_number(j, "min_interval_us", where),
                               .max_interval_us = positive_number(j, "max_interval_us", where)};
-  intervals_from_action({}, mapping);  // checks min <= max
   PolicyOptions inner_options = options;
   inner_options.max_sub_blocks = h;
   inner_ = ActionPolicy(inner_options, mapping);
@@ -183,11 +182,13 @@ Decision LearnedPolicy::decide(const RuntimeState& state) {
               state.models ? observation_size(*state.models) : 0);
   // Before `samples` rows exist (the run's start), the oldest stands for the rows before it, as
   // an episode's first state repeats its one row.
+  std::vector<std::vector<float>> first;  // the run's start: its one row stands for all
+  if (rows_.empty()) first.push_back(runtime::observe(state));
+  const std::vector<std::vector<float>>& rows = rows_.empty() ? first : rows_;
   std::vector<float> x;
-  const std::vector<float> now = runtime::observe(state);
+  const size_t missing = samples_ - std::min(samples_, rows.size());
   for (size_t k = 0; k < samples_; ++k) {
-    const size_t missing = samples_ - std::min(samples_, rows_.size());
-    const std::vector<float>& row = rows_.empty() ? now : rows_[k < missing ? 0 : k - missing];
+    const std::vector<float>& row = rows[k < missing ? 0 : k - missing];
     x.insert(x.end(), row.begin(), row.end());
   }
   std::vector<std::vector<double>> a = act(x);
