@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "ir/analysis.h"
+#include "sched/endings.h"
 #include "sched/merge.h"
 #include "sched/moldable.h"
 
@@ -19,7 +20,7 @@ namespace braid::sched {
 namespace {
 
 // A set of the units of one part: bit i is the part's i-th unit (ios.h: parts have <= 64).
-using Mask = uint64_t;
+using Mask = UnitMask;
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
@@ -86,7 +87,7 @@ class MaskMap {
 // units outside the part are dropped: earlier parts run entirely before it, later ones after.
 struct Part {
   std::vector<UnitId> units;
-  std::vector<Mask> succ, pred, adj;  // adj = succ | pred
+  EndingGraph edges;
   // Operator merge: units that are mergeable Convs, in classes whose members pairwise have no
   // merge_difference (same input, stride, dilation, output size, activation).
   Mask mergeable = 0;
@@ -101,18 +102,7 @@ Part make_part(const ir::UnitGraph& graph, std::span<const UnitId> units, bool m
   BRAID_ASSERT(std::is_sorted(units.begin(), units.end()), "part units in id order");
   Part p;
   p.units.assign(units.begin(), units.end());
-  p.succ.assign(n, 0);
-  p.pred.assign(n, 0);
-  for (size_t i = 0; i < n; ++i)
-    for (UnitId v : graph.successors(p.units[i])) {
-      auto it = std::lower_bound(p.units.begin(), p.units.end(), v);
-      if (it == p.units.end() || *it != v) continue;
-      const size_t j = static_cast<size_t>(it - p.units.begin());
-      p.succ[i] |= bit(j);
-      p.pred[j] |= bit(i);
-    }
-  p.adj.resize(n);
-  for (size_t i = 0; i < n; ++i) p.adj[i] = p.succ[i] | p.pred[i];
+  p.edges = ending_graph(graph, units);
   p.merge_class.assign(n, -1);
   p.conv.assign(n, nullptr);
   if (!merges || graph.graph() == nullptr) return p;
@@ -348,60 +338,16 @@ class PartSearch {
   // `counted`: a distinct (S, S') pair (IOS-Both meets some merge endings as concurrent ones).
   template <typename Visit>
   void enumerate(Mask s, Visit& visit) {
-    Mask sinks = 0;  // units of s with no successor in s
-    for (Mask m = s; m != 0; m &= m - 1)
-      if ((part_.succ[lowest(m)] & s) == 0) sinks |= bit(lowest(m));
+    const Mask sinks = sinks_of(part_.edges, s);
     if (variant_ != IosVariant::kMerge) {
-      enumerate_concurrent(s, 0, sinks, 0, 0, visit);
+      const EndingLimits pruning{.group_size = limits_.group_size, .groups = limits_.groups};
+      for_each_ending(part_.edges, s, pruning,
+                      [&](Mask ending, int) { visit(ending, StageKind::kConcurrent, true); });
     } else {
       for (Mask m = sinks; m != 0; m &= m - 1) visit(bit(lowest(m)), StageKind::kConcurrent, true);
     }
     if (variant_ == IosVariant::kBoth || variant_ == IosVariant::kMerge)
       enumerate_merges(s, sinks, visit);
-  }
-
-  // The units of `within` connected to `start` (a non-empty subset of `within`).
-  Mask component(Mask start, Mask within) const {
-    Mask comp = start;
-    for (Mask frontier = start; frontier != 0;) {
-      Mask next = 0;
-      for (Mask m = frontier; m != 0; m &= m - 1) next |= part_.adj[lowest(m)];
-      frontier = next & within & ~comp;
-      comp |= frontier;
-    }
-    return comp;
-  }
-
-  // Every ending of s, by a depth-first search over its up-closed subsets: `ending` grows one
-  // unit at a time, each added unit drawn from `addable` (units of s - ending whose successors
-  // in s all lie in `ending`). Sibling branches forbid the units earlier siblings added, so
-  // each ending is reached exactly once. A group only grows as units join, so a group over r
-  // units prunes the whole branch; the group count can shrink (a unit joins two groups), so
-  // s is checked per ending. `groups` is the number of groups of `ending`.
-  template <typename Visit>
-  void enumerate_concurrent(Mask s, Mask ending, Mask addable, Mask forbidden, int groups,
-                            Visit& visit) {
-    for (Mask candidates = addable & ~forbidden; candidates != 0; candidates &= candidates - 1) {
-      const size_t c = lowest(candidates);
-      const Mask next = ending | bit(c);
-      // c's neighbours in `ending` are its successors in s (its predecessors are not in it).
-      Mask group = bit(c);
-      int joined = 0;
-      for (Mask rest = part_.succ[c] & ending; rest != 0; ++joined) {
-        const Mask other = component(rest & (~rest + 1), ending);
-        group |= other;
-        rest &= ~other;
-      }
-      if (count(group) <= limits_.group_size) {
-        const int next_groups = groups + 1 - joined;
-        if (next_groups <= limits_.groups) visit(next, StageKind::kConcurrent, true);
-        Mask next_addable = addable & ~bit(c);
-        for (Mask m = part_.pred[c] & s; m != 0; m &= m - 1)
-          if ((part_.succ[lowest(m)] & s & ~next) == 0) next_addable |= bit(lowest(m));
-        enumerate_concurrent(s, next, next_addable, forbidden, next_groups, visit);
-      }
-      forbidden |= bit(c);
-    }
   }
 
   // Merge endings: sets of at least two sinks of s from one merge class whose kernels center
@@ -430,12 +376,7 @@ class PartSearch {
   // order, ordered by their first unit.
   std::vector<std::vector<UnitId>> groups_of(Mask ending) const {
     std::vector<std::vector<UnitId>> groups;
-    for (Mask rest = ending; rest != 0;) {
-      const Mask group = component(rest & (~rest + 1), ending);
-      groups.emplace_back();
-      for (Mask m = group; m != 0; m &= m - 1) groups.back().push_back(part_.units[lowest(m)]);
-      rest &= ~group;
-    }
+    for (Mask group : ending_groups(part_.edges, ending)) groups.push_back(units_of(group));
     return groups;
   }
   std::vector<UnitId> units_of(Mask set) const {
