@@ -25,6 +25,7 @@
 #include "ir/graph.h"
 #include "ir/unit_graph.h"
 #include "ir/weights.h"
+#include "models/element_type.h"
 #include "sched/lower.h"
 
 namespace braid::exec {
@@ -75,8 +76,24 @@ class PreparedModel {
                           std::span<const std::byte> /*bytes*/) const {
     return false;
   }
+  // Copies graph input `i` given in `type`, the 16-bit float type the caller exchanges it in
+  // (ModelBundle::input_types[i]), into the request as it is: no conversion on the host, the
+  // device converts it where it computes in another type. Returns false, copying nothing, when
+  // this model takes that input only as floats (the caller converts and calls set_input); throws
+  // kInvalidArgument on a size mismatch.
+  virtual bool set_input_bytes(Request& /*request*/, size_t /*i*/, models::ElementType /*type*/,
+                               std::span<const std::byte> /*bytes*/) const {
+    return false;
+  }
   // Graph output `i` (in ir::Graph::outputs() order) after a run.
   virtual std::span<const float> output(const Request& request, size_t i) const = 0;
+  // Graph output `i` after a run in the type the caller exchanges it in
+  // (ModelBundle::output_types[i]) as the device wrote it, when this model gives it so (the
+  // CUDA executor, for float16 and bfloat16 outputs); empty when it gives it only as floats
+  // (output()).
+  virtual std::span<const std::byte> output_bytes(const Request& /*request*/, size_t /*i*/) const {
+    return {};
+  }
 
   virtual size_t num_blocks() const = 0;
   // Runs blocks [first, last). Blocks must run in order within a request; block 0 starts a new
@@ -106,6 +123,12 @@ struct ModelBundle {
   std::shared_ptr<const ir::Weights> weights;
   const ir::UnitGraph* units = nullptr;
   const sched::ExecutionPlan* plan = nullptr;
+  // The types the caller exchanges the graph's inputs and outputs in, in graph order, where they
+  // differ from what braid computes them in: float16 or bfloat16 for an FP16/BF16 model's float
+  // inputs and outputs (models::DeclaredTypes). Empty or short: the rest as computed. Executors
+  // that take or give them in that type (set_input_bytes, output_bytes) read these; the others
+  // ignore them.
+  std::vector<models::ElementType> input_types, output_types;
 };
 
 class Executor {

@@ -107,7 +107,10 @@ std::shared_ptr<Session::Impl> build(models::LoadedModel model, const SessionOpt
   s->device = o.device;
   s->executor = make_executor(o, s->schedule.num_devices);
   s->plan = sched::lower(s->model.units, s->schedule);
-  s->prepared = s->executor->prepare({s->model.graph, s->weights, &s->model.units, &s->plan});
+  exec::ModelBundle bundle{s->model.graph, s->weights, &s->model.units, &s->plan};
+  for (const TensorInfo& t : s->inputs) bundle.input_types.push_back(t.type);
+  for (const TensorInfo& t : s->outputs) bundle.output_types.push_back(t.type);
+  s->prepared = s->executor->prepare(bundle);
   return s;
 }
 
@@ -228,6 +231,10 @@ void put_inputs(const Session::Impl& s, exec::Request& request,
     // Given in the model's type, and braid computes in it: read in place where the executor can.
     const bool as_computed = in.type == want && want == models::element_type_of(s.inputs[i].dtype);
     if (as_computed && s.prepared->bind_input(request, i, in.bytes)) continue;
+    // Given in the model's 16-bit type: to the device as it is where the executor takes it so.
+    if (in.type == want && in.type != models::element_type_of(s.inputs[i].dtype) &&
+        s.prepared->set_input_bytes(request, i, in.type, in.bytes))
+      continue;
     const size_t count = in.bytes.size() / models::size_of(in.type);
     if (as_computed && in.type == ElementType::kFloat32 &&
         reinterpret_cast<uintptr_t>(in.bytes.data()) % alignof(float) == 0) {
@@ -357,13 +364,20 @@ std::span<const float> Outputs::values(size_t i) const {
   return lease_->session->prepared->output(*lease_->request, i);
 }
 void Outputs::write(size_t i, std::span<std::byte> dst) const {
-  const std::span<const float> v = values(i);
+  BRAID_CHECK(i < size(), ErrorCode::kInvalidArgument, "output ", i, " of ", size());
   const TensorInfo& info = lease_->session->outputs[i];
-  const auto want = v.size() * size_t(models::size_of(info.type));
+  const auto want = size_t(ir::num_elements(info.shape) * models::size_of(info.type));
   BRAID_CHECK(dst.size() == want, ErrorCode::kInvalidArgument, "output '", info.name,
               "': ", dst.size(), " bytes given, it takes ", want, " as ",
               models::to_string(info.type));
-  models::store_floats(info.type, v, dst.data());
+  // Given by the device in the model's type (a 16-bit output on CUDA): as it is.
+  const std::span<const std::byte> bytes =
+      lease_->session->prepared->output_bytes(*lease_->request, i);
+  if (bytes.size() == want) {
+    std::copy(bytes.begin(), bytes.end(), dst.begin());
+    return;
+  }
+  models::store_floats(info.type, values(i), dst.data());
 }
 
 }  // namespace braid::session

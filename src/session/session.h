@@ -73,7 +73,8 @@ class Outputs;
 // input may also be given as float32, rounded to its type (to nearest, ties to even) as it is
 // read. A float32, int64 or bool buffer is read in place where the device can (the CPU executor:
 // exec::PreparedModel::bind_input), so it must stay unchanged until run() returns; the others
-// are converted, a copy.
+// are converted, a copy. On cuda:N a float16 or bfloat16 buffer in the model's type is copied to
+// the device as it is, converted there when the plan stores another type.
 struct InputBuffer {
   models::ElementType type = models::ElementType::kFloat32;
   std::span<const std::byte> bytes;
@@ -145,7 +146,8 @@ class Outputs {
   ~Outputs();
   size_t size() const;
   // Output i as float values (an FP16 or BF16 model's outputs as computed, upcast: write() gives
-  // them in the model's own type).
+  // them in the model's own type; on cuda:N the device gives those in that type, which this
+  // widens exactly).
   std::span<const float> values(size_t i) const;
   // Output i in its TensorInfo::type into `dst`, of exactly its size in that type (float16 and
   // bfloat16 rounded to nearest, ties to even). kInvalidArgument on a size mismatch.

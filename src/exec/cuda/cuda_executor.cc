@@ -1,6 +1,7 @@
 #include "exec/cuda/cuda_executor.h"
 
 #include <algorithm>
+#include <cstring>
 #include <variant>
 
 #include "base/error.h"
@@ -27,17 +28,26 @@ class CudaPrepared final : public PreparedModel {
         compiled_(*graph_, *weights_, units_, plan_, options_) {
     for (ValueId v : graph_->inputs()) input_offsets_.push_back(compiled_.memory.offset[index(v)]);
     for (ValueId v : graph_->outputs()) outputs_.push_back(compiled_.compiler->locate(v));
-    // The interface takes and gives floats: an input or output stored otherwise (16-bit
-    // storage, int64, bool) has an FP32 window in the request's staging buffer, converted on
-    // the device.
-    auto add = [&](ValueId v) {
+    // The interface takes and gives floats, and float16/bfloat16 where the caller exchanges a
+    // float value so (ModelBundle's types). An input or output taken or given in a type other
+    // than its storage (16-bit storage, int64, bool; or an FP16 model's input in an FP32 plan)
+    // passes through a window of the request's staging buffer, converted on the device.
+    auto add = [&](ValueId v, std::span<const models::ElementType> types, size_t i, bool input) {
       const cuda::Elem e = compiled_.compiler->storage_of(v);
+      const cuda::Elem x = i < types.size() && graph_->value(v).type.dtype == ir::DType::kFloat32
+                               ? exchanged(types[i])
+                               : cuda::Elem::kF32;
       elems_.push_back(e);
+      exchanged_.push_back(x);
       staging_offsets_.push_back(staging_bytes_);
-      if (e != cuda::Elem::kF32) staging_bytes_ += (float_bytes(v) + 255) / 256 * 256;
+      // An input may come as floats (set_input) or in its exchanged type (set_input_bytes).
+      if (e != x || (input && e != cuda::Elem::kF32))
+        staging_bytes_ += (float_bytes(v) + 255) / 256 * 256;
     };
-    for (ValueId v : graph_->inputs()) add(v);
-    for (ValueId v : graph_->outputs()) add(v);
+    for (size_t i = 0; i < graph_->inputs().size(); ++i)
+      add(graph_->inputs()[i], model.input_types, i, true);
+    for (size_t i = 0; i < graph_->outputs().size(); ++i)
+      add(graph_->outputs()[i], model.output_types, i, false);
   }
 
   std::unique_ptr<Request> new_request() const override {
@@ -47,6 +57,7 @@ class CudaPrepared final : public PreparedModel {
                                .num_lanes = plan_.lanes.size(),
                                .num_events = plan_.num_events,
                                .precision = options_.precision,
+                               .num_inputs = graph_->inputs().size(),
                                .staging_bytes = staging_bytes_};
     for (ValueId v : graph_->inputs()) layout.pinned_bytes.push_back(float_bytes(v));
     for (ValueId v : graph_->outputs()) layout.pinned_bytes.push_back(float_bytes(v));
@@ -59,12 +70,45 @@ class CudaPrepared final : public PreparedModel {
     BRAID_CHECK(int64_t(data.size()) == v.type.elements(), ErrorCode::kInvalidArgument, "input '",
                 v.name, "' needs ", v.type.elements(), " floats, got ", data.size());
     std::copy(data.begin(), data.end(), r.pinned[i]);
+    r.given[i] = cuda::Elem::kF32;
+  }
+
+  // The bytes go to the device as they are: into the arena where the plan stores the input in
+  // that type, else through staging and a conversion kernel.
+  bool set_input_bytes(Request& request, size_t i, models::ElementType type,
+                       std::span<const std::byte> bytes) const override {
+    const cuda::Elem x = exchanged_[i];
+    if (x == cuda::Elem::kF32 || x != exchanged(type)) return false;
+    auto& r = static_cast<CudaRequest&>(request);
+    const ir::Value& v = graph_->value(graph_->inputs()[i]);
+    const auto want = size_t(v.type.elements() * cuda::elem_bytes(x));
+    BRAID_CHECK(bytes.size() == want, ErrorCode::kInvalidArgument, "input '", v.name, "' needs ",
+                want, " bytes of ", models::to_string(type), ", got ", bytes.size());
+    std::memcpy(r.pinned[i], bytes.data(), want);
+    r.given[i] = x;
+    return true;
   }
 
   std::span<const float> output(const Request& request, size_t i) const override {
     const auto& r = static_cast<const CudaRequest&>(request);
+    const size_t k = graph_->inputs().size() + i;
+    const auto n = size_t(graph_->value(graph_->outputs()[i]).type.elements());
+    if (exchanged_[k] == cuda::Elem::kF32) return {r.pinned[k], n};
+    // Given in 16 bits: widened (exactly) only for a caller that asks for floats.
+    std::vector<float>& wide = r.widened[i];
+    wide.resize(n);
+    models::load_floats(exchanged_type(exchanged_[k]),
+                        reinterpret_cast<const std::byte*>(r.pinned[k]), wide);
+    return wide;
+  }
+
+  std::span<const std::byte> output_bytes(const Request& request, size_t i) const override {
+    const size_t k = graph_->inputs().size() + i;
+    if (exchanged_[k] == cuda::Elem::kF32) return {};
+    const auto& r = static_cast<const CudaRequest&>(request);
     const ir::Value& v = graph_->value(graph_->outputs()[i]);
-    return {r.pinned[graph_->inputs().size() + i], size_t(v.type.elements())};
+    return {reinterpret_cast<const std::byte*>(r.pinned[k]),
+            size_t(v.type.elements() * cuda::elem_bytes(exchanged_[k]))};
   }
 
   size_t num_blocks() const override { return plan_.num_blocks; }
@@ -122,27 +166,18 @@ class CudaPrepared final : public PreparedModel {
     switch (c.kind) {
       case Kind::kCopyIn: {
         const ValueId id = graph_->inputs()[c.index];
-        const ir::Value& v = graph_->value(id);
         std::byte* slot = arena + input_offsets_[c.index];
-        const cuda::Elem e = elems_[c.index];
-        std::byte* to = e == cuda::Elem::kF32 ? slot : r.staging.get() + staging_offsets_[c.index];
-        BRAID_CU(cudaMemcpyAsync(to, r.pinned[c.index], size_t(float_bytes(id)),
-                                 cudaMemcpyHostToDevice, r.main));
-        if (to != slot) cuda::convert(cuda::Elem::kF32, to, e, slot, v.type.elements(), r.main);
+        copy_converted(r.main, r.pinned[c.index], r.given[c.index], slot, elems_[c.index],
+                       r.staging.get() + staging_offsets_[c.index],
+                       graph_->value(id).type.elements(), cudaMemcpyHostToDevice);
         return;
       }
       case Kind::kCopyOut: {
         const ValueId id = graph_->outputs()[c.index];
-        const ir::Value& v = graph_->value(id);
-        std::byte* from = outputs_[c.index](arena);
-        const cuda::Elem e = elems_[graph_->inputs().size() + c.index];
-        if (e != cuda::Elem::kF32) {
-          std::byte* f32 = r.staging.get() + staging_offsets_[graph_->inputs().size() + c.index];
-          cuda::convert(e, from, cuda::Elem::kF32, f32, v.type.elements(), r.main);
-          from = f32;
-        }
-        BRAID_CU(cudaMemcpyAsync(r.pinned[graph_->inputs().size() + c.index], from,
-                                 size_t(float_bytes(id)), cudaMemcpyDeviceToHost, r.main));
+        const size_t k = graph_->inputs().size() + c.index;
+        copy_converted(r.main, outputs_[c.index](arena), elems_[k], r.pinned[k], exchanged_[k],
+                       r.staging.get() + staging_offsets_[k], graph_->value(id).type.elements(),
+                       cudaMemcpyDeviceToHost);
         return;
       }
       case Kind::kBeginCapture:
@@ -212,11 +247,45 @@ class CudaPrepared final : public PreparedModel {
   cuda::CompiledModel compiled_;
   std::vector<int64_t> input_offsets_;
   std::vector<cuda::Locator> outputs_;
-  // Inputs, then outputs: how each is stored, and its FP32 staging window where that is not
-  // FP32.
-  std::vector<cuda::Elem> elems_;
+  // Inputs, then outputs: how each is stored, how the caller exchanges it (kF32: as floats; an
+  // input given as floats anyway goes as kF32), and its staging window where those can differ.
+  std::vector<cuda::Elem> elems_, exchanged_;
   std::vector<Bytes> staging_offsets_;
   Bytes staging_bytes_ = 0;
+
+  // `n` elements from `src` (as `from`) to `dst` (as `to`) across `direction` on `stream`: the
+  // bytes as they are when the types match, else through `staging` (device memory) and the
+  // conversion kernel, on the device's side of the copy.
+  static void copy_converted(cudaStream_t stream, const void* src, cuda::Elem from, void* dst,
+                             cuda::Elem to, std::byte* staging, int64_t n,
+                             cudaMemcpyKind direction) {
+    const bool in = direction == cudaMemcpyHostToDevice;
+    if (from == to) {
+      BRAID_CU(cudaMemcpyAsync(dst, src, size_t(n * cuda::elem_bytes(from)), direction, stream));
+      return;
+    }
+    if (in) {
+      BRAID_CU(
+          cudaMemcpyAsync(staging, src, size_t(n * cuda::elem_bytes(from)), direction, stream));
+      cuda::convert(from, staging, to, dst, n, stream);
+    } else {
+      cuda::convert(from, src, to, staging, n, stream);
+      BRAID_CU(cudaMemcpyAsync(dst, staging, size_t(n * cuda::elem_bytes(to)), direction, stream));
+    }
+  }
+
+  // The device type of a float value exchanged as `t`: kF16/kBF16 for the 16-bit types, kF32
+  // (floats at the interface) for the others.
+  static cuda::Elem exchanged(models::ElementType t) {
+    return t == models::ElementType::kFloat16    ? cuda::Elem::kF16
+           : t == models::ElementType::kBFloat16 ? cuda::Elem::kBF16
+                                                 : cuda::Elem::kF32;
+  }
+  static models::ElementType exchanged_type(cuda::Elem e) {
+    return e == cuda::Elem::kF16    ? models::ElementType::kFloat16
+           : e == cuda::Elem::kBF16 ? models::ElementType::kBFloat16
+                                    : models::ElementType::kFloat32;
+  }
 
   // The bytes of `v` as the interface's floats.
   Bytes float_bytes(ValueId v) const {

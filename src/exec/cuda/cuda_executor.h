@@ -15,8 +15,8 @@
 // kernels (cuda_kernels.cu) for element-wise ops, pooling (any padding and ceil mode, which cuDNN's
 // symmetric descriptors cannot express), concat, split, transpose, pad, layer normalization and
 // LRN. Activation memory is planned once (exec/memory_plan.h) and allocated once per request;
-// inputs and outputs go through pinned host buffers. Built only with BRAID_WITH_CUDA; elsewhere
-// make_cuda_executor throws.
+// inputs and outputs go through pinned host buffers (an FP16 model's float16 ones as they are).
+// Built only with BRAID_WITH_CUDA; elsewhere make_cuda_executor throws.
 #pragma once
 
 #include <memory>
@@ -42,8 +42,10 @@ struct CudaExecutorOptions {
   // GEMMs (cuBLASLt's CUBLAS_COMPUTE_32F_FAST_TF32, cuBLAS's CUBLAS_TF32_TENSOR_OP_MATH) on TF32
   // tensor cores. kFp16/kBf16: weights
   // converted once at prepare, activations stored in 16 bits, tensor-core convolutions and
-  // GEMMs accumulating in FP32, our kernels computing in FP32; inputs and outputs stay FP32 at
-  // the executor's interface (converted on the device).
+  // GEMMs accumulating in FP32, our kernels computing in FP32. Inputs and outputs cross the
+  // interface as floats, or in float16/bfloat16 where the bundle says the caller exchanges them
+  // so (ModelBundle::input_types, set_input_bytes, output_bytes): bytes copied as they are when
+  // the plan stores that type, converted by a kernel on the device when it stores another.
   Precision precision = Precision::kFp32;
   // Largest cuDNN workspace a convolution may use (per lane: lanes run convs concurrently).
   int64_t workspace_bytes = 64 << 20;

@@ -16,6 +16,7 @@
 #include "exec/cpu/cpu_executor.h"
 #include "exec/ref/ref_executor.h"
 #include "ir/unit_graph.h"
+#include "models/element_type.h"
 #include "models/loader.h"
 #include "sched/lower.h"
 #include "sched/registry.h"
@@ -376,6 +377,137 @@ TEST(CudaExecutor, IndexOpsOnInt64AndBoolMatchTheReference) {
         EXPECT_EQ(got[2], expected[2]);
       }
       EXPECT_EQ(got[3], expected[3]);
+    }
+}
+
+// Issue 29: an FP16 (or BF16) model's inputs and outputs cross the executor in their own type
+// (ModelBundle's types, set_input_bytes, output_bytes). `m` declared so, run on `precision`
+// with `inputs` given as bytes of `type`; the outputs as the device gave them, widened.
+struct SixteenBitRun {
+  std::vector<std::vector<std::byte>> bytes;  // output_bytes, per output
+  std::vector<std::vector<float>> values;     // output(), per output
+};
+SixteenBitRun run_sixteen_bit(const models::LoadedModel& m,
+                              std::shared_ptr<const ir::Weights> weights,
+                              const sched::ExecutionPlan& plan, Precision precision, bool graph,
+                              models::ElementType type,
+                              const std::vector<std::vector<float>>& inputs, bool as_bytes) {
+  ModelBundle bundle{m.graph, std::move(weights), &m.units, &plan};
+  bundle.input_types.assign(m.graph->inputs().size(), type);
+  bundle.output_types.assign(m.graph->outputs().size(), type);
+  auto model =
+      make_cuda_executor({.device = 0, .graph = graph, .precision = precision})->prepare(bundle);
+  auto request = model->new_request();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<std::byte> b(inputs[i].size() * size_t(models::size_of(type)));
+    models::store_floats(type, inputs[i], b.data());
+    if (as_bytes) {
+      EXPECT_TRUE(model->set_input_bytes(*request, i, type, b)) << "input " << i;
+    } else {
+      model->set_input(*request, i, inputs[i]);
+    }
+  }
+  SixteenBitRun out;
+  for (int repeat = 0; repeat < 2; ++repeat) model->run(*request);  // captured, then replayed
+  for (size_t i = 0; i < m.graph->outputs().size(); ++i) {
+    const std::span<const std::byte> b = model->output_bytes(*request, i);
+    out.bytes.emplace_back(b.begin(), b.end());
+    const std::span<const float> v = model->output(*request, i);
+    out.values.emplace_back(v.begin(), v.end());
+  }
+  return out;
+}
+
+// The bytes round-trip: a ReLU's float16/bfloat16 output is its input's bytes where those are
+// not negative, in a plan that stores that type (copied as they are) and in one that stores
+// another (converted on the device both ways); the float path gives the same bytes.
+TEST(CudaExecutor, SixteenBitInputsAndOutputsRoundTrip) {
+  models::LoadedModel m = one_op_model({2, 3, 5, 7}, [](ir::GraphBuilder& b, ValueId x) {
+    return b.add_op(ir::OpKind::Relu, {}, {x}, "relu");
+  });
+  auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
+  std::vector<std::vector<float>> inputs{std::vector<float>(2 * 3 * 5 * 7)};
+  std::mt19937_64 rng(16);
+  std::uniform_real_distribution<float> dist(-3, 3);
+  for (float& v : inputs[0]) v = dist(rng);
+  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
+  cost::RooflineCostModel roofline(m.units);
+  const sched::ExecutionPlan plan =
+      sched::lower(m.units, sched::make_scheduler("sequential", {})->schedule(m.units, roofline));
+  for (models::ElementType type : {models::ElementType::kFloat16, models::ElementType::kBFloat16}) {
+    std::vector<std::byte> in(inputs[0].size() * 2);
+    models::store_floats(type, inputs[0], in.data());
+    std::vector<float> rounded(inputs[0].size());
+    models::load_floats(type, in.data(), rounded);
+    std::vector<std::byte> want(in.size());
+    for (float& v : rounded) v = std::max(v, 0.0f);
+    models::store_floats(type, rounded, want.data());
+    for (Precision precision : {Precision::kFp32, Precision::kFp16, Precision::kBf16})
+      for (bool graph : {false, true})
+        for (bool as_bytes : {true, false}) {
+          SCOPED_TRACE(std::string(models::to_string(type)) + " on " + to_string(precision) +
+                       (graph ? " graph" : " eager") + (as_bytes ? " bytes" : " floats"));
+          // An FP16 plan holds bfloat16 values only to FP16's rounding (and vice versa): exact
+          // where the plan stores the model's type or FP32.
+          const bool exact =
+              precision == Precision::kFp32 ||
+              (precision == Precision::kFp16) == (type == models::ElementType::kFloat16);
+          const SixteenBitRun got =
+              run_sixteen_bit(m, weights, plan, precision, graph, type, inputs, as_bytes);
+          ASSERT_EQ(got.bytes.size(), 1u);
+          ASSERT_EQ(got.bytes[0].size(), want.size());
+          std::vector<float> widened(rounded.size());
+          models::load_floats(type, got.bytes[0].data(), widened);
+          EXPECT_EQ(got.values[0], widened) << "output() widens output_bytes() exactly";
+          if (exact) {
+            EXPECT_TRUE(got.bytes[0] == want) << "the bytes differ";
+          } else {
+            for (size_t j = 0; j < rounded.size(); ++j)
+              ASSERT_NEAR(widened[j], rounded[j], 1e-2 * (1 + std::abs(rounded[j]))) << j;
+          }
+        }
+  }
+}
+
+// An FP16 model's float16 inputs and outputs against the CPU executor's FP32 run of the same
+// (float16-rounded) inputs, within the FP16 tolerance (tests/testing/tolerance.h): as bytes and as
+// floats, in an FP16 plan (no conversion at the edges) and an FP32 and a BF16 one (converted on
+// the device).
+TEST(CudaExecutor, Fp16ModelInputsAndOutputsMatchTheCpuExecutor) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
+  ZooCase z({"squeezenet", 64});
+  models::LoadedModel& m = z.model;
+  const models::ElementType f16 = models::ElementType::kFloat16;
+  std::vector<std::vector<float>> inputs = z.inputs;
+  for (auto& x : inputs) models::round_floats(f16, x);
+  cost::RooflineCostModel roofline(m.units);
+  const auto expected =
+      run(*make_cpu_executor({}), m, z.weights,
+          sched::make_scheduler("sequential", {})->schedule(m.units, roofline), inputs, false);
+  const sched::ExecutionPlan plan =
+      sched::lower(m.units, sched::make_scheduler("ios", {})->schedule(m.units, roofline));
+  for (Precision precision : {Precision::kFp16, Precision::kFp32, Precision::kBf16})
+    for (bool graph : {false, true}) {
+      SCOPED_TRACE(to_string(precision) + (graph ? " graph" : " eager"));
+      const SixteenBitRun bytes =
+          run_sixteen_bit(m, z.weights, plan, precision, graph, f16, inputs, true);
+      const SixteenBitRun floats =
+          run_sixteen_bit(m, z.weights, plan, precision, graph, f16, inputs, false);
+      ASSERT_EQ(bytes.values.size(), expected.size());
+      for (size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_TRUE(bytes.bytes[i] == floats.bytes[i]) << "output " << i << ": bytes in differ";
+        ASSERT_EQ(bytes.bytes[i].size(), expected[i].size() * 2) << "output " << i;
+        // An FP32 plan's outputs are rounded to float16 on the way out: FP16's tolerance too.
+        const Precision bound = precision == Precision::kBf16 ? precision : Precision::kFp16;
+        const testing::Agreement a =
+            testing::compare(bytes.values[i], expected[i], testing::tolerance(bound));
+        std::printf(
+            "[ precision ] squeezenet float16 I/O on %s output %zu: max error %.3g of "
+            "scale %.3g, cosine %.6f\n",
+            to_string(precision).c_str(), i, a.max_error / std::max(a.scale, 1e-30), a.scale,
+            a.cosine);
+        EXPECT_TRUE(a.ok) << "output " << i << ": " << a.failure;
+      }
     }
 }
 

@@ -26,6 +26,9 @@ CudaRequest::CudaRequest(const RequestLayout& layout)
     BRAID_CU(cudaMallocHost(&p, size_t(std::max<Bytes>(bytes, 4))));
     pinned.push_back(static_cast<float*>(p));
   }
+  given.assign(layout.num_inputs, Elem::kF32);
+  widened.resize(layout.pinned_bytes.size() -
+                 std::min(layout.num_inputs, layout.pinned_bytes.size()));
 }
 
 void CudaRequest::add_lanes(size_t n) {

@@ -26,7 +26,9 @@ struct RequestLayout {
   uint32_t num_events = 0;
   Precision precision = Precision::kFp32;  // kTf32: cuBLAS handles in TF32 tensor-op math
   std::vector<Bytes> pinned_bytes;         // graph inputs, then graph outputs
-  // 16-bit storage: FP32 inputs and outputs pass through here, converted on the device.
+  size_t num_inputs = 0;                   // of pinned_bytes, the graph inputs
+  // Inputs and outputs given or taken in a type other than their storage pass through here,
+  // converted on the device.
   Bytes staging_bytes = 0;
 };
 
@@ -54,7 +56,12 @@ class CudaRequest final : public Request {
   cudaStream_t main = nullptr;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> timing;  // per unit, when observed
   std::vector<std::tuple<size_t, UnitId, cudaEvent_t, cudaEvent_t>> unit_events;  // last run
-  std::vector<float*> pinned;                    // graph inputs, then graph outputs
+  // Graph inputs, then graph outputs, each sized for its elements as floats: an input holds
+  // what set_input or set_input_bytes gave it (`given`), an output what the device wrote.
+  std::vector<float*> pinned;
+  std::vector<Elem> given;  // per graph input: how its pinned buffer holds it (kF32 at first)
+  // Per graph output exchanged in 16 bits: its values widened to floats when output() asks.
+  mutable std::vector<std::vector<float>> widened;
   DeviceBuffer staging;                          // RequestLayout::staging_bytes
   std::map<BlockRange, cudaGraphExec_t> graphs;  // captured on a range's first replayed run
 
