@@ -4,10 +4,15 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "exec/cuda/cuda_kernels.h"
 #include "ir/resize.h"
@@ -129,6 +134,20 @@ void gemm(cublasHandle_t h, Elem e, bool trans_a, bool trans_b, int64_t m, int64
   const cudaDataType_t t = cuda_type(e);
   BRAID_CU(cublasGemmEx(h, ta, tb, int(m), int(n), int(k), &alpha, a, t, int(lda), b, t, int(ldb),
                         &beta, c, t, int(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+// One line per model, precision and outcome, once per process (auto prepares a model many
+// times): how many of its 16-bit convolutions run NHWC. Each one's choice is a debug line.
+void log_layout_summary(const std::string& model, const std::string& precision, size_t nhwc,
+                        size_t convs) {
+  static std::mutex mutex;
+  static std::set<std::string> logged;
+  if (convs == 0) return;
+  const std::string line =
+      fmt::format("cuda: {} {} convolutions by measured layout: {} NHWC, {} NCHW", model, precision,
+                  nhwc, convs - nhwc);
+  std::lock_guard lock(mutex);
+  if (logged.insert(line).second) spdlog::info("{}", line);
 }
 
 // A cuDNN algorithm is chosen once, at compile time: the fastest by cuDNN's heuristics that
@@ -263,8 +282,11 @@ struct MeasuredAlgo {
   cudnnConvolutionFwdAlgo_t algo;
   size_t workspace;
   cudnnMathType_t math;
+  double us;  // cuDNN's measured time
 };
 std::unordered_map<std::string, MeasuredAlgo> conv_algo_cache;
+// Measured layout transforms (Compiler::transform_us), by shape and storage, under the same lock.
+std::unordered_map<std::string, double> transform_us_cache;
 
 Elem elem_of(Precision p) {
   switch (p) {
@@ -350,8 +372,8 @@ int64_t Compiler::alignment_of(ValueId v) {
   return power_of_two_alignment(uint64_t(memory_.offset[index(v)]));
 }
 
-std::string Compiler::conv_key(const ir::Shape& x, const ir::Shape& w,
-                               const ir::ConvAttrs& a) const {
+std::string Compiler::conv_key(const ir::Shape& x, const ir::Shape& w, const ir::ConvAttrs& a,
+                               ConvLayout layout) const {
   std::string key = "x";
   for (int64_t d : x) key += " " + std::to_string(d);
   key += " w";
@@ -360,21 +382,22 @@ std::string Compiler::conv_key(const ir::Shape& x, const ir::Shape& w,
                     a.dilation[0], a.dilation[1], a.groups})
     key += " " + std::to_string(v);
   return key + " p" + std::to_string(int(options_.precision)) + " d" +
-         std::to_string(options_.device) + " ws" + std::to_string(options_.workspace_bytes);
+         std::to_string(options_.device) + " ws" + std::to_string(options_.workspace_bytes) + " " +
+         std::string(to_string(layout));
 }
 
 // Every algorithm timed on scratch tensors, fastest first (cudnnFindConvolutionForwardAlgorithmEx,
 // as PyTorch's cudnn.benchmark). FP32 keeps only FMA-math results (tensor-op ones would be TF32);
 // the other precisions take any math and set the winner's on the descriptor. nullopt when the
 // search fails or nothing fits: the caller falls back to the heuristic.
-std::optional<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> Compiler::measured_conv_algo(
+std::optional<Compiler::ConvAlgo> Compiler::measured_conv_algo(
     const std::string& key, cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
     const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc, cudnnTensorDescriptor_t y_desc,
     const ir::Shape& xs, const ir::Shape& ys) {
   std::lock_guard lock(conv_algo_mutex);
   if (auto it = conv_algo_cache.find(key); it != conv_algo_cache.end()) {
     BRAID_CU(cudnnSetConvolutionMathType(c_desc, it->second.math));
-    return std::pair{it->second.algo, it->second.workspace};
+    return ConvAlgo{it->second.algo, it->second.workspace, it->second.us};
   }
   cudnnMathType_t math;
   BRAID_CU(cudnnGetConvolutionMathType(c_desc, &math));
@@ -398,10 +421,123 @@ std::optional<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> Compiler::measured_c
     if (perf[i].status == CUDNN_STATUS_SUCCESS &&
         int64_t(perf[i].memory) <= options_.workspace_bytes) {
       BRAID_CU(cudnnSetConvolutionMathType(c_desc, perf[i].mathType));
-      conv_algo_cache.emplace(key, MeasuredAlgo{perf[i].algo, perf[i].memory, perf[i].mathType});
-      return std::pair{perf[i].algo, perf[i].memory};
+      const double us = double(perf[i].time) * 1e3;
+      conv_algo_cache.emplace(key,
+                              MeasuredAlgo{perf[i].algo, perf[i].memory, perf[i].mathType, us});
+      return ConvAlgo{perf[i].algo, perf[i].memory, us};
     }
   return std::nullopt;
+}
+
+Compiler::ConvChain Compiler::match_conv(std::span<const NodeId> ops) const {
+  const ir::Node& conv = g_.node(ops[0]);
+  ConvChain chain{.used = 1, .y = conv.outputs[0]};
+  auto fused = [&](bool (*fits)(ir::OpKind)) {
+    if (chain.used >= ops.size() || !single_consumer(chain.y)) return false;
+    const ir::Node& next = g_.node(ops[chain.used]);
+    if (!fits(next.kind) || next.inputs[0] != chain.y) return false;
+    chain.y = next.outputs[0];
+    ++chain.used;
+    return true;
+  };
+  fused([](ir::OpKind k) { return k == ir::OpKind::BatchNormalization; });
+  if (!unary_of(std::get<ir::ConvAttrs>(conv.attrs).activation)) fused(ir::is_activation);
+  return chain;
+}
+
+std::optional<double> Compiler::conv_us(const ir::Node& conv, ConvLayout layout) {
+  const auto& a = std::get<ir::ConvAttrs>(conv.attrs);
+  const ir::Shape& xs = shape(conv.inputs[0]);
+  const ir::Shape& ws = shape(conv.inputs[1]);
+  const ir::Shape& ys = shape(conv.outputs[0]);
+  const cudnnTensorFormat_t f = layout == ConvLayout::kNhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  const auto [w_desc, c_desc] =
+      conv_descriptors(ws, a.pads[0], a.pads[1], a.stride, a.dilation, a.groups, f);
+  const size_t w_bytes = size_t(ir::num_elements(ws) * esize_);
+  DeviceBuffer w(w_bytes);  // the time does not depend on the values
+  BRAID_CU(cudaMemset(w.get(), 0, w_bytes));
+  const auto algo =
+      measured_conv_algo(conv_key(xs, ws, a, layout), tensor4(xs[0], xs[1], xs[2], xs[3], f),
+                         w_desc, w.get(), c_desc, tensor4(ys[0], ys[1], ys[2], ys[3], f), xs, ys);
+  if (!algo) return std::nullopt;
+  return algo->us;
+}
+
+double Compiler::transform_us(const ir::Shape& s) {
+  std::string key = "t" + std::to_string(int(elem_)) + " d" + std::to_string(options_.device);
+  for (int64_t d : s) key += " " + std::to_string(d);
+  std::lock_guard lock(conv_algo_mutex);
+  if (auto it = transform_us_cache.find(key); it != transform_us_cache.end()) return it->second;
+  const size_t bytes = size_t(ir::num_elements(s) * esize_);
+  DeviceBuffer from(bytes), to(bytes);
+  BRAID_CU(cudaMemset(from.get(), 0, bytes));
+  cudnnTensorDescriptor_t nchw = tensor4(s[0], s[1], s[2], s[3]),
+                          nhwc = tensor4(s[0], s[1], s[2], s[3], CUDNN_TENSOR_NHWC);
+  cudaEvent_t begin, end;
+  BRAID_CU(cudaEventCreate(&begin));
+  BRAID_CU(cudaEventCreate(&end));
+  constexpr int kRuns = 10;
+  const float one = 1.0f, zero = 0.0f;
+  cudaStream_t stream = nullptr;
+  BRAID_CU(cudnnGetStream(cudnn_, &stream));
+  cudnnStatus_t st = cudnnTransformTensor(cudnn_, &one, nchw, from.get(), &zero, nhwc, to.get());
+  BRAID_CU(cudaEventRecord(begin, stream));
+  for (int i = 0; i < kRuns && st == CUDNN_STATUS_SUCCESS; ++i)
+    st = cudnnTransformTensor(cudnn_, &one, nchw, from.get(), &zero, nhwc, to.get());
+  BRAID_CU(cudaEventRecord(end, stream));
+  BRAID_CU(cudaEventSynchronize(end));
+  float ms = 0;
+  BRAID_CU(cudaEventElapsedTime(&ms, begin, end));
+  cudaEventDestroy(begin);
+  cudaEventDestroy(end);
+  BRAID_CU(st);
+  const double us = double(ms) * 1e3 / kRuns;
+  transform_us_cache.emplace(key, us);
+  return us;
+}
+
+void Compiler::choose_conv_layouts(const ir::UnitGraph& units) {
+  conv_sites_.clear();
+  site_of_conv_.clear();
+  if (elem_ == Elem::kF32) return;  // FP32 and TF32: NCHW, as before
+  for (size_t u = 0; u < units.num_units(); ++u) {
+    const std::span<const NodeId> ops = units.unit(UnitId(u)).ops;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const ir::Node& n = g_.node(ops[i]);
+      if (n.kind != ir::OpKind::Conv) continue;
+      const ConvChain chain = match_conv(ops.subspan(i));
+      ConvSite site{.conv = ops[i], .x = n.inputs[0], .y = chain.y};
+      const auto& a = std::get<ir::ConvAttrs>(n.attrs);
+      const bool symmetric = a.pads[0] == a.pads[2] && a.pads[1] == a.pads[3];
+      if (shape(n.inputs[0]).size() == 4 && symmetric &&
+          options_.conv_layout != ConvLayoutMode::kNchw) {
+        const std::optional<double> nhwc = conv_us(n, ConvLayout::kNhwc);
+        site.nhwc_ok = nhwc.has_value();
+        if (site.nhwc_ok && options_.conv_layout == ConvLayoutMode::kMeasure) {
+          site.nhwc_us = *nhwc;
+          site.nchw_us =
+              conv_us(n, ConvLayout::kNchw).value_or(std::numeric_limits<double>::infinity());
+          site.x_transform_us = transform_us(shape(site.x));
+          site.y_transform_us = transform_us(shape(site.y));
+        }
+      }
+      site_of_conv_[index(ops[i])] = conv_sites_.size();
+      conv_sites_.push_back(site);
+      i += chain.used - 1;
+    }
+  }
+  conv_layouts_ = cuda::choose_conv_layouts(g_, conv_sites_, options_.conv_layout);
+  size_t nhwc = 0;
+  for (size_t i = 0; i < conv_sites_.size(); ++i) {
+    const ConvSite& c = conv_sites_[i];
+    nhwc += conv_layouts_.layout[i] == ConvLayout::kNhwc;
+    spdlog::debug(
+        "cuda: Conv '{}' runs {} (measured NCHW {:.1f} us, NHWC {:.1f} us, transforms "
+        "{:.1f} + {:.1f} us)",
+        g_.node(c.conv).name, to_string(conv_layouts_.layout[i]), c.nchw_us, c.nhwc_us,
+        c.x_transform_us, c.y_transform_us);
+  }
+  log_layout_summary(g_.name(), to_string(options_.precision), nhwc, conv_sites_.size());
 }
 
 Elem storage_elem(ir::DType dtype, Elem floats) {
@@ -444,12 +580,12 @@ bool Compiler::single_consumer(ValueId v) const {
 
 std::pair<cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t> Compiler::conv_descriptors(
     const ir::Shape& ws, int64_t pad_h, int64_t pad_w, const std::array<int64_t, 2>& stride,
-    const std::array<int64_t, 2>& dilation, int64_t groups) {
+    const std::array<int64_t, 2>& dilation, int64_t groups, cudnnTensorFormat_t format) {
   cudnnFilterDescriptor_t w_desc;
   BRAID_CU(cudnnCreateFilterDescriptor(&w_desc));
   filter_descs_.push_back(w_desc);
-  BRAID_CU(cudnnSetFilter4dDescriptor(w_desc, cudnn_type(elem_), CUDNN_TENSOR_NCHW, int(ws[0]),
-                                      int(ws[1]), int(ws[2]), int(ws[3])));
+  BRAID_CU(cudnnSetFilter4dDescriptor(w_desc, cudnn_type(elem_), format, int(ws[0]), int(ws[1]),
+                                      int(ws[2]), int(ws[3])));
   cudnnConvolutionDescriptor_t c_desc;
   BRAID_CU(cudnnCreateConvolutionDescriptor(&c_desc));
   conv_descs_.push_back(c_desc);
@@ -466,24 +602,28 @@ std::pair<cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t> Compiler::conv_
   return {w_desc, c_desc};
 }
 
-cudnnTensorDescriptor_t Compiler::tensor4(int64_t n, int64_t c, int64_t h, int64_t w) {
+cudnnTensorDescriptor_t Compiler::tensor4(int64_t n, int64_t c, int64_t h, int64_t w,
+                                          cudnnTensorFormat_t format) {
   cudnnTensorDescriptor_t d;
   BRAID_CU(cudnnCreateTensorDescriptor(&d));
   tensor_descs_.push_back(d);
-  BRAID_CU(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, cudnn_type(elem_), int(n), int(c),
-                                      int(h), int(w)));
+  BRAID_CU(
+      cudnnSetTensor4dDescriptor(d, format, cudnn_type(elem_), int(n), int(c), int(h), int(w)));
   return d;
 }
 
 // Conv [BatchNormalization] [activation (ir::is_activation)]: returns how many ops it consumed.
+// In the layout choose_conv_layouts chose: NHWC reads x and writes y through scratch where they
+// are stored NCHW (cudnnTransformTensor), and takes its filter as [K, R, S, C/groups].
 size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out) {
   const ir::Node& conv = g_.node(ops[0]);
   const auto& a = std::get<ir::ConvAttrs>(conv.attrs);
   const ir::Shape& xs = shape(conv.inputs[0]);
   const ir::Shape& ws = shape(conv.inputs[1]);
   BRAID_CHECK(xs.size() == 4, ErrorCode::kUnsupported, "cuda: Conv '", conv.name, "' is not 2-D");
-  size_t used = 1;
-  ValueId y = conv.outputs[0];
+  const ConvChain chain = match_conv(ops);
+  const size_t used = chain.used;
+  const ValueId y = chain.y;
   const int64_t oc = ws[0];
   std::vector<float> w(host(conv.inputs[1], "Conv weight").begin(),
                        host(conv.inputs[1], "Conv weight").end());
@@ -493,48 +633,62 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
     std::copy(b.begin(), b.end(), bias.begin());
   }
   // Fold a following BatchNormalization into the weights and bias.
-  if (used < ops.size() && single_consumer(y)) {
-    const ir::Node& bn = g_.node(ops[used]);
-    if (bn.kind == ir::OpKind::BatchNormalization && bn.inputs[0] == y) {
-      const float eps = std::get<ir::BatchNormAttrs>(bn.attrs).epsilon;
-      auto scale = host(bn.inputs[1], "BatchNormalization scale");
-      auto shift = host(bn.inputs[2], "BatchNormalization bias");
-      auto mean = host(bn.inputs[3], "BatchNormalization mean");
-      auto var = host(bn.inputs[4], "BatchNormalization variance");
-      const int64_t per_oc = int64_t(w.size()) / oc;
-      for (int64_t c = 0; c < oc; ++c) {
-        const float k = scale[c] / std::sqrt(var[c] + eps);
-        for (int64_t i = 0; i < per_oc; ++i) w[c * per_oc + i] *= k;
-        bias[c] = (bias[c] - mean[c]) * k + shift[c];
-      }
-      y = bn.outputs[0];
-      ++used;
+  size_t next = 1;
+  if (next < used && g_.node(ops[next]).kind == ir::OpKind::BatchNormalization) {
+    const ir::Node& bn = g_.node(ops[next++]);
+    const float eps = std::get<ir::BatchNormAttrs>(bn.attrs).epsilon;
+    auto scale = host(bn.inputs[1], "BatchNormalization scale");
+    auto shift = host(bn.inputs[2], "BatchNormalization bias");
+    auto mean = host(bn.inputs[3], "BatchNormalization mean");
+    auto var = host(bn.inputs[4], "BatchNormalization variance");
+    const int64_t per_oc = int64_t(w.size()) / oc;
+    for (int64_t c = 0; c < oc; ++c) {
+      const float k = scale[c] / std::sqrt(var[c] + eps);
+      for (int64_t i = 0; i < per_oc; ++i) w[c * per_oc + i] *= k;
+      bias[c] = (bias[c] - mean[c]) * k + shift[c];
     }
   }
   std::optional<cuda::UnaryOp> activation = unary_of(a.activation);
-  if (!activation && used < ops.size() && single_consumer(y)) {
-    const ir::Node& act = g_.node(ops[used]);
-    if (ir::is_activation(act.kind) && act.inputs[0] == y) {
-      activation = unary_of(act.kind, act.attrs);
-      y = act.outputs[0];
-      ++used;
-    }
+  if (next < used) {
+    const ir::Node& act = g_.node(ops[next]);
+    activation = unary_of(act.kind, act.attrs);
   }
   const ir::Shape& ys = shape(y);
   const bool has_bias = conv.inputs.size() > 2 || used > 1;
 
-  // cuDNN pads symmetrically: asymmetric pads go through an explicit Pad into scratch.
+  const auto site = site_of_conv_.find(index(ops[0]));
+  const bool nhwc =
+      site != site_of_conv_.end() && conv_layouts_.layout[site->second] == ConvLayout::kNhwc;
+  const ConvLayout layout = nhwc ? ConvLayout::kNhwc : ConvLayout::kNchw;
+  const bool x_nhwc = nhwc && conv_layouts_.stored_nhwc(conv.inputs[0]);
+  const bool y_nhwc = nhwc && conv_layouts_.stored_nhwc(y);
+  const cudnnTensorFormat_t format = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  if (nhwc) {  // [K, C/g, R, S] -> [K, R, S, C/g]
+    const int64_t c = ws[1], rs = ws[2] * ws[3];
+    std::vector<float> krsc(w.size());
+    for (int64_t k = 0; k < oc; ++k)
+      for (int64_t ci = 0; ci < c; ++ci)
+        for (int64_t p = 0; p < rs; ++p) krsc[(k * rs + p) * c + ci] = w[(k * c + ci) * rs + p];
+    w = std::move(krsc);
+  }
+
+  // cuDNN pads symmetrically: asymmetric pads go through an explicit Pad into scratch (NCHW
+  // only: choose_conv_layouts keeps those convolutions NCHW).
   const bool symmetric = a.pads[0] == a.pads[2] && a.pads[1] == a.pads[3];
   ir::Shape padded = xs;
   if (!symmetric) {
     padded[2] += a.pads[0] + a.pads[2];
     padded[3] += a.pads[1] + a.pads[3];
   }
-  cudnnTensorDescriptor_t x_desc = tensor4(padded[0], padded[1], padded[2], padded[3]);
-  cudnnTensorDescriptor_t y_desc = tensor4(ys[0], ys[1], ys[2], ys[3]);
-  cudnnTensorDescriptor_t b_desc = tensor4(1, oc, 1, 1);
-  const auto [w_desc, c_desc] = conv_descriptors(
-      ws, symmetric ? a.pads[0] : 0, symmetric ? a.pads[1] : 0, a.stride, a.dilation, a.groups);
+  cudnnTensorDescriptor_t x_desc = tensor4(padded[0], padded[1], padded[2], padded[3], format);
+  cudnnTensorDescriptor_t y_desc = tensor4(ys[0], ys[1], ys[2], ys[3], format);
+  cudnnTensorDescriptor_t b_desc = tensor4(1, oc, 1, 1, format);
+  // The NCHW views of an NHWC convolution's x and y where those are stored NCHW.
+  cudnnTensorDescriptor_t x_nchw = nhwc && !x_nhwc ? tensor4(xs[0], xs[1], xs[2], xs[3]) : nullptr;
+  cudnnTensorDescriptor_t y_nchw = nhwc && !y_nhwc ? tensor4(ys[0], ys[1], ys[2], ys[3]) : nullptr;
+  const auto [w_desc, c_desc] =
+      conv_descriptors(ws, symmetric ? a.pads[0] : 0, symmetric ? a.pads[1] : 0, a.stride,
+                       a.dilation, a.groups, format);
   int n = 0, c = 0, h = 0, wd = 0;
   BRAID_CU(cudnnGetConvolution2dForwardOutputDim(c_desc, x_desc, w_desc, &n, &c, &h, &wd));
   BRAID_CHECK(n == ys[0] && c == ys[1] && h == ys[2] && wd == ys[3], ErrorCode::kInternal,
@@ -545,9 +699,11 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0;
   std::optional<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> algo;
-  if (options_.measure_conv_algos)
-    algo = measured_conv_algo(conv_key(padded, ws, a), x_desc, w_desc, w_dev, c_desc, y_desc,
-                              padded, ys);
+  // 16-bit convolutions were timed for their layout: they run the measured algorithm.
+  if (options_.measure_conv_algos || !conv_sites_.empty())
+    if (const auto m = measured_conv_algo(conv_key(padded, ws, a, layout), x_desc, w_desc, w_dev,
+                                          c_desc, y_desc, padded, ys))
+      algo = std::pair{m->algo, m->workspace};
   if (!algo) {  // the heuristic's first that fits
     BRAID_CU(cudnnGetConvolutionForwardAlgorithm_v7(
         cudnn_, x_desc, w_desc, c_desc, y_desc, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
@@ -558,9 +714,13 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
               conv.name, "' within ", options_.workspace_bytes, " bytes of workspace");
   const auto chosen = algo->first;
   const size_t workspace = algo->second;
-  const int64_t pad_bytes = symmetric ? 0 : ir::num_elements(padded) * esize_;
+  // Scratch after the workspace: the padded input (NCHW), or an NHWC convolution's x and y
+  // where those are stored NCHW.
   const int64_t workspace_aligned = (int64_t(workspace) + 255) / 256 * 256;
-  scratch_bytes_ = std::max(scratch_bytes_, workspace_aligned + pad_bytes);
+  const int64_t x_scratch_bytes =
+      (symmetric && !x_nchw ? 0 : ir::num_elements(padded) * esize_ + 255) / 256 * 256;
+  const int64_t y_scratch_bytes = y_nchw ? ir::num_elements(ys) * esize_ : 0;
+  scratch_bytes_ = std::max(scratch_bytes_, workspace_aligned + x_scratch_bytes + y_scratch_bytes);
 
   cudnnActivationDescriptor_t act_desc = nullptr;
   if (fuse_relu) {
@@ -592,29 +752,37 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   auto out_ptr = locate(y);
   Strided x_layout = row_major(xs), padded_layout = row_major(padded);
   std::array<int64_t, 4> pads_begin{0, 0, a.pads[0], a.pads[1]};
-  const int64_t channels = ys[1], inner = ys[2] * ys[3];
+  // channel_affine's view: [N][C][H*W], or [N*H*W][C][1] in NHWC.
+  const int64_t outer = nhwc ? ys[0] * ys[2] * ys[3] : ys[0], channels = ys[1],
+                inner = nhwc ? 1 : ys[2] * ys[3];
   out.push_back([=](const LaneContext& lane, std::byte* arena) {
-    const std::byte* src = x(arena);
-    if (!symmetric) {
-      std::byte* scratch = lane.workspace + workspace_aligned;
-      cuda::pad(e, scratch, padded_layout, src, x_layout, pads_begin.data(), 0.0f, lane.stream);
-      src = scratch;
-    }
-    std::byte* dst = out_ptr(arena);
     const float one = 1.0f, zero = 0.0f;
+    const std::byte* src = x(arena);
+    std::byte* x_scratch = lane.workspace + workspace_aligned;
+    if (!symmetric) {
+      cuda::pad(e, x_scratch, padded_layout, src, x_layout, pads_begin.data(), 0.0f, lane.stream);
+      src = x_scratch;
+    } else if (x_nchw != nullptr) {
+      BRAID_CU(cudnnTransformTensor(lane.cudnn, &one, x_nchw, src, &zero, x_desc, x_scratch));
+      src = x_scratch;
+    }
+    std::byte* stored = out_ptr(arena);
+    std::byte* dst = y_nchw != nullptr ? x_scratch + x_scratch_bytes : stored;
     if (fuse_relu) {
       BRAID_CU(cudnnConvolutionBiasActivationForward(
           lane.cudnn, &one, x_desc, src, w_desc, w_dev, c_desc, chosen, lane.workspace, workspace,
           &zero, y_desc, dst, b_desc, b_dev, act_desc, y_desc, dst));
-      return;
+    } else {
+      BRAID_CU(cudnnConvolutionForward(lane.cudnn, &one, x_desc, src, w_desc, w_dev, c_desc, chosen,
+                                       lane.workspace, workspace, &zero, y_desc, dst));
+      if (has_bias || activation)
+        cuda::channel_affine(e, dst, dst, nullptr,
+                             has_bias ? reinterpret_cast<const float*>(b_dev) : nullptr, outer,
+                             channels, inner, activation.value_or(cuda::Unary::kCopy),
+                             activation.has_value(), lane.stream);
     }
-    BRAID_CU(cudnnConvolutionForward(lane.cudnn, &one, x_desc, src, w_desc, w_dev, c_desc, chosen,
-                                     lane.workspace, workspace, &zero, y_desc, dst));
-    if (has_bias || activation)
-      cuda::channel_affine(e, dst, dst, nullptr,
-                           has_bias ? reinterpret_cast<const float*>(b_dev) : nullptr, ys[0],
-                           channels, inner, activation.value_or(cuda::Unary::kCopy),
-                           activation.has_value(), lane.stream);
+    if (y_nchw != nullptr)
+      BRAID_CU(cudnnTransformTensor(lane.cudnn, &one, y_desc, dst, &zero, y_nchw, stored));
   });
   return used;
 }
@@ -1285,6 +1453,7 @@ CompiledModel::CompiledModel(const ir::Graph& graph, const ir::Weights& weights,
   BRAID_CU(cudnnCreate(&cudnn));
   try {
     compiler = std::make_unique<Compiler>(graph, weights, memory, options, cudnn);
+    compiler->choose_conv_layouts(units);
     unit_ops.resize(units.num_units());
     for (size_t u = 0; u < units.num_units(); ++u)
       unit_ops[u] = compiler->compile_unit(units.unit(UnitId(u)).ops);

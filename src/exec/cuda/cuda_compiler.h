@@ -22,6 +22,7 @@
 
 #include <cublasLt.h>
 
+#include "exec/cuda/conv_layout.h"
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/cuda_kernels.h"
@@ -91,8 +92,16 @@ class Compiler {
   Compiler(const Compiler&) = delete;
   Compiler& operator=(const Compiler&) = delete;
 
+  // Chooses each convolution's layout (conv_layout.h): in 16-bit plans each is timed NCHW and
+  // NHWC here. Called once, with every unit, before compile_unit; without it every convolution
+  // runs NCHW.
+  void choose_conv_layouts(const ir::UnitGraph& units);
   // The ops of one unit, in order (fusing a Conv with its BatchNormalization and activation).
   std::vector<Op> compile_unit(std::span<const NodeId> ops);
+  // Every convolution as fused, with its measured times, and the layouts chosen for them
+  // (empty before choose_conv_layouts, and in FP32/TF32 plans).
+  const std::vector<ConvSite>& conv_sites() const { return conv_sites_; }
+  const ConvLayouts& conv_layouts() const { return conv_layouts_; }
   Locator locate(ValueId v);
   // How the plan's float values are stored (its precision's type).
   Elem elem() const { return elem_; }
@@ -114,13 +123,16 @@ class Compiler {
   const ir::Shape& shape(ValueId v) const { return g_.value(v).type.shape; }
   std::span<const float> host(ValueId v, const char* what) const;
   bool single_consumer(ValueId v) const;
-  cudnnTensorDescriptor_t tensor4(int64_t n, int64_t c, int64_t h, int64_t w);
+  cudnnTensorDescriptor_t tensor4(int64_t n, int64_t c, int64_t h, int64_t w,
+                                  cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW);
   // A filter of `ws` ([K, C/groups, R, S]) in elem() and a cross-correlation of these pads (top,
   // left), strides, dilations and groups accumulating in FP32 (FMA math for kFp32, tensor cores
   // otherwise); both owned by the compiler.
+  // `format` NHWC: the filter's data is [K, R, S, C/groups].
   std::pair<cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t> conv_descriptors(
       const ir::Shape& ws, int64_t pad_h, int64_t pad_w, const std::array<int64_t, 2>& stride,
-      const std::array<int64_t, 2>& dilation, int64_t groups);
+      const std::array<int64_t, 2>& dilation, int64_t groups,
+      cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW);
 
   // --cudnn-benchmark (CudaExecutorOptions::measure_conv_algos): a convolution's cache key and
   // its fastest algorithm by measurement (cached per process; the winner's math type set on
@@ -133,11 +145,31 @@ class Compiler {
   // and constants come from cudaMalloc, 256-aligned): what cuBLASLt may assume of a pointer.
   int64_t alignment_of(ValueId v);
 
-  std::string conv_key(const ir::Shape& x, const ir::Shape& w, const ir::ConvAttrs& a) const;
-  std::optional<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> measured_conv_algo(
-      const std::string& key, cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
-      const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc, cudnnTensorDescriptor_t y_desc,
-      const ir::Shape& xs, const ir::Shape& ys);
+  std::string conv_key(const ir::Shape& x, const ir::Shape& w, const ir::ConvAttrs& a,
+                       ConvLayout layout) const;
+  // The algorithm, its workspace and its measured time.
+  struct ConvAlgo {
+    cudnnConvolutionFwdAlgo_t algo;
+    size_t workspace;
+    double us;
+  };
+  std::optional<ConvAlgo> measured_conv_algo(const std::string& key, cudnnTensorDescriptor_t x_desc,
+                                             cudnnFilterDescriptor_t w_desc, const std::byte* w_dev,
+                                             cudnnConvolutionDescriptor_t c_desc,
+                                             cudnnTensorDescriptor_t y_desc, const ir::Shape& xs,
+                                             const ir::Shape& ys);
+  // Conv [BatchNormalization] [activation] at the start of `ops`: how many ops the fused
+  // convolution takes and the value it writes (compile_conv folds and fuses what this matches).
+  struct ConvChain {
+    size_t used = 1;
+    ValueId y{};
+  };
+  ConvChain match_conv(std::span<const NodeId> ops) const;
+  // choose_conv_layouts' measurements: the fastest algorithm of `conv` in `layout` (nullopt when
+  // cuDNN has none within the workspace), and a cudnnTransformTensor between NCHW and NHWC of a
+  // tensor of `shape`, in microseconds (cached per process).
+  std::optional<double> conv_us(const ir::Node& conv, ConvLayout layout);
+  double transform_us(const ir::Shape& shape);
 
   // Each returns after appending its Ops to `out`; compile_conv returns how many ops it fused.
   size_t compile_conv(std::span<const NodeId> ops, std::vector<Op>& out);
@@ -184,6 +216,9 @@ class Compiler {
   std::vector<cudnnActivationDescriptor_t> activation_descs_;
   int64_t scratch_bytes_ = 0;
   std::shared_ptr<cublasLtContext> cublas_lt_;
+  std::vector<ConvSite> conv_sites_;
+  ConvLayouts conv_layouts_;
+  std::unordered_map<size_t, size_t> site_of_conv_;  // node index -> conv_sites_ index
 };
 
 // A model compiled once for a device: its memory plan and every unit's Ops. Shared by the

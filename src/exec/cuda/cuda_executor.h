@@ -10,7 +10,8 @@
 //   model->set_input(*request, 0, x);  model->run(*request);  model->output(*request, 0);
 //
 // Kernels: convolutions through cuDNN (BatchNormalization folded into the weights at prepare
-// time; bias and ReLU fused by cudnnConvolutionBiasActivationForward), MatMul and Gemm through
+// time; bias and ReLU fused by cudnnConvolutionBiasActivationForward; in FP16/BF16 each in the
+// layout it measured faster in, conv_layout.h), MatMul and Gemm through
 // cuBLASLt (cuBLAS where its heuristic offers no algorithm), softmax through cuDNN, and our own
 // kernels (cuda_kernels.cu) for element-wise ops, pooling (any padding and ceil mode, which cuDNN's
 // symmetric descriptors cannot express), concat, split, transpose, pad, layer normalization and
@@ -25,6 +26,7 @@
 
 #include "base/error.h"
 #include "base/precision.h"
+#include "exec/cuda/conv_layout.h"
 #include "exec/executor.h"
 #include "ir/op.h"
 
@@ -53,6 +55,11 @@ struct CudaExecutorOptions {
   // (cudnnFindConvolutionForwardAlgorithmEx, as PyTorch's cudnn.benchmark does) instead of the
   // heuristic's first that fits (cudnnGetConvolutionForwardAlgorithm_v7). Prepare takes longer.
   bool measure_conv_algos = false;
+  // The layout of each convolution in FP16/BF16 plans (conv_layout.h): by default each is timed
+  // NCHW and NHWC at prepare (and its algorithm chosen by measurement, as measure_conv_algos
+  // does), and runs in the faster counting the layout transforms at its boundaries; kNchw and
+  // kNhwc force one. FP32 and TF32 plans run NCHW.
+  cuda::ConvLayoutMode conv_layout = cuda::ConvLayoutMode::kMeasure;
 };
 
 // Whether the CUDA executor has kernels for `kind` (on float tensors; CudaExecutor::supports adds

@@ -66,12 +66,10 @@ std::vector<std::vector<float>> run(Executor& executor, const models::LoadedMode
   return outs;
 }
 
-// A zoo model with its weights shared and uniform [-1, 1] inputs from seed 7.
+// A zoo model (or any) with its weights shared and uniform [-1, 1] inputs from seed 7.
 struct ZooCase {
-  explicit ZooCase(const Case& c) {
-    models::LoadOptions load;
-    load.zoo.image_size = c.image_size;
-    model = models::load_model(c.model, load);
+  explicit ZooCase(const Case& c) : ZooCase(load(c)) {}
+  explicit ZooCase(models::LoadedModel m) : model(std::move(m)) {
     weights = std::make_shared<const ir::Weights>(std::move(model.weights));
     std::mt19937_64 rng(7);
     std::uniform_real_distribution<float> dist(-1, 1);
@@ -79,6 +77,11 @@ struct ZooCase {
       inputs.emplace_back(model.graph->value(v).type.elements());
       for (float& x : inputs.back()) x = dist(rng);
     }
+  }
+  static models::LoadedModel load(const Case& c) {
+    models::LoadOptions load;
+    load.zoo.image_size = c.image_size;
+    return models::load_model(c.model, load);
   }
   models::LoadedModel model;
   std::shared_ptr<const ir::Weights> weights;
@@ -270,6 +273,41 @@ TEST(CudaExecutor, CnnOpsMatchTheCpuExecutor) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
     EXPECT_NE(std::string(e.what()).find("'mean'"), std::string::npos) << e.what();
+  }
+}
+
+// Issue 29: 16-bit convolutions in NHWC (conv_layout.h) against the CPU executor's FP32 within
+// the precision's tolerance, every convolution forced NHWC (transforms at every boundary with an
+// NCHW kernel, NHWC values between convolutions, the bias/activation kernel on NHWC data) and as
+// measured; the layouts chosen are logged (conv_layout_test checks the choice on the CPU).
+TEST(CudaExecutor, NhwcSixteenBitConvolutionsMatchTheCpuExecutor) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
+  // cnn_ops: a Clip after a conv, so the bias/activation kernel runs on NHWC data.
+  for (const std::string name : {"squeezenet", "resnet50", "googlenet", "cnn_ops"}) {
+    ZooCase z = name == "cnn_ops" ? ZooCase(cnn_ops_model(false)) : ZooCase(Case{name.c_str(), 64});
+    models::LoadedModel& m = z.model;
+    cost::RooflineCostModel roofline(m.units);
+    const auto expected =
+        run(*make_cpu_executor({}), m, z.weights,
+            sched::make_scheduler("sequential", {})->schedule(m.units, roofline), z.inputs, false);
+    const sched::Schedule s = sched::make_scheduler("ios", {})->schedule(m.units, roofline);
+    for (cuda::ConvLayoutMode mode : {cuda::ConvLayoutMode::kNhwc, cuda::ConvLayoutMode::kMeasure})
+      for (Precision precision : {Precision::kFp16, Precision::kBf16})
+        for (bool graph : {false, true}) {
+          SCOPED_TRACE(name + " " + to_string(precision) +
+                       (mode == cuda::ConvLayoutMode::kNhwc ? " NHWC" : " measured") +
+                       (graph ? " graph" : " eager"));
+          const auto got =
+              run(*make_cuda_executor(
+                      {.device = 0, .graph = graph, .precision = precision, .conv_layout = mode}),
+                  m, z.weights, s, z.inputs, false);
+          ASSERT_EQ(got.size(), expected.size());
+          for (size_t i = 0; i < got.size(); ++i) {
+            const testing::Agreement a =
+                testing::compare(got[i], expected[i], testing::tolerance(precision));
+            EXPECT_TRUE(a.ok) << "output " << i << ": " << a.failure;
+          }
+        }
   }
 }
 

@@ -1,0 +1,121 @@
+// How the CUDA executor chooses each 16-bit convolution's layout from measured times
+// (conv_layout.h), without a GPU: which convolutions run NHWC, which values are stored so, and how
+// the transforms at NCHW boundaries turn convolutions back.
+#include "exec/cuda/conv_layout.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "ir/graph.h"
+
+namespace braid::exec::cuda {
+namespace {
+
+constexpr ConvLayout kNchw = ConvLayout::kNchw;
+constexpr ConvLayout kNhwc = ConvLayout::kNhwc;
+
+// x -> conv1 -> conv2 -> conv3 -> output, and conv1's output also to a MaxPool (output) when
+// `pooled`: a value that an NCHW kernel reads.
+struct Chain {
+  explicit Chain(bool pooled) {
+    ir::GraphBuilder b("chain");
+    const auto f32 = [](ir::Shape s) { return ir::TensorType{ir::DType::kFloat32, std::move(s)}; };
+    ValueId v = b.add_input("x", f32({1, 8, 6, 6}));
+    for (int i = 0; i < 3; ++i) {
+      const ValueId w =
+          b.add_parameter("w" + std::to_string(i), f32({8, 8, 3, 3}), ir::ParamInit::normal(0.3f));
+      v = b.add_op(ir::OpKind::Conv, ir::ConvAttrs{.kernel = {3, 3}, .pads = {1, 1, 1, 1}}, {v, w},
+                   "conv" + std::to_string(i));
+      values.push_back(v);
+    }
+    b.mark_output(v);
+    if (pooled)
+      b.mark_output(b.add_op(ir::OpKind::MaxPool, ir::PoolAttrs{.kernel = {2, 2}, .stride = {2, 2}},
+                             {values[0]}, "pool"));
+    graph = std::make_shared<const ir::Graph>(std::move(b).build());
+    for (ValueId y : values) {
+      const NodeId conv = graph->value(y).producer;
+      sites.push_back({.conv = conv, .x = graph->node(conv).inputs[0], .y = y, .nhwc_ok = true});
+    }
+  }
+  // Every site measured NHWC in `nhwc` us, NCHW in `nchw`, each transform `transform`.
+  void time(double nhwc, double nchw, double transform) {
+    for (ConvSite& s : sites) {
+      s.nhwc_us = nhwc;
+      s.nchw_us = nchw;
+      s.x_transform_us = s.y_transform_us = transform;
+    }
+  }
+  std::shared_ptr<const ir::Graph> graph;
+  std::vector<ValueId> values;  // each conv's output
+  std::vector<ConvSite> sites;
+};
+
+TEST(ConvLayout, AChainOfFasterNhwcConvsKeepsItsInsideNhwc) {
+  Chain c(false);
+  c.time(5, 10, 1);
+  const ConvLayouts got = choose_conv_layouts(*c.graph, c.sites, ConvLayoutMode::kMeasure);
+  EXPECT_EQ(got.layout, (std::vector{kNhwc, kNhwc, kNhwc}));
+  // Between two NHWC convolutions: NHWC. The graph's input and output: NCHW.
+  EXPECT_TRUE(got.stored_nhwc(c.values[0]));
+  EXPECT_TRUE(got.stored_nhwc(c.values[1]));
+  EXPECT_FALSE(got.stored_nhwc(c.values[2]));
+  EXPECT_FALSE(got.stored_nhwc(c.graph->inputs()[0]));
+}
+
+TEST(ConvLayout, AValueThatAnNchwKernelReadsStaysNchw) {
+  Chain c(true);
+  c.time(5, 10, 1);
+  const ConvLayouts got = choose_conv_layouts(*c.graph, c.sites, ConvLayoutMode::kMeasure);
+  EXPECT_EQ(got.layout, (std::vector{kNhwc, kNhwc, kNhwc}));
+  EXPECT_FALSE(got.stored_nhwc(c.values[0])) << "the MaxPool reads it";
+  EXPECT_TRUE(got.stored_nhwc(c.values[1]));
+}
+
+TEST(ConvLayout, SlowerNhwcConvsStayNchw) {
+  Chain c(false);
+  c.time(11, 10, 0);
+  const ConvLayouts got = choose_conv_layouts(*c.graph, c.sites, ConvLayoutMode::kMeasure);
+  EXPECT_EQ(got.layout, (std::vector{kNchw, kNchw, kNchw}));
+  for (ValueId v : c.values) EXPECT_FALSE(got.stored_nhwc(v));
+}
+
+// NHWC 9 us against NCHW 10: with transforms of 0.6 us the ends pay one each (9.6) and keep NHWC;
+// with 1.5 us the ends lose (10.5), and then the middle one pays both sides' and loses too.
+TEST(ConvLayout, BoundaryTransformsTurnConvsBackUntilNoneLoses) {
+  Chain cheap(false);
+  cheap.time(9, 10, 0.6);
+  EXPECT_EQ(choose_conv_layouts(*cheap.graph, cheap.sites, ConvLayoutMode::kMeasure).layout,
+            (std::vector{kNhwc, kNhwc, kNhwc}));
+  Chain dear(false);
+  dear.time(9, 10, 1.5);
+  const ConvLayouts got = choose_conv_layouts(*dear.graph, dear.sites, ConvLayoutMode::kMeasure);
+  EXPECT_EQ(got.layout, (std::vector{kNchw, kNchw, kNchw}));
+  for (ValueId v : dear.values) EXPECT_FALSE(got.stored_nhwc(v));
+  // A lone fast one in the middle pays both transforms: 9 + 2 * 0.4 < 10 keeps it.
+  Chain lone(false);
+  lone.time(9, 10, 0.4);
+  lone.sites[0].nhwc_us = lone.sites[2].nhwc_us = 12;
+  const ConvLayouts one = choose_conv_layouts(*lone.graph, lone.sites, ConvLayoutMode::kMeasure);
+  EXPECT_EQ(one.layout, (std::vector{kNchw, kNhwc, kNchw}));
+  for (ValueId v : lone.values) EXPECT_FALSE(one.stored_nhwc(v));
+}
+
+TEST(ConvLayout, ForcedModesIgnoreTheTimesButNotWhatCudnnCannotRun) {
+  Chain c(false);
+  c.time(11, 10, 5);
+  c.sites[2].nhwc_ok = false;  // e.g. asymmetric pads
+  const ConvLayouts nhwc = choose_conv_layouts(*c.graph, c.sites, ConvLayoutMode::kNhwc);
+  EXPECT_EQ(nhwc.layout, (std::vector{kNhwc, kNhwc, kNchw}));
+  EXPECT_TRUE(nhwc.stored_nhwc(c.values[0]));
+  EXPECT_FALSE(nhwc.stored_nhwc(c.values[1])) << "an NCHW convolution reads it";
+  c.time(1, 10, 0);
+  const ConvLayouts nchw = choose_conv_layouts(*c.graph, c.sites, ConvLayoutMode::kNchw);
+  EXPECT_EQ(nchw.layout, (std::vector{kNchw, kNchw, kNchw}));
+  EXPECT_EQ(to_string(kNhwc), "NHWC");
+  EXPECT_EQ(to_string(kNchw), "NCHW");
+}
+
+}  // namespace
+}  // namespace braid::exec::cuda
