@@ -47,6 +47,15 @@ struct Chain {
       s.x_transform_us = s.y_transform_us = transform;
     }
   }
+  ConvLayouts choose(ConvLayoutMode mode = ConvLayoutMode::kMeasure) const {
+    return choose_conv_layouts(*graph, sites, mode);
+  }
+  // Whether each conv's output is stored NHWC under `c`.
+  std::vector<bool> stored(const ConvLayouts& c) const {
+    std::vector<bool> out;
+    for (ValueId v : values) out.push_back(c.stored_nhwc(v));
+    return out;
+  }
   std::shared_ptr<const ir::Graph> graph;
   std::vector<ValueId> values;  // each conv's output
   std::vector<ConvSite> sites;
@@ -55,64 +64,62 @@ struct Chain {
 TEST(ConvLayout, AChainOfFasterNhwcConvsKeepsItsInsideNhwc) {
   Chain c(false);
   c.time(5, 10, 1);
-  const ConvLayouts got = choose_conv_layouts(*c.graph, c.sites, ConvLayoutMode::kMeasure);
+  const ConvLayouts got = c.choose();
   EXPECT_EQ(got.layout, (std::vector{kNhwc, kNhwc, kNhwc}));
   // Between two NHWC convolutions: NHWC. The graph's input and output: NCHW.
-  EXPECT_TRUE(got.stored_nhwc(c.values[0]));
-  EXPECT_TRUE(got.stored_nhwc(c.values[1]));
-  EXPECT_FALSE(got.stored_nhwc(c.values[2]));
+  EXPECT_EQ(c.stored(got), (std::vector{true, true, false}));
   EXPECT_FALSE(got.stored_nhwc(c.graph->inputs()[0]));
 }
 
 TEST(ConvLayout, AValueThatAnNchwKernelReadsStaysNchw) {
-  Chain c(true);
+  Chain c(true);  // the MaxPool reads conv0's output
   c.time(5, 10, 1);
-  const ConvLayouts got = choose_conv_layouts(*c.graph, c.sites, ConvLayoutMode::kMeasure);
+  const ConvLayouts got = c.choose();
   EXPECT_EQ(got.layout, (std::vector{kNhwc, kNhwc, kNhwc}));
-  EXPECT_FALSE(got.stored_nhwc(c.values[0])) << "the MaxPool reads it";
-  EXPECT_TRUE(got.stored_nhwc(c.values[1]));
+  EXPECT_EQ(c.stored(got), (std::vector{false, true, false}));
 }
 
 TEST(ConvLayout, SlowerNhwcConvsStayNchw) {
   Chain c(false);
   c.time(11, 10, 0);
-  const ConvLayouts got = choose_conv_layouts(*c.graph, c.sites, ConvLayoutMode::kMeasure);
+  const ConvLayouts got = c.choose();
   EXPECT_EQ(got.layout, (std::vector{kNchw, kNchw, kNchw}));
-  for (ValueId v : c.values) EXPECT_FALSE(got.stored_nhwc(v));
+  EXPECT_EQ(c.stored(got), (std::vector{false, false, false}));
 }
 
 // NHWC 9 us against NCHW 10: with transforms of 0.6 us the ends pay one each (9.6) and keep NHWC;
-// with 1.5 us the ends lose (10.5), and then the middle one pays both sides' and loses too.
+// with 1.5 us the ends lose (10.5), and then the middle one pays both sides' and loses too. A
+// lone fast one in the middle pays both transforms: 9 + 2 * 0.4 < 10 keeps it.
 TEST(ConvLayout, BoundaryTransformsTurnConvsBackUntilNoneLoses) {
-  Chain cheap(false);
-  cheap.time(9, 10, 0.6);
-  EXPECT_EQ(choose_conv_layouts(*cheap.graph, cheap.sites, ConvLayoutMode::kMeasure).layout,
-            (std::vector{kNhwc, kNhwc, kNhwc}));
-  Chain dear(false);
-  dear.time(9, 10, 1.5);
-  const ConvLayouts got = choose_conv_layouts(*dear.graph, dear.sites, ConvLayoutMode::kMeasure);
-  EXPECT_EQ(got.layout, (std::vector{kNchw, kNchw, kNchw}));
-  for (ValueId v : dear.values) EXPECT_FALSE(got.stored_nhwc(v));
-  // A lone fast one in the middle pays both transforms: 9 + 2 * 0.4 < 10 keeps it.
-  Chain lone(false);
-  lone.time(9, 10, 0.4);
-  lone.sites[0].nhwc_us = lone.sites[2].nhwc_us = 12;
-  const ConvLayouts one = choose_conv_layouts(*lone.graph, lone.sites, ConvLayoutMode::kMeasure);
-  EXPECT_EQ(one.layout, (std::vector{kNchw, kNhwc, kNchw}));
-  for (ValueId v : lone.values) EXPECT_FALSE(one.stored_nhwc(v));
+  struct Case {
+    double transform, ends_nhwc_us;
+    std::vector<ConvLayout> layout;
+    std::vector<bool> stored;
+  };
+  const Case cases[] = {{0.6, 9, {kNhwc, kNhwc, kNhwc}, {true, true, false}},
+                        {1.5, 9, {kNchw, kNchw, kNchw}, {false, false, false}},
+                        {0.4, 12, {kNchw, kNhwc, kNchw}, {false, false, false}}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE("transforms " + std::to_string(k.transform));
+    Chain c(false);
+    c.time(9, 10, k.transform);
+    c.sites[0].nhwc_us = c.sites[2].nhwc_us = k.ends_nhwc_us;
+    const ConvLayouts got = c.choose();
+    EXPECT_EQ(got.layout, k.layout);
+    EXPECT_EQ(c.stored(got), k.stored);
+  }
 }
 
 TEST(ConvLayout, ForcedModesIgnoreTheTimesButNotWhatCudnnCannotRun) {
   Chain c(false);
   c.time(11, 10, 5);
   c.sites[2].nhwc_ok = false;  // e.g. asymmetric pads
-  const ConvLayouts nhwc = choose_conv_layouts(*c.graph, c.sites, ConvLayoutMode::kNhwc);
+  const ConvLayouts nhwc = c.choose(ConvLayoutMode::kNhwc);
   EXPECT_EQ(nhwc.layout, (std::vector{kNhwc, kNhwc, kNchw}));
-  EXPECT_TRUE(nhwc.stored_nhwc(c.values[0]));
-  EXPECT_FALSE(nhwc.stored_nhwc(c.values[1])) << "an NCHW convolution reads it";
+  // conv1's output is read by conv2, which runs NCHW.
+  EXPECT_EQ(c.stored(nhwc), (std::vector{true, false, false}));
   c.time(1, 10, 0);
-  const ConvLayouts nchw = choose_conv_layouts(*c.graph, c.sites, ConvLayoutMode::kNchw);
-  EXPECT_EQ(nchw.layout, (std::vector{kNchw, kNchw, kNchw}));
+  EXPECT_EQ(c.choose(ConvLayoutMode::kNchw).layout, (std::vector{kNchw, kNchw, kNchw}));
   EXPECT_EQ(to_string(kNhwc), "NHWC");
   EXPECT_EQ(to_string(kNchw), "NCHW");
 }
