@@ -1,5 +1,6 @@
 // braid: inter-operator scheduling for DNN inference. `braid --help` lists the commands.
 #include <fmt/core.h>
+#include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>  // stderr_color_mt too
 #include <spdlog/spdlog.h>
 
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   auto log = spdlog::stderr_color_mt("braid");
   log->set_pattern("braid: %l: %v");
   spdlog::set_default_logger(std::move(log));
+  spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug: the library's debug lines too
   CLI::App app{"braid: inter-operator scheduling for DNN inference"};
   app.require_subcommand(1);
   app.fallthrough();  // --quiet after the subcommand too
