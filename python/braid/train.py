@@ -21,7 +21,6 @@ import time
 
 import numpy as np
 
-GPG_NOT_BUILT = "gpg is not built yet (issue 30); maddpg and toy are"
 
 
 class BadInput(Exception):
@@ -149,6 +148,63 @@ def write_curve(rows: list[dict], directory: str, title: str) -> str | None:
     return None
 
 
+def train_gpg(args, hidden: tuple, log) -> int:
+    """`braid train gpg`: GPG on random combinations of the scenario's blocks (python/braid/gpg.py),
+    then evaluated by braid's runtime (no PyTorch) on combinations it never trained on."""
+    from . import gpg, InvalidArgument, InvalidModel, InvalidSchedule, NotFound, Unsupported
+    scenario = scenario_of(args)
+    most = args.max_sub_blocks or int(scenario.get("H", 4))
+    if args.min_sub_blocks < 1 or most < args.min_sub_blocks:
+        raise BadInput(f"--min-sub-blocks {args.min_sub_blocks} and --max-sub-blocks {most}: "
+                       "need 1 <= min <= max")
+    if args.r < 1 or args.s < 1:
+        raise BadInput(f"-r and -s must be >= 1, got {args.r} and {args.s}")
+    try:
+        adapter = gpg.EnvAdapter(scenario, args.min_sub_blocks, most, args.r, args.s)
+    except (InvalidArgument, InvalidModel, InvalidSchedule, NotFound, Unsupported) as e:
+        raise BadInput(str(e)) from None
+    config = gpg.Config(steps=args.steps, seed=args.seed, hidden=hidden)
+    manifest = {"features": adapter.feature_names, "r": args.r, "s": args.s,
+                "models": [{"name": m, "blocks": b}
+                           for m, b in zip(adapter.env.models(), adapter.env.blocks())],
+                "sub_blocks": [args.min_sub_blocks, most], "scenario": scenario}
+    log(f"training gpg on {scenario['device']}: combinations of {args.min_sub_blocks}..{most} "
+        f"sub-blocks of {', '.join(adapter.env.models())}, r = {args.r}, s = {args.s}, "
+        f"{args.steps} steps, seed {args.seed}")
+    started = time.monotonic()
+
+    def save(net, rows):
+        manifest["training"] = {"algorithm": "gpg", "steps": rows[-1]["step"] if rows else 0,
+                                "of": args.steps, "seed": args.seed,
+                                "combinations": sorted({tuple(map(tuple, r["combination"]))
+                                                        for r in rows}),
+                                "config": {k: list(v) if isinstance(v, tuple) else v
+                                           for k, v in vars(config).items()},
+                                "wall_s": round(time.monotonic() - started, 2),
+                                "torch": torch_version()}
+        gpg.export(net, args.output, manifest)
+        return write_curve([dict(r, reward_mean=r["return"]) for r in rows], args.output,
+                           f"GPG, {scenario['device']}, seed {args.seed}")
+
+    net, rows = gpg.train(adapter, config, log=log, checkpoint=(args.checkpoint_every, save))
+    wall = time.monotonic() - started
+    note = save(net, rows)
+    if note:
+        log(note)
+    evaluation = gpg.evaluate(adapter, args.output, args.held_out, seed=args.seed,
+                              trained=manifest["training"]["combinations"])
+    manifest["evaluation"] = evaluation
+    gpg.write_manifest(args.output, manifest, config)
+    print(json.dumps({"output": args.output, "steps": rows[-1]["step"], "wall_s": round(wall, 2),
+                      "held_out": evaluation["summary"]}))
+    return 0
+
+
+def torch_version() -> str:
+    import torch
+    return torch.__version__
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="braid train", description=__doc__.split("\n\n")[0])
     p.add_argument("algorithm", choices=["maddpg", "gpg", "toy"])
@@ -161,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--H", type=int)
     p.add_argument("--image-size", type=int)
     p.add_argument("--scheduler")
-    p.add_argument("--steps", type=int, default=8000)
+    p.add_argument("--steps", type=int,
+                   help="environment steps (default: maddpg 8000, gpg 6000, as §VI-E)")
     p.add_argument("--warmup", type=int, help="random-action steps (default: min(2000, steps/4))")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--step-s", type=float, default=0.5)
@@ -172,6 +229,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--actor", default="500,128", help="actor hidden sizes (§VI-B: 500,128)")
     p.add_argument("--critic", default="1024,512,300", help="critic hidden sizes (§VI-B)")
     p.add_argument("--batch", type=int, default=100)
+    p.add_argument("--min-sub-blocks", type=int, default=2,
+                   help="gpg: fewest sub-blocks in a training combination")
+    p.add_argument("--max-sub-blocks", type=int,
+                   help="gpg: most sub-blocks in a training combination (default: H)")
+    p.add_argument("-r", type=int, default=3, help="gpg: most units per group (ios.txt §4.3)")
+    p.add_argument("-s", type=int, default=8, help="gpg: most groups per stage")
+    p.add_argument("--gnn", default="64,32",
+                   help="gpg: hidden sizes of every network (§VI-B's GNN functions: 64,32)")
+    p.add_argument("--held-out", type=int, default=20,
+                   help="gpg: combinations never trained on to evaluate the result on")
     p.add_argument("--threads", type=int, default=1, help="PyTorch's threads")
     p.add_argument("--checkpoint-every", type=int, default=0,
                    help="also write DIR (policy, curve) every N steps, so a long run can be used early")
@@ -183,29 +250,31 @@ def main(argv: list[str] | None = None) -> int:
         return 2 if e.code else 0
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     try:
-        if args.algorithm == "gpg":
-            raise BadInput(GPG_NOT_BUILT)
         try:
             import torch
         except ImportError:
             print("braid train: needs PyTorch (Debian: apt-get install python3-torch; or set "
                   "BRAID_PYTHON to a Python that has it)", file=sys.stderr)
             return 1
-        from . import maddpg
-
         def sizes(text, flag):
             try:
                 return tuple(int(v) for v in text.split(",") if v)
             except ValueError:
                 raise BadInput(f"{flag}: '{text}' is not a comma-separated list of sizes") from None
 
+        if args.steps is None:
+            args.steps = 6000 if args.algorithm == "gpg" else 8000
         if args.steps < 1:
             raise BadInput(f"--steps must be >= 1, got {args.steps}")
+        torch.set_num_threads(max(1, args.threads))
+        if args.algorithm == "gpg":
+            return train_gpg(args, sizes(args.gnn, "--gnn"), log)
+        from . import maddpg
+
         warmup = args.warmup if args.warmup is not None else min(2000, args.steps // 4)
         config = maddpg.Config(steps=args.steps, seed=args.seed, warmup=warmup, batch=args.batch,
                                actor_sizes=sizes(args.actor, "--actor"),
                                critic_sizes=sizes(args.critic, "--critic"))
-        torch.set_num_threads(max(1, args.threads))
         started = time.monotonic()
         if args.algorithm == "toy":
             env = ToyEnv()

@@ -20,24 +20,28 @@ constexpr size_t kPooling = kActivation + 5;
 constexpr size_t kWork = kPooling + 3;
 static_assert(kWork + 2 == kUnitFeatures);
 
-float log_size(double x) {
-  return static_cast<float>(std::log2(1.0 + std::max(0.0, x)));
+// log2(1 + x) / scale: sizes, counts and work in about [0, 1.5] (learning wants inputs near 1).
+float log_size(double x, double scale) {
+  return static_cast<float>(std::log2(1.0 + std::max(0.0, x)) / scale);
 }
+constexpr double kDimScale = 8;    // a dim of 255 -> 1
+constexpr double kWorkScale = 32;  // 4G FLOPs or bytes -> 1
+constexpr float kWindowScale = 4;  // strides, kernels and pads: 4 -> 1
 
 // The last four dims of `shape`, right-aligned (a [N, C, H, W] map fills all four).
 void put_dims(const Shape& shape, float* out) {
   const size_t n = std::min<size_t>(shape.size(), 4);
   for (size_t i = 0; i < n; ++i)
-    out[4 - n + i] = log_size(static_cast<double>(shape[shape.size() - n + i]));
+    out[4 - n + i] = log_size(static_cast<double>(shape[shape.size() - n + i]), kDimScale);
 }
 
 template <typename Attrs>
 void put_window(const Attrs& a, std::vector<float>& f) {
   for (size_t i = 0; i < 2; ++i) {
-    f[kStride + i] = static_cast<float>(a.stride[i]);
-    f[kKernel + i] = static_cast<float>(a.kernel[i]);
+    f[kStride + i] = static_cast<float>(a.stride[i]) / kWindowScale;
+    f[kKernel + i] = static_cast<float>(a.kernel[i]) / kWindowScale;
   }
-  for (size_t i = 0; i < 4; ++i) f[kPads + i] = static_cast<float>(a.pads[i]);
+  for (size_t i = 0; i < 4; ++i) f[kPads + i] = static_cast<float>(a.pads[i]) / kWindowScale;
 }
 
 }  // namespace
@@ -47,8 +51,8 @@ std::vector<float> unit_features(const UnitGraph& graph, UnitId unit) {
               index(unit), " in '", graph.name(), "'");
   std::vector<float> f(kUnitFeatures, 0.0f);
   const Unit& u = graph.unit(unit);
-  f[kWork] = log_size(static_cast<double>(u.flops));
-  f[kWork + 1] = log_size(static_cast<double>(u.bytes));
+  f[kWork] = log_size(static_cast<double>(u.flops), kWorkScale);
+  f[kWork + 1] = log_size(static_cast<double>(u.bytes), kWorkScale);
   const Graph* ops = graph.graph();
   if (ops == nullptr || u.ops.empty()) return f;
   const Node& first = ops->node(u.ops.front());
@@ -63,14 +67,14 @@ std::vector<float> unit_features(const UnitGraph& graph, UnitId unit) {
     if (const auto* conv = std::get_if<ConvAttrs>(&node.attrs)) {
       if (!windowed) {
         put_window(*conv, f);
-        f[kGroups] = log_size(static_cast<double>(conv->groups) - 1.0);
+        f[kGroups] = log_size(static_cast<double>(conv->groups) - 1.0, kDimScale);
       }
       windowed = true;
       if (conv->activation != Activation::kNone) activation = conv->activation;
     } else if (const auto* deconv = std::get_if<ConvTransposeAttrs>(&node.attrs)) {
       if (!windowed) {
         put_window(*deconv, f);
-        f[kGroups] = log_size(static_cast<double>(deconv->groups) - 1.0);
+        f[kGroups] = log_size(static_cast<double>(deconv->groups) - 1.0, kDimScale);
       }
       windowed = true;
     } else if (const auto* pool = std::get_if<PoolAttrs>(&node.attrs)) {

@@ -34,20 +34,20 @@ TEST(UnitFeatures, ConvReluAndPoolCarryTheirWindows) {
   EXPECT_EQ(at(f, "op:Conv"), 1.0f);
   EXPECT_EQ(at(f, "op:Relu"), 1.0f);
   EXPECT_EQ(at(f, "op:MaxPool"), 0.0f);
-  EXPECT_EQ(at(f, "stride:0"), 2.0f);
-  EXPECT_EQ(at(f, "kernel:1"), 3.0f);
-  EXPECT_EQ(at(f, "pad:bottom"), 1.0f);
-  EXPECT_FLOAT_EQ(at(f, "log2_groups"), 1.0f);
+  EXPECT_EQ(at(f, "stride:0"), 2.0f / 4);
+  EXPECT_EQ(at(f, "kernel:1"), 3.0f / 4);
+  EXPECT_EQ(at(f, "pad:bottom"), 1.0f / 4);
+  EXPECT_FLOAT_EQ(at(f, "log2_groups"), 1.0f / 8);
   EXPECT_EQ(at(f, "activation:relu"), 1.0f);
   EXPECT_EQ(at(f, "activation:none"), 0.0f);
-  EXPECT_FLOAT_EQ(at(f, "in:1"), std::log2(5.0f));   // 4 channels
-  EXPECT_FLOAT_EQ(at(f, "out:3"), std::log2(9.0f));  // 8 wide after stride 2
+  EXPECT_FLOAT_EQ(at(f, "in:1"), std::log2(5.0f) / 8);   // 4 channels
+  EXPECT_FLOAT_EQ(at(f, "out:3"), std::log2(9.0f) / 8);  // 8 wide after stride 2
   EXPECT_GT(at(f, "log2_flops"), 0.0f);
 
   const std::vector<float> p = unit_features(u, UnitId{1});
   EXPECT_EQ(at(p, "op:MaxPool"), 1.0f);
   EXPECT_EQ(at(p, "pool:max"), 1.0f);
-  EXPECT_EQ(at(p, "kernel:0"), 2.0f);
+  EXPECT_EQ(at(p, "kernel:0"), 2.0f / 4);
   EXPECT_EQ(at(p, "activation:none"), 1.0f);
   EXPECT_THROW(unit_features(u, UnitId{2}), Error);
 }

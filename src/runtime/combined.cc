@@ -21,6 +21,8 @@ std::string_view to_string(CombineMethod method) {
       return "dp";
     case CombineMethod::kSuperblock:
       return "superblock";
+    case CombineMethod::kGpg:
+      return "gpg";
   }
   return "single";
 }
@@ -109,14 +111,19 @@ class UnionCost final : public cost::CostModel {
   const StageCost* cost_;
 };
 
-struct DpResult {
-  Stages stages;
-  int64_t states = 0;
-};
+}  // namespace
 
-// IOS's dynamic program (concurrent stages only, pruning r and s) on the union of `combination`.
-DpResult ios_dp(const ModelSet& models, const StageCost& cost, const CombineOptions& options,
-                std::span<const SubBlock> combination) {
+UnionDp union_dp(const ModelSet& models, const StageCost& cost, const CombineOptions& options,
+                 std::span<const SubBlock> combination) {
+  size_t units = 0;
+  for (const SubBlock& sb : combination) {
+    BRAID_CHECK(sb.model < models.size() && sb.block < models.model(sb.model).blocks.size(),
+                ErrorCode::kInvalidArgument, "union dp: no block ", sb.block, " of model ",
+                sb.model);
+    units += models.model(sb.model).blocks[sb.block].units.size();
+  }
+  BRAID_CHECK(units >= 1 && units <= size_t(sched::kIosMaxPartSize), ErrorCode::kInvalidArgument,
+              "union dp: a combination of 1 to ", sched::kIosMaxPartSize, " units, got ", units);
   const UnionGraph g = union_graph(models, combination);
   const UnionCost union_cost(g, cost);
   sched::ScheduleOptions ios;
@@ -127,7 +134,7 @@ DpResult ios_dp(const ModelSet& models, const StageCost& cost, const CombineOpti
   const sched::IosScheduler scheduler(ios, sched::IosVariant::kParallel, sched::kIosMaxPartSize);
   sched::SearchStats stats;
   const sched::Schedule s = scheduler.schedule(g.graph, union_cost, &stats);
-  DpResult out;
+  UnionDp out;
   out.states = stats.states;
   for (const sched::Stage& stage : s.stages) {
     auto& groups = out.stages.emplace_back();
@@ -139,9 +146,7 @@ DpResult ios_dp(const ModelSet& models, const StageCost& cost, const CombineOpti
   return out;
 }
 
-// Every unit of the combination exactly once; an edge inside a sub-block goes from an earlier
-// stage, or from earlier in the same group. A broken schedule here is a bug: kInternal.
-void check_schedule(const ModelSet& models, const CombinedSchedule& s) {
+void check_combined_schedule(const ModelSet& models, const CombinedSchedule& s) {
   std::map<UnitRef, std::pair<size_t, std::pair<size_t, size_t>>> where;  // stage, (group, pos)
   for (size_t k = 0; k < s.stages.size(); ++k)
     for (size_t g = 0; g < s.stages[k].size(); ++g)
@@ -173,8 +178,6 @@ void check_schedule(const ModelSet& models, const CombinedSchedule& s) {
   BRAID_CHECK(where.size() == total, ErrorCode::kInternal,
               "combined schedule places units outside its sub-blocks");
 }
-
-}  // namespace
 
 CombinedScheduler::CombinedScheduler(const ModelSet& models, const StageCost& cost,
                                      CombineOptions options)
@@ -237,6 +240,10 @@ const CombinedSchedule& CombinedScheduler::lookup(std::vector<SubBlock> key, boo
       case CombineMethod::kSuperblock:
         ++stats_.superblocks;
         break;
+      case CombineMethod::kGpg:
+        ++stats_.searched;
+        ++stats_.gpg;
+        break;
     }
   }
   return *it->second;
@@ -246,11 +253,11 @@ CombinedSchedule CombinedScheduler::search(std::vector<SubBlock> combination) {
   CombinedSchedule out;
   out.sub_blocks = combination;
   if (combination.size() == 1) {
-    DpResult dp = ios_dp(*models_, *cost_, options_, combination);
+    UnionDp dp = union_dp(*models_, *cost_, options_, combination);
     out.stages = std::move(dp.stages);
     out.predicted = stages_cost(*cost_, out.stages);
     out.method = CombineMethod::kSingle;
-    check_schedule(*models_, out);
+    check_combined_schedule(*models_, out);
     std::lock_guard lock(mutex_);
     single_states_[combination[0]] = dp.states;
     return out;
@@ -272,9 +279,24 @@ CombinedSchedule CombinedScheduler::search(std::vector<SubBlock> combination) {
   out.method = CombineMethod::kZip;
   if (combination.size() > size_t(options_.max_sub_blocks)) {
     out.method = CombineMethod::kSuperblock;
+  } else if (options_.intra != nullptr) {
+    const auto start = std::chrono::steady_clock::now();
+    Stages stages = options_.intra->schedule(*models_, *cost_, combination);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    {
+      std::lock_guard lock(mutex_);
+      ++stats_.intra_runs;
+      stats_.intra_seconds += took.count();
+    }
+    const Micros predicted = stages_cost(*cost_, stages);
+    if (predicted < out.predicted) {
+      out.stages = std::move(stages);
+      out.predicted = predicted;
+      out.method = CombineMethod::kGpg;
+    }
   } else if (units <= size_t(sched::kIosMaxPartSize) && states <= options_.dp_state_limit) {
     const auto start = std::chrono::steady_clock::now();
-    DpResult dp = ios_dp(*models_, *cost_, options_, combination);
+    UnionDp dp = union_dp(*models_, *cost_, options_, combination);
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     {
       std::lock_guard lock(mutex_);
@@ -289,7 +311,7 @@ CombinedSchedule CombinedScheduler::search(std::vector<SubBlock> combination) {
       out.method = CombineMethod::kDp;
     }
   }
-  check_schedule(*models_, out);
+  check_combined_schedule(*models_, out);
   return out;
 }
 

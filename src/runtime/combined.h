@@ -17,7 +17,9 @@
 //    concatenated); always available, linear in the sub-blocks;
 //  - dp: IOS's dynamic program over the whole union, when it has at most 64 units and the
 //    product of the sub-blocks' own state counts (the union's states) is within
-//    dp_state_limit; the faster of zip and dp by the stage cost is kept.
+//    dp_state_limit; the faster of zip and dp by the stage cost is kept;
+//  - gpg: with CombineOptions::intra set (`--intra gpg:DIR`), a learned scheduler in place of
+//    the dp (runtime/gpg.h), for any size; the faster of zip and its schedule is kept.
 // A combination of more than max_sub_blocks (H) sub-blocks is a superblock: it is not
 // optimized (its sub-blocks' own stages zipped, priced, never searched).
 #pragma once
@@ -46,7 +48,7 @@ class StageCost {
   virtual Micros stage(std::span<const std::vector<UnitRef>> groups) const = 0;
 };
 
-enum class CombineMethod : uint8_t { kSingle, kZip, kDp, kSuperblock };
+enum class CombineMethod : uint8_t { kSingle, kZip, kDp, kSuperblock, kGpg };
 std::string_view to_string(CombineMethod);
 
 struct CombinedSchedule {
@@ -66,6 +68,17 @@ std::vector<std::vector<std::vector<UnitRef>>> zip_stages(
 Micros stages_cost(const StageCost& cost,
                    std::span<const std::vector<std::vector<UnitRef>>> stages);
 
+// A learned scheduler of combined blocks in place of IOS's DP (runtime/gpg.h).
+class IntraScheduler {
+ public:
+  virtual ~IntraScheduler() = default;
+  virtual std::string_view name() const = 0;
+  // The stages of a sorted combination of at least two sub-blocks, first to last.
+  virtual std::vector<std::vector<std::vector<UnitRef>>> schedule(
+      const ModelSet& models, const StageCost& cost,
+      std::span<const SubBlock> combination) const = 0;
+};
+
 struct CombineOptions {
   int max_group_size = 3;  // r (ios.txt §4.3, top.txt §V-D)
   int max_groups = 8;      // s
@@ -74,16 +87,21 @@ struct CombineOptions {
   // 0.05 s, 5,329 states 4.3 s, 38,471 states 57 s; bench/README.md): 2,000 keeps a miss under
   // about a second, 2% better than zip alone over 39 combinations.
   int64_t dp_state_limit = 2000;
+  // Null: IOS's DP (within dp_state_limit). Else this scheduler, instead of the DP.
+  std::shared_ptr<const IntraScheduler> intra;
 };
 
 struct CombineStats {
   int64_t lookups = 0, hits = 0;  // the stage dict
   int64_t searched = 0;           // combinations scheduled (misses)
-  int64_t dp = 0, zip = 0, superblocks = 0;
+  int64_t dp = 0, zip = 0, superblocks = 0, gpg = 0;
   double search_seconds = 0;  // time spent scheduling misses
   // IOS's DP over unions of sub-blocks (not the sub-blocks alone): states memoized, time taken.
   int64_t dp_runs = 0, dp_states = 0;
   double dp_seconds = 0;
+  // The intra-block scheduler (CombineOptions::intra): combinations it scheduled, time taken.
+  int64_t intra_runs = 0;
+  double intra_seconds = 0;
 };
 
 class CombinedScheduler {
@@ -101,6 +119,7 @@ class CombinedScheduler {
 
   CombineStats stats() const;
   const CombineOptions& options() const { return options_; }
+  const ModelSet& models() const { return *models_; }
   const StageCost& cost() const { return *cost_; }
 
  private:
@@ -117,6 +136,20 @@ class CombinedScheduler {
   std::map<SubBlock, int64_t> single_states_;  // the DP's state count of each sub-block alone
   CombineStats stats_;
 };
+
+// IOS's dynamic program (concurrent stages only, r and s of `options`, no state limit) over the
+// union of a combination of at most 64 units in all (kInvalidArgument otherwise): its stages and
+// the states it memoized. What CombinedScheduler runs within dp_state_limit.
+struct UnionDp {
+  std::vector<std::vector<std::vector<UnitRef>>> stages;
+  int64_t states = 0;
+};
+UnionDp union_dp(const ModelSet& models, const StageCost& cost, const CombineOptions& options,
+                 std::span<const SubBlock> combination);
+
+// Every unit of the combination's sub-blocks exactly once, each after its producers in the same
+// sub-block (an earlier stage, or earlier in its group): kInternal naming the first that is not.
+void check_combined_schedule(const ModelSet& models, const CombinedSchedule& schedule);
 
 // Stage costs from each model's own cost model (cpu, roofline, ...): a stage of one model is
 // asked of that model's cost model; a stage mixing models is priced by the lower bound every

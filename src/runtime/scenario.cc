@@ -9,6 +9,7 @@
 #include "base/parse.h"
 #include "exec/cuda/cuda_executor.h"
 #include "runtime/exec_backend.h"
+#include "runtime/gpg.h"
 #include "runtime/sim_backend.h"
 #include "sched/registry.h"
 #include "sim/device_spec.h"
@@ -60,6 +61,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& where) {
                                  "queue_capacity",
                                  "max_in_flight",
                                  "dp_state_limit",
+                                 "intra",
                                  "precision",
                                  "models"};
   for (const auto& [key, value] : j.items()) {
@@ -87,6 +89,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& where) {
   s.queue_capacity = field(j, "queue_capacity", s.queue_capacity, where);
   s.max_in_flight = field(j, "max_in_flight", s.max_in_flight, where);
   s.dp_state_limit = field(j, "dp_state_limit", s.dp_state_limit, where);
+  s.intra = field(j, "intra", s.intra, where);
   if (j.contains("precision"))
     s.precision = parse_precision(field<std::string>(j, "precision", "fp32", where));
   BRAID_CHECK(j.contains("models") && j.at("models").is_array() && !j.at("models").empty(),
@@ -169,6 +172,7 @@ nlohmann::json to_json(const Scenario& s) {
           {"queue_capacity", s.queue_capacity},
           {"max_in_flight", s.max_in_flight},
           {"dp_state_limit", s.dp_state_limit},
+          {"intra", s.intra},
           {"precision", to_string(s.precision)},
           {"models", models}};
 }
@@ -211,7 +215,9 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
       model_cost = tune::make_cost_model({.name = "roofline"}, m.units(), weights);
     impl_->costs.push_back(std::move(model_cost));
   }
-  CombineOptions combine{.max_sub_blocks = s.max_sub_blocks, .dp_state_limit = s.dp_state_limit};
+  CombineOptions combine{.max_sub_blocks = s.max_sub_blocks,
+                         .dp_state_limit = s.dp_state_limit,
+                         .intra = make_intra_scheduler(s.intra)};
   if (s.device.is_sim()) {
     auto sim = std::make_unique<SimBackend>(
         impl_->models, sim::with_precision(sim::load_device(s.device.sim), s.precision));
@@ -318,6 +324,7 @@ nlohmann::json to_json(const Report& r) {
             {"dp", r.combine.dp},
             {"zip", r.combine.zip},
             {"superblocks", r.combine.superblocks},
+            {"gpg", r.combine.gpg},
             {"search_s", r.combine.search_seconds}}},
           {"decisions", r.decisions},
           {"final_variance", r.final_variance},

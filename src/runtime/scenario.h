@@ -67,6 +67,9 @@ struct Scenario {
   // combination zipped, never searched (training explores many combinations: a miss then costs
   // a few stage prices, not a DP).
   int64_t dp_state_limit = 2000;
+  // How combined blocks are scheduled inside: "dp" (IOS's DP within dp_state_limit, else zip) or
+  // "gpg:DIR" (a GPG that `braid train gpg` wrote; runtime/gpg.h).
+  std::string intra = "dp";
   // What the models compute in (base/precision.h): fp32 anywhere; tf32, fp16 or bf16 on cuda:N
   // (the executor's storage and math) and sim:NAME (the simulator's pricing). Plans and the
   // combined stages are priced in it.

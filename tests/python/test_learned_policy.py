@@ -116,7 +116,7 @@ def test_serve_runs_it_on_the_cpu(policy):
 
 @pytest.mark.parametrize("change,message", [
     (lambda m: m.update(format="nope"), "not a braid.policy/1 manifest"),
-    (lambda m: m.update(kind="toy"), "cannot run as a runtime policy"),
+    (lambda m: m.update(kind="toy"), "cannot run as a maddpg policy"),
     (lambda m: m.update(H=2), "trained with H = 2"),
     (lambda m: m["models"][0].update(name="mobilenet"), "was trained on mobilenet (12 blocks)"),
     (lambda m: m["models"].reverse(), "agent model_0_squeezenet has 12 actions"),

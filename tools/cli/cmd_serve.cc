@@ -24,7 +24,7 @@ void add_serve_command(CLI::App& app) {
       "serve", "Serve models over HTTP (KServe v2 / Triton protocol) on TOP's runtime");
   static std::string models_flag, repository, device = "cpu", policy = "top-heuristic",
                                               scheduler = "ios";
-  static std::string host = "127.0.0.1", cost, control_mode = "none";
+  static std::string host = "127.0.0.1", cost, control_mode = "none", intra = "dp";
   static std::vector<std::string> load_models;
   static models::InputShapes inputs;  // --shape/--dim of the --models models
   static int port = 8000, grpc_port = 8001, overload_status = 503, http_threads = 64,
@@ -43,6 +43,10 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--scheduler", scheduler, "Each model's own schedule")->capture_default_str();
   cmd->add_option("--cost", cost, "Its cost model (default: roofline on cpu, cuda:N on a GPU)");
+  cmd->add_option("--intra", intra,
+                  "Inside combined blocks: dp (IOS's DP) or gpg:DIR (a GPG `braid train gpg` "
+                  "wrote)")
+      ->capture_default_str();
   cmd->add_option("-H", max_sub_blocks, "Most sub-blocks in a combined block")
       ->check(whole_number_in("H", 1, runtime::kMaxSubBlocksLimit))
       ->capture_default_str();
@@ -96,6 +100,7 @@ void add_serve_command(CLI::App& app) {
                                                 .image_size = image_size,
                                                 .scheduler = scheduler,
                                                 .cost = cost,
+                                                .intra = intra,
                                                 .precision = precision_of(precision)},
                                    .policy = policy};
     for (const std::string& spec : nonempty(split(models_flag, ','))) {

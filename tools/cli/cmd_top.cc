@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "commands.h"
 #include "cost_flags.h"
+#include "runtime/gpg.h"
 #include "runtime/scenario.h"
 #include "top_flags.h"
 #include "tune/measure.h"
@@ -49,6 +50,9 @@ void add_top_command(CLI::App& app) {
   cmd->add_option("--image-size", flags.image_size, "Input height and width (default 224)")
       ->check(whole_number_in("the image size", 1, kMaxImageSize));
   cmd->add_option("--scheduler", flags.scheduler, "Each model's own scheduler (default ios)");
+  cmd->add_option("--intra", flags.intra,
+                  "Inside combined blocks: dp (IOS's DP, default) or gpg:DIR (a GPG `braid train "
+                  "gpg` wrote)");
   cmd->add_option("--cost", flags.cost, "Its cost model (default: the device's)");
   cmd->add_option("-T,--variance-threshold", flags.variance_threshold,
                   "Re-decide when the queue lengths' variance exceeds this (default 16)")
@@ -87,6 +91,7 @@ void add_top_command(CLI::App& app) {
       if (given("--batch")) s.batch = flags.batch;
       if (given("--image-size")) s.image_size = flags.image_size;
       if (given("--scheduler")) s.scheduler = flags.scheduler;
+      if (given("--intra")) s.intra = flags.intra;
       if (given("--cost")) s.cost = flags.cost;
       if (given("--variance-threshold")) s.variance_threshold = flags.variance_threshold;
       if (given("--queue-capacity")) s.queue_capacity = flags.queue_capacity;
@@ -113,6 +118,7 @@ void add_top_command(CLI::App& app) {
     // The limits (FPS, duration, the task count they make, ...) before anything is loaded.
     runtime::validate(s, scenario_file.empty() ? "top" : scenario_file);
     for (const std::string& p : s.policies) runtime::make_policy(p);  // unknown names fail early
+    runtime::make_intra_scheduler(s.intra);  // a missing or bad gpg:DIR too
 
     runtime::ScenarioRunner runner(s);
     for (size_t m = 0; m < runner.models().size(); ++m) {

@@ -1,0 +1,347 @@
+"""GPG: TOP's learned intra-block scheduler (top.txt §V-C, Algorithm 2, Eqs. 5-8), in PyTorch.
+
+Training only: the trained networks are exported as ONNX beside a braid.policy/1 manifest of
+kind "gpg", and braid's runtime evaluates them itself (`--intra gpg:DIR`, runtime/gpg.h), with
+the same decision rule as `GpgNet.decide` here.
+
+What the paper leaves open, decided here (docs/top.md, "GPG"):
+- The action. The paper's μ(z) picks ⌊m·M⌋ of a list of endings in an unstated order, and the
+  policy never sees the candidates; that list is the product of the sub-blocks' own lists (the
+  sub-blocks of a combined block share no edge), millions at 4 sub-blocks of Inception V3. Here
+  q scores each sub-block's endings, c = [Σ_{v in the ending} e_v, its units, groups, slowest
+  group's and all units' latency, the sub-block's latency left] (runtime::candidate_extras), and
+  a stage takes every sub-block's best, the best first while within s groups; a stage's value is
+  the sum of its scores. A first version also scored "none" per sub-block; greedy on it, it
+  scheduled one sub-block per stage (docs/top.md).
+- Eqs. 7-8 (a TD critic q(z, m) and a deterministic policy gradient through a continuous m)
+  become an actor-critic over those discrete picks: π is a softmax over each sub-block's ending
+  scores, the critic V(z) (training only, like the paper's q) learns the return G_t, and the
+  policy follows (G_t − V(z_t)) ∇ log π, plus an entropy bonus; G_t is the episode's rest
+  (γ = 1: an episode is one combined block, a few to a few dozen stages). A first version, a
+  Q-learner with n-step TD targets (Eq. 7's δ) and ε-greedy picks, stayed 20-30% slower than
+  the zip in 4,000 steps (docs/top.md).
+- The reward is −l_t / l_zip (scale-free; e^(−l) rewards more stages and vanishes on µs stages):
+  l_zip is the combination's latency when its sub-blocks' own schedules are zipped, so a return
+  above −1 is a schedule faster than the zip.
+- Sizes: §VI-B's GNN functions (64, 32 hidden) for g1, h1, g2, h2, the scorer and the critic;
+  §VI-B's policy (500-128) and value (1024-512-300) sizes would make every decision a hundred
+  times costlier, where GPG's point is speed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+EXTRAS = 5  # runtime::kCandidateExtras: units, groups, slowest group, all, the sub-block's left
+
+__all__ = ["Config", "GpgNet", "Episode", "train", "export", "EnvAdapter"]
+
+
+@dataclass
+class Config:
+    steps: int = 6000  # environment steps (stages chosen); the paper's 6,000 (§VI-E)
+    seed: int = 0
+    lr: float = 1e-3  # η (§VI-B)
+    message: int = 32  # g's output
+    embedding: int = 32  # z
+    hidden: tuple = (64, 32)  # every network's hidden layers (§VI-B's GNN functions)
+    episodes_per_update: int = 4  # on-policy: one gradient step per this many episodes
+    entropy: float = 0.01  # weight of the policy's entropy in the loss (keeps it exploring)
+    onnx_batch: int = 32  # rows per evaluation in braid's runtime
+
+
+def mlp(inputs: int, hidden: tuple, outputs: int) -> nn.Sequential:
+    layers, width = [], inputs
+    for h in hidden:
+        layers += [nn.Linear(width, h), nn.ReLU()]
+        width = h
+    layers.append(nn.Linear(width, outputs))
+    return nn.Sequential(*layers)
+
+
+class GpgNet(nn.Module):
+    def __init__(self, features: int, config: Config):
+        super().__init__()
+        self.features = features
+        self.config = config
+        c = config
+        self.g1 = mlp(features, c.hidden, c.message)
+        self.h1 = mlp(c.message, c.hidden, features)
+        self.g2 = mlp(features, c.hidden, c.message)
+        self.h2 = mlp(c.message, c.hidden, c.embedding)
+        self.policy = mlp(c.embedding + features + EXTRAS, c.hidden, 1)  # an ending's score
+        self.value = mlp(c.embedding, c.hidden, 1)  # the critic V(z): training only
+
+    def embed(self, x: torch.Tensor, parents: list, levels: list) -> torch.Tensor:
+        """Eq. 5, level by level: e_v = h1(Σ_parents g1(e_p)) + s_v."""
+        n = x.shape[0]
+        e: list = [None] * n
+        m: list = [None] * n
+        zero = torch.zeros(self.config.message)
+        for nodes in levels:
+            sums = torch.stack([sum((m[p] for p in parents[v]), zero) for v in nodes])
+            h = self.h1(sums)
+            for i, v in enumerate(nodes):
+                e[v] = x[v] + h[i]
+            msg = self.g1(torch.stack([e[v] for v in nodes]))
+            for i, v in enumerate(nodes):
+                m[v] = msg[i]
+        return torch.stack(e)
+
+    def rows(self, e: torch.Tensor, g2: torch.Tensor, leaves: list, candidates: list):
+        """z (Eq. 6) and q's input rows: every sub-block's endings in turn (runtime/gpg.cc)."""
+        z = self.h2(g2[leaves].sum(dim=0))
+        out = [torch.cat([z, e[nodes].sum(dim=0), torch.tensor(extras)])
+               for of_block in candidates for nodes, _, extras in of_block]
+        return torch.stack(out)
+
+
+def levels_of(parents: list) -> list:
+    level = [0] * len(parents)
+    for v, ps in enumerate(parents):
+        for p in ps:
+            level[v] = max(level[v], level[p] + 1)
+    out: list = [[] for _ in range(max(level) + 1 if level else 0)]
+    for v, d in enumerate(level):
+        out[d].append(v)
+    return out
+
+
+def decide(q: np.ndarray, candidates: list, s: int) -> list:
+    """The decision rule (runtime/gpg.cc): per sub-block its best ending by q (the first of
+    equals); the best scores first while within s groups, at least one. One index per sub-block,
+    -1 where it sits out."""
+    best, r = [], 0
+    for k, of_block in enumerate(candidates):
+        if of_block:
+            scores = q[r:r + len(of_block)]
+            j = int(np.argmax(scores))
+            best.append((k, j, float(scores[j]), of_block[j][1]))
+        r += len(of_block)
+    order = sorted(range(len(best)), key=lambda i: -best[i][2])  # stable: ties keep sub-block order
+    choice = [-1] * len(candidates)
+    groups = 0
+    for n, i in enumerate(order):
+        k, j, _, g = best[i]
+        if n == 0 or groups + g <= s:
+            choice[k] = j
+            groups += g
+    return choice
+
+
+def chosen_rows(candidates: list, choice: list) -> list:
+    """The rows of q's input (as rows() orders them) that a choice takes."""
+    out, r = [], 0
+    for k, of_block in enumerate(candidates):
+        if choice[k] >= 0:
+            out.append(r + choice[k])
+        r += len(of_block)
+    return out
+
+
+@dataclass
+class Episode:
+    x: np.ndarray
+    parents: list
+    levels: list
+    steps: list = field(default_factory=list)  # (leaves, candidates, choice, reward)
+    zip_us: float = 0.0
+    latency_us: float = 0.0
+
+
+class EnvAdapter:
+    """braid._braid.IntraEnv (runtime/intra_env.h) from a braid.top/1 scenario."""
+
+    def __init__(self, scenario: dict, min_sub_blocks: int, max_sub_blocks: int, r: int, s: int):
+        from . import _braid
+        self.env = _braid.IntraEnv(json.dumps(scenario), min_sub_blocks, max_sub_blocks, r, s)
+        self.feature_names = list(_braid.intra_feature_names())
+        self.r, self.s = r, s
+
+    def observe(self):
+        env = self.env
+        x = np.asarray(env.features(), dtype=np.float32).reshape(-1, len(self.feature_names))
+        return x, [list(p) for p in env.parents()]
+
+
+def _forward(net: GpgNet, episode: Episode):
+    """Every step's scores (one tensor per step, rows() order) and V(z_t), with gradients."""
+    e = net.embed(torch.from_numpy(episode.x), episode.parents, episode.levels)
+    g2 = net.g2(e)
+    scores, values = [], []
+    for leaves, cands, _, _ in episode.steps:
+        z = net.h2(g2[leaves].sum(dim=0))
+        scores.append(net.policy(net.rows(e, g2, leaves, cands)).squeeze(-1))
+        values.append(net.value(z).squeeze(-1))
+    return scores, torch.stack(values)
+
+
+def _loss(net: GpgNet, episode: Episode) -> torch.Tensor:
+    """Actor-critic on one episode: -A_t log π(a_t | z_t) per sub-block's pick (π a softmax over
+    its endings' scores), A_t = G_t - V(z_t) with G_t the return from step t; the critic's squared
+    error; minus the policy's entropy."""
+    scores, values = _forward(net, episode)
+    rewards = np.array([step[3] for step in episode.steps], dtype=np.float64)
+    returns = torch.tensor(np.cumsum(rewards[::-1])[::-1].copy(), dtype=torch.float32)
+    advantage = (returns - values).detach()
+    actor, entropy = [], []
+    for (_, cands, choice, _), score, a in zip(episode.steps, scores, advantage):
+        r = 0
+        for k, of_block in enumerate(cands):
+            if of_block:
+                logp = torch.log_softmax(score[r:r + len(of_block)], dim=0)
+                entropy.append(-(logp.exp() * logp).sum())
+                if choice[k] >= 0:
+                    actor.append(-a * logp[choice[k]])
+            r += len(of_block)
+    critic = nn.functional.mse_loss(values, returns)
+    return (torch.stack(actor).sum() / len(episode.steps) + critic
+            - net.config.entropy * torch.stack(entropy).mean())
+
+
+def rollout(net: GpgNet, adapter: EnvAdapter, rng: np.random.Generator | None,
+            seed: int | None = None) -> Episode:
+    """One episode: with `rng`, each sub-block's ending drawn from π (then the decision rule's
+    s); without, the decision rule itself (what braid's runtime runs)."""
+    env = adapter.env
+    if seed is not None:
+        env.reset(seed)
+    x, parents = adapter.observe()
+    episode = Episode(x=x, parents=parents, levels=levels_of(parents), zip_us=env.zip_us())
+    with torch.no_grad():
+        e = net.embed(torch.from_numpy(x), parents, episode.levels)
+        g2 = net.g2(e)
+        while not env.done():
+            leaves = list(env.leaves())
+            cands = [[(list(nodes), groups, list(extras)) for nodes, groups, extras in of_block]
+                     for of_block in env.candidates()]
+            q = net.policy(net.rows(e, g2, leaves, cands)).squeeze(-1).numpy().astype(np.float64)
+            if rng is not None:  # sample: the drawn ending gets the top score of its sub-block
+                r = 0
+                for of_block in cands:
+                    if of_block:
+                        p = np.exp(q[r:r + len(of_block)] - q[r:r + len(of_block)].max())
+                        j = int(rng.choice(len(of_block), p=p / p.sum()))
+                        q[r + j] = q[r:r + len(of_block)].max() + 1e-3
+                    r += len(of_block)
+            choice = decide(q, cands, adapter.s)
+            reward, latency, _ = env.step(choice)
+            episode.latency_us += latency
+            episode.steps.append((leaves, cands, choice, reward))
+    return episode
+
+
+def train(adapter: EnvAdapter, config: Config, log=print, checkpoint=(0, None)):
+    """Trains on random combinations (seeds from config.seed) for config.steps stages. Returns the
+    network and the curve: one row per episode."""
+    torch.manual_seed(config.seed)
+    rng = np.random.default_rng(config.seed)
+    net = GpgNet(len(adapter.feature_names), config)
+    optimizer = torch.optim.Adam(net.parameters(), lr=config.lr)
+    rows: list = []
+    steps, episode_index = 0, 0
+    every, save = checkpoint
+    next_checkpoint = every
+    started = time.monotonic()
+    while steps < config.steps:
+        batch = []
+        for _ in range(config.episodes_per_update):
+            episode = rollout(net, adapter, rng, seed=config.seed * 1_000_003 + episode_index)
+            episode_index += 1
+            steps += len(episode.steps)
+            batch.append(episode)
+            rows.append({"step": steps, "episode": episode_index,
+                         "combination": [list(c) for c in adapter.env.combination()],
+                         "return": -episode.latency_us / episode.zip_us,
+                         "speedup_vs_zip": episode.zip_us / episode.latency_us,
+                         "wall_s": round(time.monotonic() - started, 3)})
+        optimizer.zero_grad()
+        loss = sum(_loss(net, ep) for ep in batch) / len(batch)
+        loss.backward()
+        optimizer.step()
+        rows[-1]["loss"] = float(loss)
+        if episode_index % 100 == 0:
+            recent = rows[-100:]
+            log(f"gpg: step {steps}/{config.steps}, episode {episode_index}, mean return "
+                f"{np.mean([r['return'] for r in recent]):.4f} (zip: -1), loss {float(loss):.4f}")
+        if every and save and steps >= next_checkpoint:
+            save(net, rows)
+            next_checkpoint += every
+    return net, rows
+
+
+NETWORKS = ("g1", "h1", "g2", "h2", "policy")  # the critic (value) is training's only
+
+
+def write_manifest(directory: str, manifest: dict, config: Config) -> None:
+    """DIR/policy.json: `manifest` (features, r, s, training, ...) as runtime/gpg.h reads it."""
+    full = dict(manifest)
+    full.update({"format": "braid.policy/1", "kind": "gpg", "message_size": config.message,
+                 "embedding_size": config.embedding, "batch": config.onnx_batch,
+                 "networks": {name: f"{name}.onnx" for name in NETWORKS}})
+    with open(os.path.join(directory, "policy.json"), "w", encoding="utf-8") as f:
+        json.dump(full, f, indent=1)
+        f.write("\n")
+
+
+def export(net: GpgNet, directory: str, manifest: dict) -> None:
+    """Writes DIR/{g1,h1,g2,h2,q}.onnx, DIR/gpg.pt and DIR/policy.json (runtime/gpg.h)."""
+    os.makedirs(directory, exist_ok=True)
+    c = net.config
+    widths = {"g1": net.features, "h1": c.message, "g2": net.features, "h2": c.message,
+              "policy": c.embedding + net.features + EXTRAS}
+    for name in NETWORKS:
+        torch.onnx.export(getattr(net, name), torch.zeros(c.onnx_batch, widths[name]),
+                          os.path.join(directory, f"{name}.onnx"), input_names=["x"],
+                          output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+                          opset_version=13)
+    torch.save(net.state_dict(), os.path.join(directory, "gpg.pt"))
+    write_manifest(directory, manifest, c)
+
+
+HELD_OUT_SEEDS = 1 << 40  # evaluation draws combinations from seeds no training run uses
+
+
+def evaluate(adapter: EnvAdapter, directory: str, count: int, seed: int, trained) -> dict:
+    """The policy in DIR as braid's runtime runs it (no PyTorch), on `count` distinct combinations
+    not in `trained`: each schedule checked (every unit once, after its producers; r and s),
+    its latency against the zip of the sub-blocks' own schedules."""
+    seen = {tuple(map(tuple, c)) for c in trained}
+    env = adapter.env
+    rows, draw = [], 0
+    while len(rows) < count and draw < 100 * max(1, count):
+        env.reset(HELD_OUT_SEEDS + seed * 100_003 + draw)
+        draw += 1
+        combination = tuple(map(tuple, env.combination()))
+        if combination in seen:
+            continue
+        seen.add(combination)
+        latency, seconds, stages = env.gpg(directory)
+        for stage in stages:
+            if len(stage) > adapter.s or any(len(g) > adapter.r for g in stage):
+                raise AssertionError(f"GPG broke r = {adapter.r} or s = {adapter.s} on {combination}")
+        rows.append({"combination": [list(c) for c in combination], "zip_us": env.zip_us(),
+                     "gpg_us": latency, "gpg_s": seconds, "stages": len(stages)})
+    ratios = [r["zip_us"] / r["gpg_us"] for r in rows]
+    summary = {"combinations": len(rows),
+               "speedup_vs_zip_geomean": float(np.exp(np.mean(np.log(ratios)))) if rows else None,
+               "speedup_vs_zip_min": min(ratios, default=None),
+               "speedup_vs_zip_max": max(ratios, default=None),
+               "gpg_ms_mean": 1e3 * float(np.mean([r["gpg_s"] for r in rows])) if rows else None}
+    return {"summary": summary, "combinations": rows}
+
+
+def load(directory: str) -> GpgNet:
+    with open(os.path.join(directory, "policy.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    config = Config(**{k: tuple(v) if isinstance(v, list) else v
+                       for k, v in manifest["training"]["config"].items()})
+    net = GpgNet(len(manifest["features"]), config)
+    net.load_state_dict(torch.load(os.path.join(directory, "gpg.pt")))
+    return net
