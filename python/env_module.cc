@@ -159,6 +159,15 @@ class PyIntraEnv {
     return runtime::intra_leaves(env_->block(), env_->left());
   }
   bool done() const { return env_->done(); }
+  // Per node, 1 while it is left to schedule.
+  std::vector<uint8_t> left_nodes() const {
+    const runtime::IntraBlock& b = env_->block();
+    std::vector<uint8_t> out(b.size(), 0);
+    for (size_t k = 0; k < b.sub_blocks.size(); ++k)
+      for (sched::UnitMask m = env_->left()[k]; m != 0; m &= m - 1)
+        out[b.offset[k] + std::countr_zero(m)] = 1;
+    return out;
+  }
   double zip_us() const { return env_->zip_us(); }
   // Per sub-block, its endings: (nodes, groups, candidate_extras); runtime/intra.h.
   using Candidate = std::tuple<std::vector<uint32_t>, int, std::vector<float>>;
@@ -217,8 +226,9 @@ class PyIntraEnv {
     {
       nb::gil_scoped_release release;
       if (gpg == nullptr) gpg = std::make_unique<runtime::GpgScheduler>(dir);
-      const auto start = std::chrono::steady_clock::now();
-      stages = gpg->schedule(env_->block());
+      const auto start = std::chrono::steady_clock::now();  // its inputs' assembly included
+      stages =
+          gpg->schedule(runner_->models(), runner_->combiner().cost(), env_->block().sub_blocks);
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       runtime::CombinedSchedule s{.sub_blocks = env_->block().sub_blocks, .stages = stages};
       runtime::check_combined_schedule(runner_->models(), s);
@@ -251,6 +261,7 @@ void bind_env(nb::module_& m) {
       .def("leaves", &PyIntraEnv::leaves)
       .def("candidates", &PyIntraEnv::candidates)
       .def("done", &PyIntraEnv::done)
+      .def("left_nodes", &PyIntraEnv::left_nodes)
       .def("zip_us", &PyIntraEnv::zip_us)
       .def("step", &PyIntraEnv::step, "choice"_a)
       .def("stages", &PyIntraEnv::stages)

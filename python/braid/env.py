@@ -1,4 +1,5 @@
-"""TOP's runtime as a multi-agent environment, in PettingZoo's parallel API.
+"""TOP's runtime as a multi-agent environment, in PettingZoo's parallel API (MADDPG's), and one
+combined block's intra-block scheduling in Gymnasium's API (GPG's: IntraBlockEnv, below).
 
 braid's multi-model runtime (docs/top.md) on a simulated GPU, in virtual time, stepped by W + 1
 agents as top.txt §V-B has them: the task launcher (one dequeue interval per model) and one agent
@@ -23,12 +24,13 @@ import os
 from typing import Any, Mapping
 
 import numpy as np
+import gymnasium
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from . import _braid
 
-__all__ = ["TopParallelEnv"]
+__all__ = ["TopParallelEnv", "IntraBlockEnv"]
 
 LAUNCHER = "launcher"
 
@@ -111,3 +113,89 @@ class TopParallelEnv(ParallelEnv):
 
     def close(self):
         pass
+
+
+class IntraBlockEnv(gymnasium.Env):
+    """Gymnasium environment over GPG's task (runtime/intra_env.h; top.txt Algorithm 2): schedule
+    one combined block of `min_sub_blocks`..`max_sub_blocks` sub-blocks of the scenario's models,
+    drawn at reset, from its end, a stage per step::
+
+        from braid.env import IntraBlockEnv
+        env = IntraBlockEnv("docs/top/saturated_a100.json", max_sub_blocks=4)
+        obs, info = env.reset(seed=0)
+        while True:
+            obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+            if terminated: break
+
+    Observation: the block as a graph (gymnasium.spaces.Graph): per unit its GPG features
+    (braid._braid.intra_feature_names()) and a last column, 1 while it is left to schedule; edges
+    (one kind) from producer to consumer. Action: one value in [0, 1] per sub-block slot, the paper's index
+    read per sub-block: ⌊m·(M_k + 1)⌋ − 1 over its M_k endings (−1: it sits out); slots past the
+    block's sub-blocks are ignored. A stage needs an ending and at most s groups: with none, the
+    largest value's sub-block takes ⌊m·M_k⌋; over s, the smallest values sit out first. Reward:
+    −l / l_zip per stage (a return above −1 beats zipping the sub-blocks' own schedules).
+    `info["candidates"]`: each sub-block's endings (units, groups, features), for policies that
+    score them (braid's GPG does: python/braid/gpg.py).
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, scenario: str | Mapping[str, Any], *, min_sub_blocks: int = 2,
+                 max_sub_blocks: int = 4, r: int = 3, s: int = 8):
+        self._env = _braid.IntraEnv(_scenario_json(scenario), int(min_sub_blocks),
+                                    int(max_sub_blocks), int(r), int(s))
+        self.feature_names = list(_braid.intra_feature_names()) + ["left"]
+        self.s = int(s)
+        self.observation_space = spaces.Graph(
+            node_space=spaces.Box(-np.inf, np.inf, shape=(len(self.feature_names),),
+                                  dtype=np.float32), edge_space=spaces.Discrete(1))
+        self.action_space = spaces.Box(0.0, 1.0, shape=(int(max_sub_blocks),), dtype=np.float32)
+
+    def _observation(self):
+        x = np.asarray(self._env.features(), dtype=np.float32).reshape(-1, len(self.feature_names) - 1)
+        left = np.asarray(self._env.left_nodes(), dtype=np.float32).reshape(-1, 1)
+        links = [(p, v) for v, parents in enumerate(self._env.parents()) for p in parents]
+        return spaces.GraphInstance(nodes=np.concatenate([x, left], axis=1),
+                                    edges=np.zeros(len(links), dtype=np.int64),
+                                    edge_links=np.asarray(links, dtype=np.int64).reshape(-1, 2))
+
+    def _info(self) -> dict:
+        return {"candidates": self._candidates, "combination": self._env.combination(),
+                "zip_us": self._env.zip_us()}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self._env.reset(int(seed) if seed is not None else int(self.np_random.integers(1 << 62)))
+        self._candidates = list(self._env.candidates())
+        return self._observation(), self._info()
+
+    def choice(self, action) -> list[int]:
+        """The ending index per sub-block (-1: sits out) that `action` reads as (above)."""
+        m = np.clip(np.asarray(action, dtype=np.float64).reshape(-1), 0.0, 1.0)
+        active = [k for k, c in enumerate(self._candidates) if c]
+        choice = [-1] * len(self._candidates)
+        for k in active:
+            n = len(self._candidates[k])
+            choice[k] = min(int(m[k] * (n + 1)), n) - 1
+        if all(choice[k] < 0 for k in active):
+            k = max(active, key=lambda k: m[k])
+            choice[k] = min(int(m[k] * len(self._candidates[k])), len(self._candidates[k]) - 1)
+        groups = 0
+        for k in sorted(active, key=lambda k: -m[k]):  # the largest values keep their endings
+            if choice[k] < 0:
+                continue
+            g = self._candidates[k][choice[k]][1]
+            if groups > 0 and groups + g > self.s:
+                choice[k] = -1
+            else:
+                groups += g
+        return choice
+
+    def step(self, action):
+        reward, latency, done = self._env.step(self.choice(action))
+        self._candidates = list(self._env.candidates())
+        info = self._info() | {"latency_us": latency}
+        return self._observation(), float(reward), bool(done), False, info
+
+    def render(self):
+        return None

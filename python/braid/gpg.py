@@ -38,9 +38,9 @@ import numpy as np
 import torch
 from torch import nn
 
-EXTRAS = 5  # runtime::kCandidateExtras: units, groups, slowest group, all, the sub-block's left
+from .intra import EXTRAS, EnvAdapter, decide, levels_of
 
-__all__ = ["Config", "GpgNet", "Episode", "train", "export", "EnvAdapter"]
+__all__ = ["Config", "GpgNet", "Episode", "train", "export", "load"]
 
 
 @dataclass
@@ -102,49 +102,6 @@ class GpgNet(nn.Module):
         return torch.stack(out)
 
 
-def levels_of(parents: list) -> list:
-    level = [0] * len(parents)
-    for v, ps in enumerate(parents):
-        for p in ps:
-            level[v] = max(level[v], level[p] + 1)
-    out: list = [[] for _ in range(max(level) + 1 if level else 0)]
-    for v, d in enumerate(level):
-        out[d].append(v)
-    return out
-
-
-def decide(q: np.ndarray, candidates: list, s: int) -> list:
-    """The decision rule (runtime/gpg.cc): per sub-block its best ending by q (the first of
-    equals); the best scores first while within s groups, at least one. One index per sub-block,
-    -1 where it sits out."""
-    best, r = [], 0
-    for k, of_block in enumerate(candidates):
-        if of_block:
-            scores = q[r:r + len(of_block)]
-            j = int(np.argmax(scores))
-            best.append((k, j, float(scores[j]), of_block[j][1]))
-        r += len(of_block)
-    order = sorted(range(len(best)), key=lambda i: -best[i][2])  # stable: ties keep sub-block order
-    choice = [-1] * len(candidates)
-    groups = 0
-    for n, i in enumerate(order):
-        k, j, _, g = best[i]
-        if n == 0 or groups + g <= s:
-            choice[k] = j
-            groups += g
-    return choice
-
-
-def chosen_rows(candidates: list, choice: list) -> list:
-    """The rows of q's input (as rows() orders them) that a choice takes."""
-    out, r = [], 0
-    for k, of_block in enumerate(candidates):
-        if choice[k] >= 0:
-            out.append(r + choice[k])
-        r += len(of_block)
-    return out
-
-
 @dataclass
 class Episode:
     x: np.ndarray
@@ -153,21 +110,6 @@ class Episode:
     steps: list = field(default_factory=list)  # (leaves, candidates, choice, reward)
     zip_us: float = 0.0
     latency_us: float = 0.0
-
-
-class EnvAdapter:
-    """braid._braid.IntraEnv (runtime/intra_env.h) from a braid.top/1 scenario."""
-
-    def __init__(self, scenario: dict, min_sub_blocks: int, max_sub_blocks: int, r: int, s: int):
-        from . import _braid
-        self.env = _braid.IntraEnv(json.dumps(scenario), min_sub_blocks, max_sub_blocks, r, s)
-        self.feature_names = list(_braid.intra_feature_names())
-        self.r, self.s = r, s
-
-    def observe(self):
-        env = self.env
-        x = np.asarray(env.features(), dtype=np.float32).reshape(-1, len(self.feature_names))
-        return x, [list(p) for p in env.parents()]
 
 
 def _forward(net: GpgNet, episode: Episode):
@@ -303,38 +245,6 @@ def export(net: GpgNet, directory: str, manifest: dict) -> None:
                           opset_version=13)
     torch.save(net.state_dict(), os.path.join(directory, "gpg.pt"))
     write_manifest(directory, manifest, c)
-
-
-HELD_OUT_SEEDS = 1 << 40  # evaluation draws combinations from seeds no training run uses
-
-
-def evaluate(adapter: EnvAdapter, directory: str, count: int, seed: int, trained) -> dict:
-    """The policy in DIR as braid's runtime runs it (no PyTorch), on `count` distinct combinations
-    not in `trained`: each schedule checked (every unit once, after its producers; r and s),
-    its latency against the zip of the sub-blocks' own schedules."""
-    seen = {tuple(map(tuple, c)) for c in trained}
-    env = adapter.env
-    rows, draw = [], 0
-    while len(rows) < count and draw < 100 * max(1, count):
-        env.reset(HELD_OUT_SEEDS + seed * 100_003 + draw)
-        draw += 1
-        combination = tuple(map(tuple, env.combination()))
-        if combination in seen:
-            continue
-        seen.add(combination)
-        latency, seconds, stages = env.gpg(directory)
-        for stage in stages:
-            if len(stage) > adapter.s or any(len(g) > adapter.r for g in stage):
-                raise AssertionError(f"GPG broke r = {adapter.r} or s = {adapter.s} on {combination}")
-        rows.append({"combination": [list(c) for c in combination], "zip_us": env.zip_us(),
-                     "gpg_us": latency, "gpg_s": seconds, "stages": len(stages)})
-    ratios = [r["zip_us"] / r["gpg_us"] for r in rows]
-    summary = {"combinations": len(rows),
-               "speedup_vs_zip_geomean": float(np.exp(np.mean(np.log(ratios)))) if rows else None,
-               "speedup_vs_zip_min": min(ratios, default=None),
-               "speedup_vs_zip_max": max(ratios, default=None),
-               "gpg_ms_mean": 1e3 * float(np.mean([r["gpg_s"] for r in rows])) if rows else None}
-    return {"summary": summary, "combinations": rows}
 
 
 def load(directory: str) -> GpgNet:

@@ -151,7 +151,7 @@ def write_curve(rows: list[dict], directory: str, title: str) -> str | None:
 def train_gpg(args, hidden: tuple, log) -> int:
     """`braid train gpg`: GPG on random combinations of the scenario's blocks (python/braid/gpg.py),
     then evaluated by braid's runtime (no PyTorch) on combinations it never trained on."""
-    from . import gpg, InvalidArgument, InvalidModel, InvalidSchedule, NotFound, Unsupported
+    from . import gpg, intra, InvalidArgument, InvalidModel, InvalidSchedule, NotFound, Unsupported
     scenario = scenario_of(args)
     most = args.max_sub_blocks or int(scenario.get("H", 4))
     if args.min_sub_blocks < 1 or most < args.min_sub_blocks:
@@ -160,7 +160,7 @@ def train_gpg(args, hidden: tuple, log) -> int:
     if args.r < 1 or args.s < 1:
         raise BadInput(f"-r and -s must be >= 1, got {args.r} and {args.s}")
     try:
-        adapter = gpg.EnvAdapter(scenario, args.min_sub_blocks, most, args.r, args.s)
+        adapter = intra.EnvAdapter(scenario, args.min_sub_blocks, most, args.r, args.s)
     except (InvalidArgument, InvalidModel, InvalidSchedule, NotFound, Unsupported) as e:
         raise BadInput(str(e)) from None
     config = gpg.Config(steps=args.steps, seed=args.seed, hidden=hidden)
@@ -191,7 +191,7 @@ def train_gpg(args, hidden: tuple, log) -> int:
     note = save(net, rows)
     if note:
         log(note)
-    evaluation = gpg.evaluate(adapter, args.output, args.held_out, seed=args.seed,
+    evaluation = intra.evaluate(adapter, args.output, args.held_out, seed=args.seed,
                               trained=manifest["training"]["combinations"])
     manifest["evaluation"] = evaluation
     gpg.write_manifest(args.output, manifest, config)
