@@ -118,7 +118,8 @@ def scenario_of(args) -> dict:
     return scenario
 
 
-def write_curve(rows: list[dict], directory: str, title: str) -> str | None:
+def write_curve(rows: list[dict], directory: str, title: str, x_label: str = "step",
+                y_label: str = "mean reward per step") -> str | None:
     keys: list[str] = []
     for r in rows:
         keys += [k for k in r if k not in keys]
@@ -136,10 +137,10 @@ def write_curve(rows: list[dict], directory: str, title: str) -> str | None:
     window = max(1, len(reward) // 50)
     smooth = np.convolve(reward, np.ones(window) / window, mode="valid")
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(reward, alpha=0.3, label="mean reward per step")
-    ax.plot(np.arange(len(smooth)) + window - 1, smooth, label=f"moving mean ({window} steps)")
-    ax.set_xlabel("step")
-    ax.set_ylabel("reward")
+    ax.plot(reward, alpha=0.3, label=y_label)
+    ax.plot(np.arange(len(smooth)) + window - 1, smooth, label=f"moving mean ({window} {x_label}s)")
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()
@@ -184,7 +185,8 @@ def train_gpg(args, hidden: tuple, log) -> int:
                                 "torch": torch_version()}
         gpg.export(net, args.output, manifest)
         return write_curve([dict(r, reward_mean=r["return"]) for r in rows], args.output,
-                           f"GPG, {scenario['device']}, seed {args.seed}")
+                           f"GPG, {scenario['device']}, seed {args.seed}", x_label="episode",
+                           y_label="return (-latency / the zip's)")
 
     net, rows = gpg.train(adapter, config, log=log, checkpoint=(args.checkpoint_every, save))
     wall = time.monotonic() - started
