@@ -29,6 +29,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from . import _braid
+from .intra import index_choice
 
 __all__ = ["TopParallelEnv", "IntraBlockEnv"]
 
@@ -171,25 +172,7 @@ class IntraBlockEnv(gymnasium.Env):
 
     def choice(self, action) -> list[int]:
         """The ending index per sub-block (-1: sits out) that `action` reads as (above)."""
-        m = np.clip(np.asarray(action, dtype=np.float64).reshape(-1), 0.0, 1.0)
-        active = [k for k, c in enumerate(self._candidates) if c]
-        choice = [-1] * len(self._candidates)
-        for k in active:
-            n = len(self._candidates[k])
-            choice[k] = min(int(m[k] * (n + 1)), n) - 1
-        if all(choice[k] < 0 for k in active):
-            k = max(active, key=lambda k: m[k])
-            choice[k] = min(int(m[k] * len(self._candidates[k])), len(self._candidates[k]) - 1)
-        groups = 0
-        for k in sorted(active, key=lambda k: -m[k]):  # the largest values keep their endings
-            if choice[k] < 0:
-                continue
-            g = self._candidates[k][choice[k]][1]
-            if groups > 0 and groups + g > self.s:
-                choice[k] = -1
-            else:
-                groups += g
-        return choice
+        return index_choice(action, self._candidates, self.s)
 
     def step(self, action):
         reward, latency, done = self._env.step(self.choice(action))

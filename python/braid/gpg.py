@@ -38,7 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .intra import EXTRAS, EnvAdapter, decide, levels_of
+from .intra import EXTRAS, EnvAdapter, decide, index_choice, levels_of
 
 __all__ = ["Config", "GpgNet", "Episode", "train", "export", "load"]
 
@@ -53,6 +53,10 @@ class Config:
     hidden: tuple = (64, 32)  # every network's hidden layers (§VI-B's GNN functions)
     episodes_per_update: int = 4  # on-policy: one gradient step per this many episodes
     entropy: float = 0.01  # weight of the policy's entropy in the loss (keeps it exploring)
+    # "score": score every ending (what braid's runtime runs); "index": the paper's μ(z), one
+    # m per sub-block read as an index into its endings (intra.index_choice), for comparison.
+    action: str = "score"
+    sigma: float = 0.1  # index: the Gaussian exploration around μ
     onnx_batch: int = 32  # rows per evaluation in braid's runtime
 
 
@@ -77,6 +81,8 @@ class GpgNet(nn.Module):
         self.h2 = mlp(c.message, c.hidden, c.embedding)
         self.policy = mlp(c.embedding + features + EXTRAS, c.hidden, 1)  # an ending's score
         self.value = mlp(c.embedding, c.hidden, 1)  # the critic V(z): training only
+        # index: μ per sub-block from [z, Σ e over its units left, its latency left]
+        self.mu = mlp(c.embedding + features + 1, c.hidden, 1)
 
     def embed(self, x: torch.Tensor, parents: list, levels: list) -> torch.Tensor:
         """Eq. 5, level by level: e_v = h1(Σ_parents g1(e_p)) + s_v."""
@@ -102,24 +108,39 @@ class GpgNet(nn.Module):
         return torch.stack(out)
 
 
+    def means(self, e: torch.Tensor, g2: torch.Tensor, leaves: list, candidates: list,
+              left: list):
+        """index: μ_k in (0, 1) for every sub-block with endings (in order)."""
+        z = self.h2(g2[leaves].sum(dim=0))
+        rows = [torch.cat([z, e[nodes].sum(dim=0), torch.tensor([of_block[0][2][4]])])
+                for nodes, of_block in zip(left, candidates) if of_block]
+        return torch.sigmoid(self.mu(torch.stack(rows)).squeeze(-1))
+
+
 @dataclass
 class Episode:
     x: np.ndarray
     parents: list
     levels: list
-    steps: list = field(default_factory=list)  # (leaves, candidates, choice, reward)
+    # (leaves, candidates, choice, reward[, units left per sub-block, the m drawn]) per step
+    steps: list = field(default_factory=list)
     zip_us: float = 0.0
     latency_us: float = 0.0
 
 
 def _forward(net: GpgNet, episode: Episode):
-    """Every step's scores (one tensor per step, rows() order) and V(z_t), with gradients."""
+    """Every step's scores (score: one tensor per step, rows() order; index: the μ_k) and V(z_t),
+    with gradients."""
     e = net.embed(torch.from_numpy(episode.x), episode.parents, episode.levels)
     g2 = net.g2(e)
     scores, values = [], []
-    for leaves, cands, _, _ in episode.steps:
+    for step in episode.steps:
+        leaves, cands = step[0], step[1]
         z = net.h2(g2[leaves].sum(dim=0))
-        scores.append(net.policy(net.rows(e, g2, leaves, cands)).squeeze(-1))
+        if net.config.action == "index":
+            scores.append(net.means(e, g2, leaves, cands, step[4]))
+        else:
+            scores.append(net.policy(net.rows(e, g2, leaves, cands)).squeeze(-1))
         values.append(net.value(z).squeeze(-1))
     return scores, torch.stack(values)
 
@@ -133,7 +154,12 @@ def _loss(net: GpgNet, episode: Episode) -> torch.Tensor:
     returns = torch.tensor(np.cumsum(rewards[::-1])[::-1].copy(), dtype=torch.float32)
     advantage = (returns - values).detach()
     actor, entropy = [], []
-    for (_, cands, choice, _), score, a in zip(episode.steps, scores, advantage):
+    for step, score, a in zip(episode.steps, scores, advantage):
+        cands, choice = step[1], step[2]
+        if net.config.action == "index":  # Gaussian log-density of the m drawn around μ
+            drawn = torch.tensor(step[5], dtype=torch.float32)
+            actor.append(a * ((drawn - score) ** 2).sum() / (2 * net.config.sigma ** 2))
+            continue
         r = 0
         for k, of_block in enumerate(cands):
             if of_block:
@@ -142,6 +168,8 @@ def _loss(net: GpgNet, episode: Episode) -> torch.Tensor:
                 if choice[k] >= 0:
                     actor.append(-a * logp[choice[k]])
             r += len(of_block)
+    if not entropy:
+        entropy.append(torch.zeros(()))
     critic = nn.functional.mse_loss(values, returns)
     return (torch.stack(actor).sum() / len(episode.steps) + critic
             - net.config.entropy * torch.stack(entropy).mean())
@@ -163,6 +191,22 @@ def rollout(net: GpgNet, adapter: EnvAdapter, rng: np.random.Generator | None,
             leaves = list(env.leaves())
             cands = [[(list(nodes), groups, list(extras)) for nodes, groups, extras in of_block]
                      for of_block in env.candidates()]
+            if net.config.action == "index":
+                left_nodes = np.asarray(env.left_nodes(), dtype=bool)
+                offsets = list(env.offsets())
+                left = [[v for v in range(offsets[k], offsets[k + 1]) if left_nodes[v]]
+                        for k in range(len(cands))]
+                mu = net.means(e, g2, leaves, cands, left).numpy().astype(np.float64)
+                drawn = mu + net.config.sigma * rng.standard_normal(len(mu)) if rng is not None else mu
+                m, it = np.zeros(len(cands)), iter(drawn)
+                for k, of_block in enumerate(cands):
+                    if of_block:
+                        m[k] = next(it)
+                choice = index_choice(m, cands, adapter.s)
+                reward, latency, _ = env.step(choice)
+                episode.latency_us += latency
+                episode.steps.append((leaves, cands, choice, reward, left, drawn.tolist()))
+                continue
             q = net.policy(net.rows(e, g2, leaves, cands)).squeeze(-1).numpy().astype(np.float64)
             if rng is not None:  # sample: the drawn ending gets the top score of its sub-block
                 r = 0

@@ -9,7 +9,7 @@ import json
 import numpy as np
 
 __all__ = ["EXTRAS", "HELD_OUT_SEEDS", "EnvAdapter", "levels_of", "decide", "chosen_rows",
-           "evaluate"]
+           "index_choice", "evaluate"]
 
 EXTRAS = 5  # runtime::kCandidateExtras: units, groups, slowest group, all, the sub-block's left
 
@@ -43,6 +43,32 @@ def decide(q: np.ndarray, candidates: list, s: int) -> list:
         k, j, _, g = best[i]
         if n == 0 or groups + g <= s:
             choice[k] = j
+            groups += g
+    return choice
+
+
+def index_choice(m, candidates: list, s: int) -> list:
+    """The paper's index read per sub-block (top.txt §V-C: ⌊m·M⌋ of a list of endings, here each
+    sub-block's, in sched::for_each_ending's order, where neighbours differ by about one unit):
+    ⌊m_k·(M_k + 1)⌋ − 1, −1 sitting out. With no ending at all, the largest m's sub-block takes
+    ⌊m·M_k⌋; over s groups, the smallest m sit out first."""
+    m = np.clip(np.asarray(m, dtype=np.float64).reshape(-1), 0.0, 1.0)
+    active = [k for k, c in enumerate(candidates) if c]
+    choice = [-1] * len(candidates)
+    for k in active:
+        n = len(candidates[k])
+        choice[k] = min(int(m[k] * (n + 1)), n) - 1
+    if all(choice[k] < 0 for k in active):
+        k = max(active, key=lambda k: m[k])
+        choice[k] = min(int(m[k] * len(candidates[k])), len(candidates[k]) - 1)
+    groups = 0
+    for k in sorted(active, key=lambda k: -m[k]):  # the largest values keep their endings
+        if choice[k] < 0:
+            continue
+        g = candidates[k][choice[k]][1]
+        if groups > 0 and groups + g > s:
+            choice[k] = -1
+        else:
             groups += g
     return choice
 
