@@ -1,13 +1,16 @@
-"""`braid train maddpg`: TOP's learned policies trained against braid's runtime (needs PyTorch).
+"""`braid train maddpg|gpg`: TOP's learned policies trained against braid's runtime (needs PyTorch).
 
     python -m braid.train maddpg --scenario docs/top/multi_a100.json --steps 8000 --seed 0 -o DIR
     python -m braid.train maddpg --device sim:a100_40gb --models squeezenet:240,resnet50:120:stages \\
         --episode-s 5 --steps 2000 -o DIR
     python -m braid.train toy --steps 1500 -o DIR       # MADDPG on a task with a known optimum
+    python -m braid.train gpg --scenario docs/top/saturated_a100.json --max-sub-blocks 8 -o DIR
 
-DIR gets policy.json and one ONNX actor per agent (what `braid top --policy learned:DIR` and
-`braid serve --policy learned:DIR` run, without PyTorch), curve.csv (one row per step) and
-curve.png. `braid train` (the CLI) runs this module. Exit status: 0, 2 for bad input, 1 when
+maddpg: DIR gets policy.json and one ONNX actor per agent (what `braid top --policy learned:DIR`
+and `braid serve --policy learned:DIR` run, without PyTorch), curve.csv (one row per step) and
+curve.png. gpg: policy.json, the networks g1, h1, g2, h2 and policy as ONNX (what `--intra
+gpg:DIR` runs), gpg.pt, curve.csv (one row per episode), curve.png, and in policy.json the
+evaluation on --held-out combinations it never trained on. `braid train` (the CLI) runs this module. Exit status: 0, 2 for bad input, 1 when
 PyTorch is missing or training fails.
 """
 from __future__ import annotations

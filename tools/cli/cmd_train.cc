@@ -1,7 +1,8 @@
 // braid train: TOP's learned policies (python/braid/train.py), trained with PyTorch against
 // braid's runtime. A thin front: it runs `PYTHON -m braid.train ARGS...` with this build's
 // module on PYTHONPATH, PYTHON being $BRAID_PYTHON or else Debian's /usr/bin/python3 (where
-// python3-torch installs PyTorch; `make deps` installs it). What it writes runs without PyTorch: `braid top|serve --policy learned:DIR`.
+// python3-torch installs PyTorch; `make deps` installs it). What it writes runs without PyTorch:
+// `braid top|serve --policy learned:DIR`.
 #include <fmt/core.h>
 #include <unistd.h>
 
@@ -32,12 +33,12 @@ std::filesystem::path module_dir() {
 void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "train",
-      "Train TOP's learned policies with PyTorch: braid train maddpg|toy --scenario FILE "
+      "Train TOP's learned policies with PyTorch: braid train maddpg|gpg|toy --scenario FILE "
       "--steps N --seed S -o DIR (braid train maddpg --help lists the flags)");
   cmd->prefix_command();  // every argument goes to python -m braid.train
   cmd->allow_extras();
   cmd->fallthrough(false);
-  cmd->set_help_flag();   // so does --help
+  cmd->set_help_flag();  // so does --help
   cmd->callback([cmd] {
     const char* env = std::getenv("BRAID_PYTHON");
     const std::string python = env != nullptr && *env != '\0' ? env : "/usr/bin/python3";
