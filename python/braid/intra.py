@@ -8,8 +8,8 @@ import json
 
 import numpy as np
 
-__all__ = ["EXTRAS", "HELD_OUT_SEEDS", "EnvAdapter", "levels_of", "decide", "chosen_rows",
-           "index_choice", "evaluate"]
+__all__ = ["EXTRAS", "HELD_OUT_SEEDS", "EnvAdapter", "levels_of", "decide", "index_choice",
+           "evaluate"]
 
 EXTRAS = 5  # runtime::kCandidateExtras: units, groups, slowest group, all, the sub-block's left
 
@@ -71,16 +71,6 @@ def index_choice(m, candidates: list, s: int) -> list:
         else:
             groups += g
     return choice
-
-
-def chosen_rows(candidates: list, choice: list) -> list:
-    """The rows of q's input (as rows() orders them) that a choice takes."""
-    out, r = [], 0
-    for k, of_block in enumerate(candidates):
-        if choice[k] >= 0:
-            out.append(r + choice[k])
-        r += len(of_block)
-    return out
 
 
 class EnvAdapter:
