@@ -11,7 +11,10 @@ open is decided here (docs/top.md, "Learned policies: training"):
 - exploration: uniform random actions for the warm-up, then Gaussian noise on the actor's action
   (σ from 0.2 down to 0.05 linearly over the training), clipped to [0, 1];
 - one update of every agent per environment step once the buffer holds a batch and the warm-up
-  is over; the buffer keeps the last 10⁵ transitions.
+  is over; the buffer keeps the last 10⁵ transitions;
+- `action_reg` (default 0, as before): the actor's loss gains action_reg × mean(pre-sigmoid²), the
+  regularizer of Lowe et al.'s own code (openai/maddpg: 1e-3 × the mean square of the policy's
+  logits), which keeps the actions off the sigmoid's flat ends where a critic's gradient vanishes.
 
 Training needs PyTorch; a trained policy does not: `export` writes each actor as ONNX (Gemm,
 Relu, Sigmoid) beside a braid.policy/1 JSON, and braid's runtime evaluates them with its own
@@ -59,6 +62,7 @@ class Config:
     actor_sizes: tuple[int, ...] = (500, 128)          # §VI-B
     critic_sizes: tuple[int, ...] = (1024, 512, 300)   # §VI-B
     updates_per_step: int = 1
+    action_reg: float = 0.0          # openai/maddpg's p_reg weight (1e-3 there); 0: off
 
 
 def mlp(sizes: Sequence[int], out_activation: nn.Module | None) -> nn.Sequential:
@@ -145,8 +149,11 @@ class Maddpg:
             critic_loss += float(loss)
             # The actor's gradient through its own critic, the other agents' actions as sampled.
             lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
-            joint = torch.cat([a[:, :lo], self.actors[i](x), a[:, hi:]], 1)
+            logits = self.actors[i][:-1](x)  # the actor without its final Sigmoid
+            joint = torch.cat([a[:, :lo], torch.sigmoid(logits), a[:, hi:]], 1)
             pg = -self.critics[i](torch.cat([x, joint], 1)).mean()
+            if c.action_reg > 0:
+                pg = pg + c.action_reg * (logits ** 2).mean()
             self.actor_opt[i].zero_grad()
             pg.backward()
             self.actor_opt[i].step()

@@ -234,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--actor", default="500,128", help="actor hidden sizes (§VI-B: 500,128)")
     p.add_argument("--critic", default="1024,512,300", help="critic hidden sizes (§VI-B)")
     p.add_argument("--batch", type=int, default=100)
+    p.add_argument("--lr", type=float, default=1e-3, help="maddpg: Adam's step, both networks (§VI-B: 0.001)")
+    p.add_argument("--action-reg", type=float, default=0.0,
+                   help="maddpg: weight of the actors' mean squared pre-sigmoid output (openai/maddpg: 1e-3)")
     p.add_argument("--min-sub-blocks", type=int, default=2,
                    help="gpg: fewest sub-blocks in a training combination")
     p.add_argument("--max-sub-blocks", type=int,
@@ -277,7 +280,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import maddpg
 
         warmup = args.warmup if args.warmup is not None else min(2000, args.steps // 4)
+        if args.lr <= 0 or args.action_reg < 0:
+            raise BadInput(f"--lr must be > 0 and --action-reg >= 0, got {args.lr} and {args.action_reg}")
         config = maddpg.Config(steps=args.steps, seed=args.seed, warmup=warmup, batch=args.batch,
+                               lr=args.lr, action_reg=args.action_reg,
                                actor_sizes=sizes(args.actor, "--actor"),
                                critic_sizes=sizes(args.critic, "--critic"))
         started = time.monotonic()

@@ -61,6 +61,23 @@ def test_same_seed_same_curve():
     assert not np.allclose(a, c, rtol=0, atol=1e-9)
 
 
+def test_action_reg_keeps_actors_off_the_sigmoids_ends():
+    # A critic that rewards larger actions without bound drives a plain actor's pre-sigmoid
+    # output up; openai/maddpg's regularizer (action_reg) holds it near 0.
+    def mean_logit(reg):
+        config = maddpg.Config(seed=2, action_reg=reg, **SMALL)
+        agents = maddpg.Maddpg(3, [2], config)
+        x = torch.rand(32, 3)
+        for _ in range(60):
+            a = torch.rand(32, 2)
+            r = a.sum(1, keepdim=True)  # the reward is the action's sum
+            agents.update([x, a, r, x, torch.ones(32, 1)])
+        return float(agents.actors[0][:-1](x).abs().mean())
+
+    free, held = mean_logit(0.0), mean_logit(10.0)
+    assert held < 0.5 * free, (free, held)
+
+
 def run_braid(*args, timeout=120, env=None):
     return subprocess.run([str(BRAID), *args], capture_output=True, text=True, timeout=timeout,
                           env=env)
@@ -139,6 +156,7 @@ def test_bad_input_exits_2(tmp_path):
         (["train", "maddpg", "--scenario", str(tmp_path / "none.json"), "-o", str(tmp_path / "c")], "cannot read"),
         (["train", "maddpg", "--models", "squeezenet:10", "--steps", "0", "-o", str(tmp_path / "d")], "--steps"),
         (["train", "maddpg", "--models", "squeezenet:10"], "-o/--output"),
+        (["train", "maddpg", "--models", "squeezenet:10", "--lr", "0", "-o", str(tmp_path / "e")], "--lr"),
     ]
     for args, message in cases:
         r = run_braid(*args, env=env)
