@@ -37,12 +37,14 @@ class PyTopEnv {
  public:
   // `scenario_json`: a braid.top/1 scenario (runtime/scenario.h), as `braid top --scenario`.
   PyTopEnv(const std::string& scenario_json, double step_s, int samples, const std::string& reward,
-           double min_interval_us, double max_interval_us) {
+           double min_interval_us, double max_interval_us, const std::string& partition) {
     runtime::Scenario scenario = parse_scenario_text(scenario_json);
     const runtime::EnvOptions options{
         .step_s = step_s,
         .samples = samples,
-        .mapping = {.min_interval_us = min_interval_us, .max_interval_us = max_interval_us},
+        .mapping = {.min_interval_us = min_interval_us,
+                    .max_interval_us = max_interval_us,
+                    .partition = runtime::parse_partition_encoding(partition)},
         .reward = runtime::parse_reward_kind(reward)};
     nb::gil_scoped_release release;
     runner_ = std::make_unique<runtime::ScenarioRunner>(std::move(scenario));
@@ -268,9 +270,10 @@ void bind_env(nb::module_& m) {
       .def("dp", &PyIntraEnv::dp)
       .def("gpg", &PyIntraEnv::gpg, "dir"_a);
   nb::class_<PyTopEnv>(m, "TopEnv")
-      .def(nb::init<const std::string&, double, int, const std::string&, double, double>(),
+      .def(nb::init<const std::string&, double, int, const std::string&, double, double,
+                    const std::string&>(),
            "scenario_json"_a, "step_s"_a, "samples"_a, "reward"_a, "min_interval_us"_a,
-           "max_interval_us"_a)
+           "max_interval_us"_a, "partition"_a = "bins")
       .def("models", &PyTopEnv::models)
       .def("observation_size", &PyTopEnv::observation_size)
       .def("action_sizes", &PyTopEnv::action_sizes)

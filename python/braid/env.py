@@ -51,7 +51,8 @@ class TopParallelEnv(ParallelEnv):
     `scenario`: a path, JSON text or a dict (runtime/scenario.h; `device` must be `sim:NAME`
     for virtual time). `step_s`: how long each joint action holds on the runtime's clock;
     `samples`: the state's rows per step; `reward`: "scale-free" (default) or "paper" (Eq. 2);
-    `min_interval_us`/`max_interval_us`: the launcher's log-scale range. An episode ends when
+    `min_interval_us`/`max_interval_us`: the launcher's log-scale range; `partition`: the block
+    agents' encoding, "bins" (Fig. 10) or "offsets" (runtime/agents.h). An episode ends when
     the scenario's duration is over (`terminations` all true).
     """
 
@@ -59,9 +60,9 @@ class TopParallelEnv(ParallelEnv):
 
     def __init__(self, scenario: str | Mapping[str, Any], *, step_s: float = 0.5, samples: int = 5,
                  reward: str = "scale-free", min_interval_us: float = 500.0,
-                 max_interval_us: float = 1e6):
+                 max_interval_us: float = 1e6, partition: str = "bins"):
         self._env = _braid.TopEnv(_scenario_json(scenario), float(step_s), int(samples), reward,
-                                  float(min_interval_us), float(max_interval_us))
+                                  float(min_interval_us), float(max_interval_us), partition)
         self.models = list(self._env.models())
         self.possible_agents = [LAUNCHER] + [f"model_{i}_{name}" for i, name in enumerate(self.models)]
         self.agents: list[str] = []

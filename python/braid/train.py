@@ -35,10 +35,10 @@ class TopEnvAdapter:
     names them."""
 
     def __init__(self, scenario: dict, step_s: float, samples: int, reward: str,
-                 min_interval_us: float, max_interval_us: float):
+                 min_interval_us: float, max_interval_us: float, partition: str = "bins"):
         from . import _braid
         self.env = _braid.TopEnv(json.dumps(scenario), step_s, samples, reward, min_interval_us,
-                                 max_interval_us)
+                                 max_interval_us, partition)
         self.models = list(self.env.models())
         self.agents = ["launcher"] + [f"model_{i}_{m}" for i, m in enumerate(self.models)]
         self.observation_size = int(self.env.observation_size())
@@ -231,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reward", default="scale-free", choices=["scale-free", "paper"])
     p.add_argument("--min-interval-us", type=float, default=500.0)
     p.add_argument("--max-interval-us", type=float, default=1e6)
+    p.add_argument("--partition", default="bins", choices=["bins", "offsets"],
+                   help="maddpg: the block agents' encoding: Fig. 10's bins, or offsets from each "
+                        "block's own bin (runtime/agents.h)")
     p.add_argument("--actor", default="500,128", help="actor hidden sizes (§VI-B: 500,128)")
     p.add_argument("--critic", default="1024,512,300", help="critic hidden sizes (§VI-B)")
     p.add_argument("--batch", type=int, default=100)
@@ -295,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
             from . import InvalidArgument, InvalidModel, InvalidSchedule, NotFound, Unsupported
             try:
                 env = TopEnvAdapter(scenario, args.step_s, args.samples, args.reward,
-                                    args.min_interval_us, args.max_interval_us)
+                                    args.min_interval_us, args.max_interval_us, args.partition)
             except (InvalidArgument, InvalidModel, InvalidSchedule, NotFound, Unsupported) as e:
                 raise BadInput(str(e)) from None
             blocks = env.action_sizes[1:]
@@ -305,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                 "H": int(env.env.max_sub_blocks()), "observation_size": env.observation_size,
                 "samples": args.samples, "step_s": args.step_s,
                 "min_interval_us": args.min_interval_us, "max_interval_us": args.max_interval_us,
+                "partition": args.partition,
                 "reward": args.reward, "scenario": scenario}
         log(f"training maddpg on {args.algorithm == 'toy' and 'the toy task' or scenario['device']}: "
             f"{len(env.agents)} agents, state {env.observation_size}, actions {env.action_sizes}, "

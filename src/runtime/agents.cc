@@ -20,6 +20,17 @@ void check_mapping(const ActionMapping& mapping) {
 
 }  // namespace
 
+PartitionEncoding parse_partition_encoding(std::string_view name) {
+  if (name == "bins") return PartitionEncoding::kBins;
+  if (name == "offsets") return PartitionEncoding::kOffsets;
+  BRAID_THROW(ErrorCode::kInvalidArgument, "unknown partition encoding '", name,
+              "' (known: bins, offsets)");
+}
+
+std::string_view partition_encoding_name(PartitionEncoding encoding) {
+  return encoding == PartitionEncoding::kOffsets ? "offsets" : "bins";
+}
+
 std::vector<double> intervals_from_action(std::span<const double> a0,
                                           const ActionMapping& mapping) {
   check_mapping(mapping);
@@ -36,7 +47,8 @@ double action_from_interval(double interval_us, const ActionMapping& mapping) {
 }
 
 std::vector<std::vector<SubBlock>> partition_from_actions(
-    const ModelSet& models, std::span<const std::vector<double>> per_model) {
+    const ModelSet& models, std::span<const std::vector<double>> per_model,
+    PartitionEncoding encoding) {
   BRAID_CHECK(per_model.size() == models.size(), ErrorCode::kInvalidArgument, "block actions for ",
               per_model.size(), " models, the runtime has ", models.size());
   size_t total = 0;
@@ -47,12 +59,31 @@ std::vector<std::vector<SubBlock>> partition_from_actions(
     total += per_model[m].size();
   }
   std::vector<std::vector<SubBlock>> bins(total);
-  for (size_t m = 0; m < models.size(); ++m)
-    for (size_t b = 0; b < per_model[m].size(); ++b) {
-      const size_t bin =
-          std::min(total - 1, static_cast<size_t>(unit(per_model[m][b]) * double(total)));
-      bins[bin].push_back({uint32_t(m), uint32_t(b)});
+  if (encoding == PartitionEncoding::kBins) {
+    for (size_t m = 0; m < models.size(); ++m)
+      for (size_t b = 0; b < per_model[m].size(); ++b) {
+        const size_t bin =
+            std::min(total - 1, static_cast<size_t>(unit(per_model[m][b]) * double(total)));
+        bins[bin].push_back({uint32_t(m), uint32_t(b)});
+      }
+  } else {
+    // Home bins: every block by relative depth, ties by model (stable).
+    std::vector<SubBlock> home;
+    for (size_t m = 0; m < models.size(); ++m)
+      for (size_t b = 0; b < per_model[m].size(); ++b) home.push_back({uint32_t(m), uint32_t(b)});
+    auto depth = [&](const SubBlock& s) {
+      return (double(s.block) + 0.5) / double(per_model[s.model].size());
+    };
+    std::stable_sort(home.begin(), home.end(),
+                     [&](const SubBlock& a, const SubBlock& b) { return depth(a) < depth(b); });
+    for (size_t k = 0; k < home.size(); ++k) {
+      const double v = unit(per_model[home[k].model][home[k].block]);
+      const long moved = long(k) + std::lround((2 * v - 1) * kOffsetReach);
+      bins[size_t(std::clamp(moved, 0L, long(total) - 1))].push_back(home[k]);
     }
+    // Inside a bin by model then block, as with kBins.
+    for (auto& bin : bins) std::sort(bin.begin(), bin.end());
+  }
   std::vector<std::vector<SubBlock>> out;
   for (auto& bin : bins)
     if (!bin.empty()) out.push_back(std::move(bin));  // an empty bin is no combined block
@@ -72,7 +103,7 @@ void ActionPolicy::set_actions(const ModelSet& models, std::span<const double> l
               "the launcher's action has ", launcher.size(), " values, the runtime has ",
               models.size(), " models");
   decision_ = {.interval_us = intervals_from_action(launcher, mapping_),
-               .partition = partition_from_actions(models, per_model)};
+               .partition = partition_from_actions(models, per_model, mapping_.partition)};
 }
 
 size_t ActionPolicy::largest_combined_block() const {

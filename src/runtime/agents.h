@@ -14,9 +14,17 @@
 //    one combined block, bins in order, inside a bin by model then block; a value of exactly 1
 //    falls in the last bin. A bin of more than H blocks is a superblock: it runs with its
 //    sub-blocks' own stages zipped (as sync's), and the reward marks it (Algorithm 1, line 9).
+//  - Offsets (ours, `partition = kOffsets`): Fig. 10's bins make blocks with close values one
+//    combined block, so an untrained actor (every value near 0.5) asks for one superblock, and
+//    MADDPG drifted there (docs/top.md). Here each block has a home bin, the blocks of all models
+//    in order of relative depth ((b + 0.5) / B_w, then by model), and its value moves it at most
+//    kOffsetReach bins either way: 0.5 keeps every block alone, and blocks at about the same
+//    depth of different models are the ones a small move combines.
 #pragma once
 
+#include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "runtime/model_set.h"
@@ -24,9 +32,16 @@
 
 namespace braid::runtime {
 
+enum class PartitionEncoding : uint8_t { kBins, kOffsets };
+inline constexpr int kOffsetReach = 3;  // kOffsets: bins a block's value can move it either way
+// "bins" or "offsets"; kInvalidArgument naming the known ones.
+PartitionEncoding parse_partition_encoding(std::string_view name);
+std::string_view partition_encoding_name(PartitionEncoding encoding);
+
 struct ActionMapping {
-  double min_interval_us = 500;  // a⁰ = 0
-  double max_interval_us = 1e6;  // a⁰ = 1: the paper's 1 task/s
+  double min_interval_us = 500;                            // a⁰ = 0
+  double max_interval_us = 1e6;                            // a⁰ = 1: the paper's 1 task/s
+  PartitionEncoding partition = PartitionEncoding::kBins;  // Fig. 10
 };
 
 // a⁰ (one value per model, each clamped to [0, 1]) -> dequeue intervals, log-scale.
@@ -37,7 +52,8 @@ double action_from_interval(double interval_us, const ActionMapping& mapping);
 // a¹..a^W (per model, one value per block, each clamped to [0, 1]) -> the block partition.
 // kInvalidArgument when a model's vector is not one value per block.
 std::vector<std::vector<SubBlock>> partition_from_actions(
-    const ModelSet& models, std::span<const std::vector<double>> per_model);
+    const ModelSet& models, std::span<const std::vector<double>> per_model,
+    PartitionEncoding encoding = PartitionEncoding::kBins);
 
 // A policy whose decisions are actions given from outside (an agent being trained, or a trained
 // policy's outputs): intervals and partition as above; it admits every due model up to

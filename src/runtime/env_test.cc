@@ -97,6 +97,52 @@ TEST(Agents, BlockValuesInOneBinFormOneCombinedBlock) {
                Error);
 }
 
+TEST(Agents, OffsetsKeepBlocksAloneAtTheNeutralValue) {
+  const ModelSet& models = runner().models();
+  const size_t b0 = models.model(0).blocks.size(), b1 = models.model(1).blocks.size();
+  const size_t total = b0 + b1;
+  ASSERT_GT(total, size_t(kOffsetReach) + 1);
+  const auto of = [&](double v0, double v1) {
+    return partition_from_actions(
+        models,
+        std::vector<std::vector<double>>{std::vector<double>(b0, v0), std::vector<double>(b1, v1)},
+        PartitionEncoding::kOffsets);
+  };
+  // 0.5 everywhere (an untrained actor): every block alone, where Fig. 10's bins combine all.
+  EXPECT_EQ(of(0.5, 0.5).size(), total);
+  // All the way down: the first kOffsetReach + 1 home bins pile into bin 0, the rest move
+  // kOffsetReach bins and stay apart; likewise up.
+  for (double v : {0.0, 1.0}) {
+    const auto p = of(v, v);
+    ASSERT_EQ(p.size(), total - kOffsetReach);
+    const size_t edge = v == 0.0 ? 0 : p.size() - 1;
+    EXPECT_EQ(p[edge].size(), size_t(kOffsetReach) + 1);
+  }
+  // One block moved a bin up joins its neighbour in depth order: one pair, every block once.
+  std::vector<std::vector<double>> one = {std::vector<double>(b0, 0.5),
+                                          std::vector<double>(b1, 0.5)};
+  one[0][0] = 0.7;  // lround((2 * 0.7 - 1) * 3) = 1
+  const auto p = partition_from_actions(models, one, PartitionEncoding::kOffsets);
+  ASSERT_EQ(p.size(), total - 1);
+  std::set<SubBlock> seen;
+  for (const auto& c : p) {
+    if (c.size() == 2) {
+      EXPECT_TRUE(c[0] == (SubBlock{0, 0}) || c[1] == (SubBlock{0, 0}));
+    }
+    EXPECT_LE(c.size(), 2u);
+    seen.insert(c.begin(), c.end());
+  }
+  EXPECT_EQ(seen.size(), total);
+  EXPECT_EQ(parse_partition_encoding("offsets"), PartitionEncoding::kOffsets);
+  EXPECT_EQ(partition_encoding_name(parse_partition_encoding("bins")), "bins");
+  try {
+    parse_partition_encoding("grid");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("known: bins, offsets"), std::string::npos) << e.what();
+  }
+}
+
 // The stepped loop is the loop: paused every 7 ms, it logs the same events as a whole run.
 TEST(Episode, SteppedInSmallIncrementsItRunsAsTheWholeRun) {
   ScenarioRunner& r = runner();

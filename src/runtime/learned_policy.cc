@@ -65,8 +65,18 @@ LearnedPolicy::LearnedPolicy(const std::filesystem::path& dir, const PolicyOptio
   step_us_ = manifest_positive(j, "step_s", where) * 1e6;
   row_us_ = step_us_ / double(samples_);
   next_row_us_ = row_us_;
-  const ActionMapping mapping{.min_interval_us = manifest_positive(j, "min_interval_us", where),
-                              .max_interval_us = manifest_positive(j, "max_interval_us", where)};
+  ActionMapping mapping{.min_interval_us = manifest_positive(j, "min_interval_us", where),
+                        .max_interval_us = manifest_positive(j, "max_interval_us", where)};
+  // Optional: policies written before it have Fig. 10's bins.
+  if (j.contains("partition")) {
+    const auto name =
+        manifest_field(j, "partition", json::value_t::string, where).get<std::string>();
+    try {
+      mapping.partition = parse_partition_encoding(name);
+    } catch (const Error& e) {
+      BRAID_THROW(ErrorCode::kInvalidArgument, where, ": \"partition\": ", e.what());
+    }
+  }
   PolicyOptions inner_options = options;
   inner_options.max_sub_blocks = h;
   inner_ = ActionPolicy(inner_options, mapping);

@@ -7,6 +7,7 @@
 //   DIR/policy.json   {"format": "braid.policy/1", "kind": "maddpg", "models": [{"name",
 //   "blocks"}],
 //                      "H", "samples", "step_s", "min_interval_us", "max_interval_us",
+//                      "partition" (optional: "bins", Fig. 10, or "offsets"),
 //                      "observation_size", "agents": [{"name", "file", "actions"}], ...}
 //   DIR/actor_*.onnx  input "state" [1, observation_size] -> output "action" [1, actions]
 //

@@ -124,6 +124,7 @@ def test_serve_runs_it_on_the_cpu(policy):
     (lambda m: m["agents"][0].update(file="../x.onnx"), "must be a file name"),
     (lambda m: m["agents"].pop(), "agents for 2 models"),
     (lambda m: m.pop("step_s"), "no \"step_s\""),
+    (lambda m: m.update(partition="grid"), "unknown partition encoding 'grid' (known: bins, offsets)"),
 ])
 def test_bad_policy_directories_exit_2(policy, tmp_path, change, message):
     d, _ = policy

@@ -28,8 +28,8 @@ SCENARIO = {"format": "braid.top/1", "device": "sim:a100_40gb", "duration_s": 2,
 SMALL = dict(actor_sizes=(32, 32), critic_sizes=(64, 64), batch=32)
 
 
-def small_env():
-    return train.TopEnvAdapter(SCENARIO, 0.1, 1, "scale-free", 500.0, 1e6)
+def small_env(partition="bins"):
+    return train.TopEnvAdapter(SCENARIO, 0.1, 1, "scale-free", 500.0, 1e6, partition)
 
 
 def test_toy_task_learns_its_known_optimum():
@@ -83,8 +83,9 @@ def run_braid(*args, timeout=120, env=None):
                           env=env)
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+# Both encodings of the block agents (runtime/agents.h): the manifest carries it to the runtime.
+@pytest.fixture(scope="module", params=["bins", "offsets"])
+def trained(tmp_path_factory, request):
     """A short training through the CLI (a `make test` run: well under 2 minutes)."""
     if not BRAID.exists():
         pytest.skip(f"{BRAID} is not built")
@@ -94,17 +95,19 @@ def trained(tmp_path_factory):
     r = run_braid("train", "maddpg", "--scenario", str(d / "scenario.json"), "--step-s", "0.1",
                   "--samples", "1", "--steps", "300", "--warmup", "100", "--actor", "32,32",
                   "--critic", "64,64", "--batch", "32", "--seed", "1", "-o", str(d / "out"),
-                  "--quiet", env={**os.environ, "BRAID_PYTHON": sys.executable})
+                  "--partition", request.param, "--quiet", env={**os.environ, "BRAID_PYTHON": sys.executable})
     assert r.returncode == 0, r.stderr
     wall = time.monotonic() - started
     assert wall < 120, wall
-    return d
+    return d, request.param
 
 
 def test_cli_writes_policy_curve_and_plot(trained):
+    trained, partition = trained
     out = trained / "out"
     manifest = json.loads((out / "policy.json").read_text())
     assert manifest["format"] == "braid.policy/1" and manifest["kind"] == "maddpg"
+    assert manifest["partition"] == partition
     assert [m["name"] for m in manifest["models"]] == ["squeezenet", "resnet50"]
     assert [a["name"] for a in manifest["agents"]] == ["launcher", "model_0_squeezenet",
                                                       "model_1_resnet50"]
@@ -118,6 +121,7 @@ def test_cli_writes_policy_curve_and_plot(trained):
 def test_runtime_runs_the_trained_agents_as_the_environment_did(trained, tmp_path):
     # The agents stepping the environment deterministically, and braid top running their ONNX
     # export with its own executor on the same scenario and seed, serve the same tasks.
+    trained, partition = trained
     scenario = trained / "scenario.json"
     r = run_braid("top", "--scenario", str(scenario), "--policy",
                   f"learned:{trained / 'out'}", "--seed", "1", "--json", str(tmp_path / "r.json"),
@@ -125,7 +129,7 @@ def test_runtime_runs_the_trained_agents_as_the_environment_did(trained, tmp_pat
     assert r.returncode == 0, r.stderr
     runtime_run = json.loads((tmp_path / "r.json").read_text())["runs"][0]
 
-    env = small_env()
+    env = small_env(partition)
     config = maddpg.Config(steps=300, warmup=100, seed=1, actor_sizes=(32, 32),
                            critic_sizes=(64, 64), batch=32)
     agents = maddpg.Maddpg(env.observation_size, env.action_sizes, config)
