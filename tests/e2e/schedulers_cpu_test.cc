@@ -26,6 +26,7 @@
 #include "ir/unit_graph.h"
 #include "ir/weights.h"
 #include "models/zoo.h"
+#include "ort_oracle.h"
 #include "sched/lower.h"
 #include "sched/registry.h"
 #include "sched/validate.h"
@@ -167,22 +168,9 @@ TEST_P(SchedulersOnCpu, OutputsEqualSequential) {
   RecordProperty("merge_stages", merges);
   const Outputs got = run_cpu(m, plan.schedule);
   ASSERT_EQ(got.size(), m.sequential.size());
-  // Max-norm, relative to the output's scale: the same kernels in another order, so only
-  // oneDNN's thread-count-dependent reductions may differ.
-  constexpr double kTolerance = 1e-4;
-  for (size_t o = 0; o < got.size(); ++o) {
-    const std::vector<float>& want = m.sequential[o];
-    ASSERT_EQ(got[o].size(), want.size()) << "output " << o;
-    double scale = 0, err = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      ASSERT_TRUE(std::isfinite(got[o][i])) << "output " << o << " element " << i;
-      scale = std::max(scale, std::abs(double(want[i])));
-      err = std::max(err, std::abs(double(got[o][i]) - double(want[i])));
-    }
-    EXPECT_LE(err, kTolerance * std::max(scale, 1.0))
-        << scheduler << " on " << model_name << ", output " << o << ": max error " << err
-        << ", scale " << scale;
-  }
+  // Relative to each output's scale: the same kernels in another order, so only oneDNN's
+  // thread-count-dependent reductions may differ.
+  testing::expect_outputs_match(m.sequential, got, {.atol = 1e-4}, scheduler + "_on_" + model_name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, SchedulersOnCpu,
