@@ -47,6 +47,9 @@ KernelModel read_kernel_model(const json& k, const std::string& file) {
   m.block_latency_us = number("block_latency_us", m.block_latency_us);
   m.library_call_us = number("library_call_us", m.library_call_us);
   m.wait_latency_us = number("wait_latency_us", m.wait_latency_us);
+  m.co_resident_gemm = number("co_resident_gemm", m.co_resident_gemm);
+  BRAID_CHECK(m.co_resident_gemm > 0 && m.co_resident_gemm <= 1, ErrorCode::kInvalidArgument, where,
+              ": co_resident_gemm must be in (0, 1], got ", m.co_resident_gemm);
   if (k.contains("split_k")) m.split_k = field<std::vector<int>>(k, "split_k", where);
   if (k.contains("gemm_tiles")) {
     for (const json& t : field<json>(k, "gemm_tiles", where)) {

@@ -74,8 +74,9 @@ struct KernelModel {
   std::vector<int> split_k;              // empty: 1, 2, 4
   int elements_per_thread = 4;           // element-wise kernels (256-thread blocks)
   // A block's fixed latency besides its work (start-up, address set-up, epilogue, drain); a
-  // block without work has none.
-  double block_latency_us = 3;
+  // block without work has none. 2.2 us: the H100's kernels as Nsight Compute measured them
+  // (docs/simulator.md), the one GPU whose kernels were measured one by one.
+  double block_latency_us = 2.2;
   // Host time of one cuDNN/cuBLAS call, eager, in place of launch_us (0: launch_us). The
   // library's descriptor checks and heuristics run on every call.
   double library_call_us = 0;
@@ -91,6 +92,11 @@ struct KernelModel {
   // host-to-device and outputs' device-to-host copies (they are in the captured graph and
   // timed; eager timing starts after them), over the device's PCIe link.
   bool fork_join = false;
+  // Blocks of two or more different GEMM kernels on one SM contend for its L1, shared-memory
+  // bandwidth and register-file ports (Opara's compute-compute interference, opara.txt §3.3):
+  // their issue rate is scaled by this. A GEMM beside memory-bound kernels is not. Fitted with
+  // the other global constants on the calibration rows of devices/published.json.
+  double co_resident_gemm = 0.95;
   // Tensor-core kernels (TF32, FP16, BF16: DeviceSpec::precision), a "tensor_cores" object.
   TensorCoreModel tensor_cores;
 };

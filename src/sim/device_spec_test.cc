@@ -83,6 +83,33 @@ TEST(DeviceSpec, TensorCoreModelLoadsAndUnknownConversionsAreRefused) {
   }
 }
 
+// The co-resident GEMM factor is the fitted default unless a device file sets its own, in (0, 1].
+TEST(DeviceSpec, CoResidentGemmFactorLoadsAndOutOfRangeIsRefused) {
+  EXPECT_DOUBLE_EQ(load_device("v100").kernel_model.co_resident_gemm, 0.95);
+  std::ifstream in(devices_dir() / "h100.json");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const auto at = text.find("\"block_latency_us\"");
+  ASSERT_NE(at, std::string::npos);
+  const auto dir = braid::testing::scratch_dir();
+  for (const char* value : {"1.0", "1.5"}) {
+    std::string t = text;
+    t.insert(at, std::string("\"co_resident_gemm\": ") + value + ", ");
+    const auto path = dir / (std::string("coresident_") + value + ".json");
+    std::ofstream(path) << t;
+    if (std::string(value) == "1.0") {
+      EXPECT_DOUBLE_EQ(load_device(path.string()).kernel_model.co_resident_gemm, 1.0);
+      continue;
+    }
+    try {
+      load_device(path.string());
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("co_resident_gemm"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace braid::sim
 

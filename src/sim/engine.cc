@@ -648,7 +648,7 @@ class Engine {
                                 SmModel::kSmBandwidthShare;
     const double warps = g.warps;
     double issue = sm_flops * std::min(1.0, warps / SmModel::kWarpsForPeakCompute);
-    if (distinct_gemm_kernels(g) >= 2) issue *= SmModel::kCoResidentGemm;
+    if (distinct_gemm_kernels(g) >= 2) issue *= spec.kernel_model.co_resident_gemm;
     const double cap = sm_bandwidth * std::min(1.0, warps / SmModel::kWarpsForPeakMemory);
     double demand = 0;
     for (Cohort& c : g.cohorts) {

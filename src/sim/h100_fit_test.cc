@@ -13,11 +13,13 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +49,14 @@ struct Row {
   size_t switches = 0;          // issue-order segments: how often the host changes stream
   json host_calls;              // BRAID_FIT_DUMP: what the host issues, in order
   double ratio() const { return predicted_ms / measured_ms; }
+  // The rows a constant of devices/h100.json was read off (docs/simulator.md "The H100 fit"):
+  // library_call_us from the sequential eager rows of three models. Every other row is held
+  // out; the tiles and block latency come from h100_kernels.json (Nsight Compute, kernel by
+  // kernel) and the host block from the micro-benchmark series (braid calibrate), not from rows.
+  bool calibration() const {
+    return mode == "eager" && algo == "sequential" &&
+           (model == "tv_inception_v3" || model == "googlenet" || model == "resnet50");
+  }
 };
 
 class H100Fit : public ::testing::Test {
@@ -130,20 +140,31 @@ std::map<std::string, models::LoadedModel>* H100Fit::models_ = nullptr;
 TEST_F(H100Fit, GraphRowsWithin15Percent) {
   const std::vector<Row> all = rows();
   ASSERT_EQ(all.size(), 66u) << "devices/measured/h100.json changed";
-  std::cout << "| model | algo | mode | streams | waits | switches | measured ms | predicted ms | "
-               "predicted/measured |\n"
-            << "|---|---|---|---|---|---|---|---|---|\n";
+  std::cout << "| model | algo | mode | set | streams | waits | switches | measured ms | "
+               "predicted ms | predicted/measured |\n"
+            << "|---|---|---|---|---|---|---|---|---|---|\n";
   int outside = 0;
   double worst = 0;
+  // Per set and mode: rows, rows outside +-15%, sum of squared log ratios.
+  std::map<std::string, std::tuple<int, int, double>> summary;
   for (const Row& r : all) {
-    std::cout << fmt::format("| {} | {} | {} | {} | {} | {} | {:.3f} | {:.3f} | {:.2f} |\n",
-                             r.model, r.algo, r.mode, r.lanes, r.waits, r.switches, r.measured_ms,
-                             r.predicted_ms, r.ratio());
+    const std::string set = r.calibration() ? "calibration" : "held out";
+    std::cout << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {:.3f} | {:.3f} | {:.2f} |\n",
+                             r.model, r.algo, r.mode, set, r.lanes, r.waits, r.switches,
+                             r.measured_ms, r.predicted_ms, r.ratio());
     outside += std::abs(r.ratio() - 1) > 0.15;
     worst = std::max(worst, std::abs(r.ratio() - 1));
+    auto& [n, out, sq] = summary[set + ", " + r.mode];
+    ++n;
+    out += std::abs(r.ratio() - 1) > 0.15;
+    sq += std::log(r.ratio()) * std::log(r.ratio());
   }
   std::cout << fmt::format("{} of {} rows outside +-15%; worst {:.0f}%\n", outside, all.size(),
                            worst * 100);
+  for (const auto& [what, s] : summary)
+    std::cout << fmt::format("{}: {} rows, {} outside +-15%, RMS log error {:.3f}\n", what,
+                             std::get<0>(s), std::get<1>(s),
+                             std::sqrt(std::get<2>(s) / std::get<0>(s)));
   if (const char* dump = std::getenv("BRAID_FIT_DUMP")) {
     json rows = json::array();
     for (const Row& r : all)

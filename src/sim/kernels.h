@@ -47,13 +47,16 @@ struct Kernel {
   double dram_bytes = 0;
   double uncached_bytes = 0;
   double working_set = 0;     // bytes the kernel keeps in L2 (inputs, weights, outputs)
-  bool gemm = false;          // a GEMM tile loop (compute-bound; see SmModel::kCoResidentGemm)
+  bool gemm = false;          // a GEMM tile loop (compute-bound; see KernelModel::co_resident_gemm)
   bool library_call = false;  // launched by a cuDNN/cuBLAS call (its host cost, eager)
 
   int warps() const { return (threads + 31) / 32; }
   // Blocks of this kernel an empty SM holds at once (0: the kernel cannot run on `spec`).
   int blocks_per_sm(const DeviceSpec& spec) const;
 };
+
+// The built-in CUTLASS-like tile table, used where a device's kernel_model lists no gemm_tiles.
+std::span<const GemmTileSpec> builtin_gemm_tiles();
 
 // The kernels of one unit, in launch order. Empty for units that launch nothing (views).
 // Units of a weighted DAG (no operators) become one kernel whose work takes the unit's
@@ -83,11 +86,7 @@ struct SmModel {
   // it holds the block's resources but not the SM's issue slots or bandwidth. A block with no
   // work at all (an empty kernel) has none. The default of KernelModel::block_latency_us; a
   // device file may fit its own.
-  static constexpr double kBlockLatencyUs = 3;
-  // Blocks of two or more different GEMM kernels on one SM contend for its L1, shared-memory
-  // bandwidth and register-file ports (Opara's compute-compute interference, opara.txt §3.3):
-  // their issue rate is scaled by this. A GEMM beside memory-bound kernels is not.
-  static constexpr double kCoResidentGemm = 0.95;
+  static constexpr double kBlockLatencyUs = 2.2;
 };
 
 }  // namespace braid::sim
