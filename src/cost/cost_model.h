@@ -44,6 +44,15 @@ struct CostStats {
   int64_t estimates = 0;
 };
 
+// When a unit on one device may start after an input from another device (stage form; the
+// HIOS schedulers and sched::predicted_latency follow it):
+//  - kProducerFinish: once the producer has finished, plus the transfer (hios.txt's text, and
+//    every list scheduler's model);
+//  - kProducerDevice: once the producer's device has run everything placed on it so far, plus
+//    the transfer: HIOS's simulator code (peers.md §3.1, `graph_latency`), which starts a unit
+//    at max(its device's timeline, each producer device's current timeline + transfer).
+enum class StartRule { kProducerFinish, kProducerDevice };
+
 class CostModel {
  public:
   explicit CostModel(const ir::UnitGraph& units) : units_(&units) {}
@@ -111,6 +120,8 @@ class CostModel {
   }
   // Copying the tensors of `edge` between devices (HIOS); 0 on one device.
   virtual Micros transfer_latency(const ir::UnitEdge& edge) const { return Micros{0}; }
+  // Where a unit waits for an input from another device (StartRule above).
+  virtual StartRule start_rule() const { return StartRule::kProducerFinish; }
 
   const ir::UnitGraph& units() const { return *units_; }
   virtual CostStats stats() const {

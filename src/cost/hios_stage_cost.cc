@@ -6,8 +6,8 @@
 
 namespace braid::cost {
 
-HiosStageCostModel::HiosStageCostModel(const ir::UnitGraph& units, double alpha)
-    : CostModel(units), alpha_(alpha) {
+HiosStageCostModel::HiosStageCostModel(const ir::UnitGraph& units, double alpha, StartRule start)
+    : CostModel(units), alpha_(alpha), start_(start) {
   BRAID_CHECK(alpha >= 0 && alpha <= 1, ErrorCode::kInvalidArgument,
               "hios cost: alpha must be in [0, 1], got ", alpha);
   for (const ir::Unit& u : units.units())
@@ -39,6 +39,17 @@ Micros HiosStageCostModel::stage_latency(std::span<const std::vector<UnitId>> gr
 
 Micros HiosStageCostModel::transfer_latency(const ir::UnitEdge& edge) const {
   return edge.transfer.value_or(Micros{0});
+}
+
+StartRule parse_hios_start(std::string_view value) {
+  if (value == "paper") return StartRule::kProducerFinish;
+  if (value == "code") return StartRule::kProducerDevice;
+  BRAID_THROW(ErrorCode::kInvalidArgument, "hios: unknown start rule '", value,
+              "' (known: paper, code)");
+}
+
+std::string_view hios_start_name(StartRule rule) {
+  return rule == StartRule::kProducerDevice ? "code" : "paper";
 }
 
 }  // namespace braid::cost

@@ -42,6 +42,7 @@ class WithTransfers final : public CostModel {
     return base_->merge_lower_bound(units);
   }
   CostStats stats() const override { return base_->stats(); }
+  StartRule start_rule() const override { return base_->start_rule(); }
   Micros transfer_latency(const ir::UnitEdge& edge) const override {
     return Micros(link_.latency_us + double(edge.bytes) / (link_.gbps * 1e3));
   }

@@ -20,9 +20,15 @@ struct Problem {
   const ir::UnitGraph& g;
   const cost::CostModel& cost;
   int devices = 1;
-  std::vector<double> latency;           // per unit
-  std::vector<double> transfer;          // per edge index
-  std::vector<UnitId> by_priority;       // descending priority, ties by id (a topological order)
+  std::vector<double> latency;      // per unit
+  std::vector<double> transfer;     // per edge index
+  std::vector<UnitId> by_priority;  // descending priority, ties by id (a topological order)
+  // cost::StartRule::kProducerDevice (HIOS's simulator code): a unit waits for its producers'
+  // devices' timelines, and the temporal step takes units in id order (HIOS's node index)
+  // instead of by_priority. Algorithm 3's table keeps by_priority and producers' finish times,
+  // as HIOS's `hios_pdp` does.
+  bool producer_device = false;
+  std::vector<UnitId> order;             // the temporal step's order
   std::vector<std::vector<bool>> reach;  // ir::transitive_closure: reach[u][v], a path u -> v
 
   size_t n() const { return g.num_units(); }
@@ -41,15 +47,21 @@ Problem make_problem(const ir::UnitGraph& g, const cost::CostModel& cost, int de
   std::stable_sort(p.by_priority.begin(), p.by_priority.end(),
                    [&](UnitId a, UnitId b) { return priority[index(a)] > priority[index(b)]; });
   p.reach = ir::transitive_closure(g);
+  p.producer_device = cost.start_rule() == cost::StartRule::kProducerDevice;
+  p.order = p.by_priority;
+  if (p.producer_device)
+    for (size_t u = 0; u < n; ++u) p.order[u] = UnitId(u);
   return p;
 }
 
 // Lines 10-13 of Algorithm 1: the mapped units (device >= 0) in priority order, each at the end
 // of its device's timeline once its mapped inputs have arrived. Unmapped units are ignored.
+// Under HIOS's code rule, in id order, an input from another device arriving after that
+// device's timeline as it stands (+ the transfer).
 double list_schedule(const Problem& p, const std::vector<int>& device) {
   std::vector<double> free(p.devices, 0), finish(p.n(), 0);
   double makespan = 0;
-  for (UnitId v : p.by_priority) {
+  for (UnitId v : p.order) {
     const int d = device[index(v)];
     if (d < 0) continue;
     double start = free[d];
@@ -57,7 +69,10 @@ double list_schedule(const Problem& p, const std::vector<int>& device) {
       const UnitId u = p.g.edges()[e].from;
       const int du = device[index(u)];
       if (du < 0) continue;
-      start = std::max(start, finish[index(u)] + (du != d ? p.transfer[e] : 0));
+      if (du == d)
+        start = std::max(start, finish[index(u)]);
+      else
+        start = std::max(start, (p.producer_device ? free[du] : finish[index(u)]) + p.transfer[e]);
     }
     finish[index(v)] = start + p.latency[index(v)];
     free[d] = finish[index(v)];
@@ -199,7 +214,7 @@ class DeviceStages {
  public:
   DeviceStages(const Problem& p, const std::vector<int>& device) : p_(p), position_of_(p.n()) {
     order_.resize(p.devices);
-    for (UnitId u : p.by_priority) {
+    for (UnitId u : p.order) {
       const int d = device[index(u)];
       position_of_[index(u)] = positions_.size();
       positions_.push_back({d, {u}, p.latency[index(u)]});
@@ -218,6 +233,7 @@ class DeviceStages {
   // dependencies form a cycle. `topological` receives the live positions in the order they
   // become ready (by ready time, then place in their device's order).
   double evaluate(std::vector<size_t>* topological = nullptr) const {
+    if (p_.producer_device) return evaluate_in_order(topological);
     const size_t count = positions_.size();
     std::vector<std::vector<std::pair<size_t, double>>> out(count);
     std::vector<size_t> indegree(count, 0), rank(count, 0);
@@ -260,11 +276,61 @@ class DeviceStages {
     return done == alive ? makespan : kInf;
   }
 
+  // HIOS's simulator code: the live positions in a fixed order (Kahn's, the lowest position
+  // index first: id order with merged positions at their first unit's place), each at
+  // max(its device's timeline, each producer device's timeline + transfer); +inf on a cycle.
+  double evaluate_in_order(std::vector<size_t>* topological) const {
+    const size_t count = positions_.size();
+    std::vector<std::vector<size_t>> out(count);
+    std::vector<std::vector<std::pair<size_t, double>>> in(count);  // producer, transfer
+    std::vector<size_t> indegree(count, 0);
+    for (const auto& list : order_)
+      for (size_t i = 1; i < list.size(); ++i) {
+        out[list[i - 1]].push_back(list[i]);
+        ++indegree[list[i]];
+      }
+    for (size_t e = 0; e < p_.g.edges().size(); ++e) {
+      const ir::UnitEdge& edge = p_.g.edges()[e];
+      const size_t a = position_of_[index(edge.from)], b = position_of_[index(edge.to)];
+      if (a == b) continue;
+      out[a].push_back(b);
+      in[b].push_back({a, p_.transfer[e]});
+      ++indegree[b];
+    }
+    std::priority_queue<size_t, std::vector<size_t>, std::greater<>> heap;
+    size_t alive = 0, done = 0;
+    for (size_t i = 0; i < count; ++i) {
+      if (!positions_[i].alive) continue;
+      ++alive;
+      if (indegree[i] == 0) heap.push(i);
+    }
+    std::vector<double> free(p_.devices, 0), finish(count, 0);
+    double makespan = 0;
+    while (!heap.empty()) {
+      const size_t b = heap.top();
+      heap.pop();
+      ++done;
+      if (topological != nullptr) topological->push_back(b);
+      const int d = positions_[b].device;
+      double start = free[d];
+      for (auto [a, transfer] : in[b]) {
+        const int da = positions_[a].device;
+        start = std::max(start, da == d ? finish[a] : free[da] + transfer);
+      }
+      finish[b] = start + positions_[b].latency;
+      free[d] = finish[b];
+      makespan = std::max(makespan, finish[b]);
+      for (size_t c : out[b])
+        if (--indegree[c] == 0) heap.push(c);
+    }
+    return done == alive ? makespan : kInf;
+  }
+
   // Algorithm 2. Returns the number of candidate schedules evaluated.
   int64_t parallelize(int window) {
     int64_t evaluations = 0;
     double current = evaluate();
-    for (UnitId v : p_.by_priority) {
+    for (UnitId v : p_.order) {
       const size_t at = position_of_[index(v)];
       if (positions_[at].units.size() > 1) continue;  // already grouped
       const auto& list = order_[positions_[at].device];

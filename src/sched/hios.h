@@ -20,6 +20,10 @@
 // ablations. Stage latencies come from cost.stage_latency (one unit per stream), transfers from
 // cost.transfer_latency. The result is a stage-form schedule with one transfer per edge between
 // devices; its predicted latency is exactly sched::predicted_latency's.
+// Under cost.start_rule() == kProducerDevice (`--cost hios:start=code`: HIOS's simulator code,
+// peers.md §3.1) steps 1 (LP's tries) and 2 take the units in id order and start each at
+// max(its device's timeline, each producer device's current timeline + transfer); HIOS-MR's
+// table still uses producers' finish times, as HIOS's `hios_pdp` does.
 //
 //   ScheduleOptions o{.num_devices = 4, .window = 2};
 //   Schedule s = make_scheduler("hios-lp", o)->schedule(units, cost);

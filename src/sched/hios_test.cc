@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "cost/dag_cost.h"
+#include "cost/hios_stage_cost.h"
 #include "sched/predict.h"
 #include "sched/test_graphs.h"
 #include "sched/validate.h"
@@ -124,6 +125,75 @@ TEST(Hios, NeverBetterThanTheBestMapping) {
     for (const char* name : {"hios-lp-inter", "hios-mr-inter"}) {
       const Schedule s = make_scheduler(name, {.num_devices = 2})->schedule(g, cost);
       EXPECT_GE(s.predicted_latency->count(), best * (1 - 1e-9)) << name << " seed " << seed;
+    }
+  }
+}
+
+// The diamond s -> {a, b} -> t (1, 4, 4, 1 ms; transfers 0.5 ms) on two devices, by hand.
+ir::UnitGraph diamond() {
+  std::vector<ir::Unit> units;
+  for (auto [name, ms] : {std::pair{"s", 1.0}, {"a", 4.0}, {"b", 4.0}, {"t", 1.0}})
+    units.push_back({.name = name, .latency = Millis(ms)});
+  std::vector<ir::UnitEdge> edges;
+  for (auto [from, to] : {std::pair{0, 1}, {0, 2}, {1, 3}, {2, 3}})
+    edges.push_back({.from = UnitId(from), .to = UnitId(to), .transfer = Millis(0.5)});
+  return ir::UnitGraph::from_dag("diamond", units, edges);
+}
+
+// A fixed schedule: device 0 runs s, a, t; device 1 runs b. Paper rule: b starts at s's finish
+// + 0.5 = 1.5, ends 5.5; t starts at max(a's 5, b's 5.5 + 0.5) = 6, ends 7. Code rule: b waits
+// for device 0's timeline when b comes up (after s and a: 5) + 0.5 = 5.5, ends 9.5; t starts at
+// 9.5 + 0.5 = 10, ends 11.
+TEST(HiosStartRule, PredictedLatencyOfAHandSchedule) {
+  const ir::UnitGraph g = diamond();
+  Schedule s{.num_devices = 2};
+  for (auto [device, unit] : {std::pair{0, 0}, {0, 1}, {1, 2}, {0, 3}})
+    s.stages.push_back({.device = device, .groups = {{UnitId(unit)}}});
+  s.transfers = {{UnitId(0), UnitId(2), 0, 1}, {UnitId(2), UnitId(3), 1, 0}};
+  ASSERT_NO_THROW(validate_or_throw(g, s));
+  const cost::HiosStageCostModel paper(g, 0.5, cost::StartRule::kProducerFinish);
+  const cost::HiosStageCostModel code(g, 0.5, cost::StartRule::kProducerDevice);
+  EXPECT_NEAR(Millis(predicted_latency(g, s, paper)).count(), 7.0, 1e-9);
+  EXPECT_NEAR(Millis(predicted_latency(g, s, code)).count(), 11.0, 1e-9);
+}
+
+// HIOS-LP on the diamond. Its first path is s, a, t (7 ms with the transfers), on device 0
+// (6 ms either way; ties keep the first). Then b: on device 0, 10 ms; on device 1, paper rule 7
+// (the schedule above), code rule 11 (the schedule above: b waits for s and a's device 0). So
+// the paper rule splits the diamond (7 ms, two transfers) and the code rule keeps it on one
+// device (10 ms, no transfer).
+TEST(HiosStartRule, LongestPathMapsTheDiamondDifferently) {
+  const ir::UnitGraph g = diamond();
+  const cost::HiosStageCostModel paper(g, 0.5, cost::StartRule::kProducerFinish);
+  const cost::HiosStageCostModel code(g, 0.5, cost::StartRule::kProducerDevice);
+  const auto lp = make_scheduler("hios-lp-inter", {.num_devices = 2});
+  const Schedule a = lp->schedule(g, paper), b = lp->schedule(g, code);
+  EXPECT_NEAR(Millis(*a.predicted_latency).count(), 7.0, 1e-9);
+  EXPECT_EQ(a.transfers.size(), 2u);
+  EXPECT_NEAR(Millis(*b.predicted_latency).count(), 10.0, 1e-9);
+  EXPECT_EQ(b.transfers.size(), 0u);
+  EXPECT_NEAR(Millis(predicted_latency(g, b, code)).count(), 10.0, 1e-9);
+}
+
+// Under the code rule every HIOS variant's schedule is valid and predicted exactly by
+// sched::predicted_latency (which follows the rule too), and the same schedule priced by the
+// paper rule is never slower (a producer's device timeline is never before its finish).
+TEST(HiosStartRule, CodeRuleSchedulesPredictedExactlyAndNoFasterThanPaper) {
+  for (uint64_t seed = 0; seed < 60; ++seed) {
+    const ir::UnitGraph g = testing::random_graph(seed, 3, 40);
+    const cost::HiosStageCostModel paper(g, 0.5, cost::StartRule::kProducerFinish);
+    const cost::HiosStageCostModel code(g, 0.5, cost::StartRule::kProducerDevice);
+    for (int devices : {2, 3}) {
+      for (const char* name : kVariants) {
+        SCOPED_TRACE(std::string(name) + " seed " + std::to_string(seed) + " devices " +
+                     std::to_string(devices));
+        const Schedule s =
+            make_scheduler(name, {.num_devices = devices, .window = 2})->schedule(g, code);
+        ASSERT_NO_THROW(validate_or_throw(g, s));
+        const double predicted = predicted_latency(g, s, code).count();
+        EXPECT_NEAR(s.predicted_latency->count(), predicted, 1e-6 * predicted);
+        EXPECT_LE(predicted_latency(g, s, paper).count(), predicted * (1 + 1e-9));
+      }
     }
   }
 }

@@ -15,6 +15,7 @@ Micros predict_stages(const ir::UnitGraph& units, const Schedule& s, const cost:
   std::vector<Micros> finish(s.stages.size(), Micros{0});
   std::vector<Micros> device_free(std::max(1, s.num_devices), Micros{0});
   Micros makespan{0};
+  const bool producer_device = cost.start_rule() == cost::StartRule::kProducerDevice;
   for (size_t k = 0; k < s.stages.size(); ++k) {
     const Stage& stage = s.stages[k];
     BRAID_ASSERT(stage.device >= 0 && static_cast<size_t>(stage.device) < device_free.size(),
@@ -28,7 +29,11 @@ Micros predict_stages(const ir::UnitGraph& units, const Schedule& s, const cost:
           BRAID_ASSERT(from.has_value(), "unit ", index(edge.from), " is not scheduled");
           if (from->stage == k) continue;
           Micros ready = finish[from->stage];
-          if (from->device != stage.device) ready += cost.transfer_latency(edge);
+          if (from->device != stage.device) {
+            // HIOS's simulator: the producer's device timeline as it stands now.
+            if (producer_device) ready = device_free[from->device];
+            ready += cost.transfer_latency(edge);
+          }
           start = std::max(start, ready);
         }
     Micros duration;

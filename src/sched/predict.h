@@ -5,7 +5,9 @@
 //
 // Stage form: the stages of one device run one after another, each taking stage_latency
 // (concurrent) or merge_latency (merge); a stage also waits for the stages on other devices
-// that produce its inputs, plus their transfer latency. Stream form (LIOS, Nimble, Opara):
+// that produce its inputs, plus their transfer latency (under cost::StartRule::kProducerDevice,
+// HIOS's simulator code: for those devices' timelines as they stand when the stage comes up in
+// the schedule's order). Stream form (LIOS, Nimble, Opara):
 // every lane runs its units in order; a unit starts when its lane is free and every
 // predecessor and every sync's `from` has finished (plus the transfer from another device): the
 // list-scheduling model of lios.txt §IV. Lanes contend only where the cost model runs fewer

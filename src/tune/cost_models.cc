@@ -36,6 +36,13 @@ std::unique_ptr<cost::CostModel> make_base(const CostSpec& spec, const ir::UnitG
   if (name == "dag") return std::make_unique<cost::DagCostModel>(units);
   if (name == "roofline") return std::make_unique<cost::RooflineCostModel>(units);
   if (name == "hios") return std::make_unique<cost::HiosStageCostModel>(units);
+  if (name.starts_with("hios:")) {  // hios:start=paper|code
+    const std::string_view option = std::string_view(name).substr(5);
+    BRAID_CHECK(option.starts_with("start="), ErrorCode::kInvalidArgument, "--cost ", name,
+                ": unknown option '", option, "' (known: start=paper, start=code)");
+    return std::make_unique<cost::HiosStageCostModel>(units, 0.5,
+                                                      cost::parse_hios_start(option.substr(6)));
+  }
   if (name == "cpu") {
     BRAID_CHECK(!weighted, ErrorCode::kInvalidArgument, "--cost cpu: '", units.name(),
                 "' is a weighted DAG with no operators to measure (use --cost dag)");

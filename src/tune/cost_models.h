@@ -2,7 +2,9 @@
 // server use to schedule (one factory, not one per front end).
 //   dag       the latencies written in a .dag.json (the default for weighted DAGs)
 //   roofline  FLOPs and bytes only: no measurement
-//   hios      a weighted DAG under HIOS's simulated stage contention
+//   hios      a weighted DAG under HIOS's simulated stage contention; hios:start=code starts a
+//             unit after its producers' devices' timelines (HIOS's simulator code), start=paper
+//             (the default) after its producers (cost/hios_stage_cost.h)
 //   cpu       measured on this CPU, cached on disk (the default for real models)
 //   cuda:N    measured on GPU N with the CUDA executor, cached on disk
 //   sim:NAME  the GPU simulator on devices/NAME.json (or a .json path)

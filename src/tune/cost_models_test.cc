@@ -48,5 +48,29 @@ TEST(CostModels, UnknownNamesListTheKnownOnes) {
   }
 }
 
+// --cost hios:start=paper|code: the start rule parsed into its enum; bad options are refused
+// with the known ones.
+TEST(CostModels, HiosStartRule) {
+  const ir::UnitGraph g = ir::UnitGraph::from_dag("one", {{.name = "u", .latency = Millis(1.0)}},
+                                                  std::vector<ir::UnitEdge>{});
+  EXPECT_EQ(make_cost_model({.name = "hios"}, g, nullptr)->start_rule(),
+            cost::StartRule::kProducerFinish);
+  EXPECT_EQ(make_cost_model({.name = "hios:start=paper"}, g, nullptr)->start_rule(),
+            cost::StartRule::kProducerFinish);
+  EXPECT_EQ(make_cost_model({.name = "hios:start=code"}, g, nullptr)->start_rule(),
+            cost::StartRule::kProducerDevice);
+  EXPECT_FALSE(cost_needs_weights({.name = "hios:start=code"}, "g.dag.json"));
+  for (auto [name, known] : {std::pair{"hios:start=sim", "known: paper, code"},
+                             {"hios:begin=code", "known: start=paper, start=code"}}) {
+    try {
+      make_cost_model({.name = name}, g, nullptr);
+      FAIL() << name << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(known), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace braid::tune

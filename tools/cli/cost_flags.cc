@@ -9,7 +9,8 @@ void add_cost_flags(CLI::App& cmd, CostFlags& flags) {
   cmd.add_option("--cost", flags.name,
                  "Cost model: dag (a .dag.json's latencies; its default), cpu (measured here, "
                  "cached; the default for real models), roofline (FLOPs and bytes only), hios "
-                 "(a weighted DAG under HIOS's simulated stage contention), "
+                 "(a weighted DAG under HIOS's simulated stage contention; hios:start=code "
+                 "waits for a producer's device timeline, as HIOS's simulator code does), "
                  "cuda:N (measured on GPU N, cached), sim:NAME (the GPU simulator: "
                  "devices/NAME.json or a .json path)");
   cmd.add_option("--profile-budget", flags.cpu.stage_budget_s,
