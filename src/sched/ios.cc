@@ -548,8 +548,38 @@ void split_block(const ir::UnitGraph& graph, std::span<const UnitId> units, size
     }
   }
   for (size_t i = 1; i < n; ++i) frontier[i] += frontier[i - 1];
-  // Cut after the first position of every run of consecutive positions of frontier <= t, for
-  // the smallest t that leaves no part over `size` units (or else the smallest largest part).
+  auto largest = [](const std::vector<size_t>& cuts) {
+    size_t most = 0;
+    for (size_t k = 0, begin = 0; k < cuts.size(); begin = cuts[k++] + 1)
+      most = std::max(most, cuts[k] + 1 - begin);
+    return most;
+  };
+  const int widest = *std::max_element(frontier.begin(), frontier.end());
+  // Where every unit is named in a scope (`cell_3/conv_1x1`: an exporter's module path, the zoo's
+  // cells), cut only between scopes, at every boundary of frontier <= t for the smallest t that
+  // leaves no part over `size`: the model's own parts, as IOS's hand-written get_parts
+  // (peers.md §2.5).
+  auto path = [&](size_t p) {  // the unit's name without a leading `/`
+    std::string_view name = graph.unit(units[p]).name;
+    name.remove_prefix(std::min(name.find_first_not_of('/'), name.size()));
+    return name;
+  };
+  auto scope = [&](size_t p) { return path(p).substr(0, path(p).find('/')); };
+  bool scoped = true;
+  for (size_t p = 0; p < n && scoped; ++p) scoped = path(p).find('/') != std::string_view::npos;
+  for (int t = 0; scoped && t <= widest; ++t) {
+    std::vector<size_t> cuts;
+    for (size_t i = 0; i + 1 < n; ++i)
+      if (frontier[i] <= t && scope(i) != scope(i + 1)) cuts.push_back(i);
+    cuts.push_back(n - 1);
+    if (largest(cuts) > size) continue;
+    for (size_t k = 0, begin = 0; k < cuts.size(); begin = cuts[k++] + 1)
+      parts.emplace_back(units.begin() + begin, units.begin() + cuts[k] + 1);
+    return;
+  }
+  // Otherwise cut after the first position of every run of consecutive positions of frontier
+  // <= t, for the smallest t that leaves no part over `size` units (or else the smallest largest
+  // part).
   auto cuts_at = [&](int t) {
     std::vector<size_t> cuts;  // cut after these positions; the last is n - 1
     for (size_t i = 0; i + 1 < n; ++i)
@@ -557,14 +587,7 @@ void split_block(const ir::UnitGraph& graph, std::span<const UnitId> units, size
     cuts.push_back(n - 1);
     return cuts;
   };
-  auto largest = [](const std::vector<size_t>& cuts) {
-    size_t most = 0;
-    for (size_t k = 0, begin = 0; k < cuts.size(); begin = cuts[k++] + 1)
-      most = std::max(most, cuts[k] + 1 - begin);
-    return most;
-  };
   std::vector<size_t> cuts = cuts_at(0);
-  const int widest = *std::max_element(frontier.begin(), frontier.end());
   for (int t = 1; t <= widest && largest(cuts) > size; ++t)
     if (std::vector<size_t> c = cuts_at(t); largest(c) < largest(cuts)) cuts = std::move(c);
   for (size_t k = 0, begin = 0; k < cuts.size(); begin = cuts[k++] + 1)

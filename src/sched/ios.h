@@ -41,13 +41,19 @@
 // (topological) order, each optimized on its own as well, at its narrowest points:
 //  - the frontier after position i of the block is the number of units at or before i with a
 //    successor in the block after i (what a cut there keeps from running concurrently);
-//  - for the smallest threshold t that leaves no part over max_part_size units, the block is
-//    cut after the first position of every run of consecutive positions of frontier <= t;
+//  - where every unit's name has a scope (`cell_3/conv_1x1`: the module path an exporter
+//    writes, the zoo's cells), the block is cut only between scopes, at every boundary of
+//    frontier <= t for the smallest t that leaves no part over max_part_size units;
+//  - else (or when no t does), for the smallest threshold t that leaves no part over
+//    max_part_size units, the block is cut after the first position of every run of
+//    consecutive positions of frontier <= t;
 //  - when no threshold does, the threshold that leaves the smallest largest part is taken and
 //    its parts over max_part_size are cut into the fewest pieces of balanced sizes.
-// On NASNet the narrowest points are the cell boundaries (frontier 2: the outputs of the last
-// two cells), so the parts are its cells, as IOS's hand-written `get_parts` makes them
-// (peers.md §2.5); plain consecutive chunks of 50 units would each span about three cells,
+// On NASNet the cell boundaries have frontier 2 (the outputs of the last two cells), so the
+// parts are its cells, as IOS's hand-written `get_parts` makes them (peers.md §2.5). Before
+// 2026-11-29 the cuts ignored scopes and also fell inside cells where the frontier is as narrow
+// (cell_stem_0 cut 1+5+12, the first cells 0, 6, 12 cut 3+15). Plain consecutive chunks of 50
+// units would each span about three cells,
 // whose overlap multiplies the states (2.2M states and 3.9G transitions, against 42k and 4.4M).
 // Parts never exceed 64 units, so a set of units is one uint64_t bit mask. The search stays
 // exponential in a part's width (ios.txt §4.2); the pruning bounds it.
