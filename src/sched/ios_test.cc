@@ -329,6 +329,16 @@ TEST(Ios, NasNetPartsAreCells) {
     cells.push_back("cell_" + std::to_string(i));
   }
   EXPECT_EQ(whole, cells);
+  // Parts smaller than a cell: the scoped cut cannot fit, so the narrowest-point rule cuts inside
+  // cells and the contract (no part over the size, every unit once, in order) still holds.
+  for (int size : {5, 12}) {
+    size_t next = 0;
+    for (const auto& part : ios_parts(m.units, size)) {
+      EXPECT_LE(part.size(), static_cast<size_t>(size));
+      for (UnitId u : part) EXPECT_EQ(index(u), next++);
+    }
+    EXPECT_EQ(next, m.units.num_units());
+  }
 }
 
 // x feeds four convs: 1x1 and 3x3 (p1) and 1x3 (p0,1) merge into one 3x3 kernel; a strided one
