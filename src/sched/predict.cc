@@ -75,6 +75,9 @@ Micros predict_lanes(const ir::UnitGraph& units, const Schedule& s, const cost::
                            : static_cast<size_t>(std::max(1.0, std::floor(parallelism)));
   std::map<std::pair<int, size_t>, Micros> slot_free;  // (device, slot)
   auto slot_of = [&](size_t l) { return std::pair(s.lanes[l].device, l % slots); };
+  // Co-running (see predict.h): the lane whose unit a slot runs last, by (device, slot).
+  const bool co_run = !s.has_allotment() && std::isfinite(parallelism) && slots > 1;
+  std::map<std::pair<int, size_t>, size_t> slot_lane;
   // When the head of lane `l` can start; nullopt while a producer or a waited unit is pending.
   auto head_start = [&](size_t l) -> std::optional<Micros> {
     const Lane& lane = s.lanes[l];
@@ -111,9 +114,36 @@ Micros predict_lanes(const ir::UnitGraph& units, const Schedule& s, const cost::
     BRAID_ASSERT(best.has_value(), "predicted_latency: the lanes deadlock (an invalid schedule)");
     const Lane& lane = s.lanes[*best];
     const UnitId u = lane.units[next[*best]];
-    const Micros end =
-        best_start +
-        (threads[index(u)] > 0 ? cost.unit_latency_at(u, threads[index(u)]) : cost.unit_latency(u));
+    const Micros alone =
+        threads[index(u)] > 0 ? cost.unit_latency_at(u, threads[index(u)]) : cost.unit_latency(u);
+    Micros end = best_start + alone;
+    if (co_run) {
+      // Each unit another slot of this device still runs at best_start shares the machine
+      // with u: while both run, both progress at 1/f of their speed alone, f the cost model's
+      // price of the pair as a stage over the slower of the two alone. v's end moves too; no
+      // unit that waits for v has been placed yet (starts are placed in increasing order).
+      for (auto& [slot, l] : slot_lane) {
+        if (slot.first != lane.device || slot == slot_of(*best)) continue;
+        const UnitId v = s.lanes[l].units[next[l] - 1];
+        const Micros v_end = *finish[index(v)];
+        if (v_end <= best_start) continue;
+        const Micros v_alone = cost.unit_latency(v);
+        const std::vector<std::vector<UnitId>> pair = {{u}, {v}};
+        const Micros slower = std::max(alone, v_alone);
+        const double f =
+            slower > Micros{0} ? std::max(1.0, cost.stage_latency(pair) / slower) : 1.0;
+        const Micros v_left = v_end - best_start, u_left = end - best_start;
+        const Micros both = std::min(v_left, u_left);  // work done while both run
+        const Micros shared = both * f;
+        end = best_start + shared + (u_left - both);
+        const Micros v_new = best_start + shared + (v_left - both);
+        finish[index(v)] = v_new;
+        lane_free[l] = v_new;
+        slot_free[slot] = v_new;
+        makespan = std::max(makespan, v_new);
+      }
+      slot_lane[slot_of(*best)] = *best;
+    }
     finish[index(u)] = end;
     lane_free[*best] = end;
     slot_free[slot_of(*best)] = end;

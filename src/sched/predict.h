@@ -15,7 +15,14 @@
 // profiler: its CPUs over threads per stream): the i-th lane then shares slot i mod P, one
 // unit at a time, as the CPU executor pins its lanes; the unit that can start earliest takes a
 // slot first. Without this, 10 streams on 2 CPUs predicted RandWire 2.4x faster than
-// sequential and ran slower (2026-11-27). Under an allotment
+// sequential and ran slower (2026-11-27). Units that do run at once on two slots of a device
+// share more than CPUs (caches, memory bandwidth, and on a shared machine the other CPU's
+// load): while both run, each progresses at 1/f of its speed alone, f = the cost model's
+// stage_latency of the pair over the slower unit alone (>= 1; the CPU profiler measures the
+// pair as a stage, or past its budget prices it at its measured stages' median ratio). The
+// unit already running ends later too (no unit waiting for it has been placed yet). With
+// more than two slots the pairs are applied one after another, an approximation. Under an
+// allotment
 // (schedule.h) a unit takes unit_latency_at its threads, a stage stage_latency_at its groups'.
 #pragma once
 
