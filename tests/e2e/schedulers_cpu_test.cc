@@ -186,5 +186,27 @@ INSTANTIATE_TEST_SUITE_P(Zoo, SchedulersOnCpu,
                            return name;
                          });
 
+// Operator merges run as one oneDNN convolution each (cpu_kernels.h, make_merged_conv_kernel):
+// on the zoo models where ios-merge merges convs, its plan must contain merges (so this cannot
+// pass without running a merged kernel) and give the sequential outputs. RandWire has none to
+// merge (its convs are separable: grouped depthwise ones, which merge.h refuses).
+class MergesOnCpu : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MergesOnCpu, MergedConvsEqualSequential) {
+  const Model& m = model(GetParam());
+  const tune::Plan plan = tune::plan_model(m.units, m.weights, plan_options("ios-merge"));
+  const sched::ExecutionPlan lowered = sched::lower(m.units, plan.schedule);
+  size_t merged_units = 0;
+  for (const auto& merge : lowered.merges) merged_units += merge.size();
+  ASSERT_GE(lowered.merges.size(), 1u) << "ios-merge merged nothing on " << GetParam();
+  RecordProperty("merges", static_cast<int>(lowered.merges.size()));
+  RecordProperty("merged_units", static_cast<int>(merged_units));
+  const Outputs got = run_cpu(m, plan.schedule);
+  testing::expect_outputs_match(m.sequential, got, {.atol = 1e-4}, "ios-merge_on_" + GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, MergesOnCpu,
+                         ::testing::Values("inception_v3", "googlenet", "squeezenet"));
+
 }  // namespace
 }  // namespace braid

@@ -1,6 +1,7 @@
 #include "exec/cpu/cpu_executor.h"
 
 #include <omp.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <string>
 
 #include "base/error.h"
 #include "exec/cpu/cpu_kernels.h"
@@ -146,6 +148,14 @@ class CpuPreparedModel final : public PreparedModel {
   // lanes must not execute one unit's kernels at once: one lock per unit (uncontended unless
   // two requests are at the same unit).
   std::unique_ptr<std::mutex[]> unit_locks_;
+  // Operator merges (plan.merges) compiled into one kernel each (cpu_kernels.h,
+  // make_merged_conv_kernel): per unit, the index of its merge's kernel or -1. The first of a
+  // merge's units launched in an inference runs the merged kernel, which writes every unit's
+  // output; the others' launches only mark them done.
+  std::vector<int32_t> merge_of_;
+  std::vector<std::unique_ptr<Kernel>> merged_kernels_;
+  std::vector<std::vector<UnitId>> merged_units_;
+  std::unique_ptr<std::mutex[]> merge_locks_;
   std::vector<std::vector<UnitId>> predecessors_;     // per unit
   std::vector<std::vector<UnitId>> block_units_;      // per plan block
   std::vector<std::vector<uint32_t>> block_records_;  // per plan block: the events it records
@@ -243,6 +253,41 @@ CpuPreparedModel::CpuPreparedModel(const ModelBundle& b, const CpuExecutorOption
       for (auto& k : options.extra_kernels(unit, locate)) unit_kernels_[u].push_back(std::move(k));
     scratch_ = std::max(scratch_, unit_scratch);
   }
+  // Operator merges: one kernel per merge whose units are one Conv chain each on one block,
+  // with one thread budget; any other runs its units one after another as before.
+  merge_of_.assign(units.num_units(), -1);
+  if (!options.is_local && !options.extra_kernels)
+    for (const std::vector<UnitId>& merge : plan.merges) {
+      if (merge.size() < 2) continue;
+      bool fits = true;
+      std::vector<std::vector<NodeId>> ops;
+      for (UnitId u : merge) {
+        fits = fits && plan.block_of_unit[index(u)] == plan.block_of_unit[index(merge[0])] &&
+               (unit_threads_.empty() || unit_threads_[index(u)] == unit_threads_[index(merge[0])]);
+        const auto unit_ops = units.unit(u).ops;
+        ops.emplace_back(unit_ops.begin(), unit_ops.end());
+      }
+      if (!fits) continue;
+      omp_set_num_threads(unit_threads_.empty() ? options.threads_per_stream
+                                                : unit_threads_[index(merge[0])]);
+      Bytes merged_scratch = 0;
+      std::string why;
+      auto kernel =
+          cpu::make_merged_conv_kernel(g, ops, locate, {pool_->engine()}, &merged_scratch, &why);
+      if (!kernel) {
+        spdlog::warn("operator merge of '{}' runs its {} convs one after another: {}",
+                     units.unit(merge[0]).name, merge.size(), why);
+        continue;
+      }
+      scratch_ = std::max(scratch_, merged_scratch);
+      for (UnitId u : merge) {
+        merge_of_[index(u)] = static_cast<int32_t>(merged_kernels_.size());
+        unit_kernels_[index(u)].clear();
+      }
+      merged_kernels_.push_back(std::move(kernel));
+      merged_units_.push_back(merge);
+    }
+  merge_locks_ = std::make_unique<std::mutex[]>(merged_kernels_.size());
   omp_set_num_threads(saved_threads);
   unit_locks_ = std::make_unique<std::mutex[]>(units.num_units());
   predecessors_.resize(units.num_units());
@@ -291,6 +336,16 @@ void CpuPreparedModel::launch(UnitId unit, CpuRequest& request, cpu::LaneState& 
   if (!unit_threads_.empty()) {
     budget.restore = pool_->threads_per_stream();
     omp_set_num_threads(unit_threads_[index(unit)]);
+  }
+  if (const int32_t m = merge_of_[index(unit)]; m >= 0) {
+    // The merged kernel wrote every unit of the merge when the first of them was launched.
+    bool ran = false;
+    for (UnitId other : merged_units_[static_cast<size_t>(m)])
+      ran = ran || request.done(index(other));
+    if (!ran) {
+      std::lock_guard merge_lock(merge_locks_[m]);
+      merged_kernels_[static_cast<size_t>(m)]->execute(context);
+    }
   }
   for (const auto& kernel : unit_kernels_[index(unit)]) kernel->execute(context);
   request.mark_done(index(unit));

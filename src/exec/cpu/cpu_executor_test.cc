@@ -11,9 +11,11 @@
 #include "base/error.h"
 
 #include "cost/roofline.h"
+#include "exec/cpu/cpu_kernels.h"
 #include "exec/ref/ref_executor.h"
 #include "models/zoo.h"
 #include "sched/lower.h"
+#include "sched/merge.h"
 #include "sched/random_schedule.h"
 #include "sched/registry.h"
 #include "sched/validate.h"
@@ -552,6 +554,152 @@ TEST(CpuExecutor, ViewsOfABoundInputFollowItAndOutputViewsRefuseIt) {
       EXPECT_EQ(std::vector<float>(v.begin(), v.end()), x);
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operator merge (ios.txt §4.2): convs sharing an input run as one oneDNN convolution.
+
+// x feeds a 1x1 conv (bias, fused ReLU attribute), a 3x3 pad 1 conv followed by a Relu op (fused
+// into its unit) and a 5x5 pad 2 conv (bias, ReLU attribute); a Concat joins them, and the 5x5
+// conv is also a graph output. Not merged by the schedules (merge.h refuses them) but given to
+// the kernel builder directly: a 3x3 conv with a BatchNormalization and a Relu op (folded and
+// fused), and a 5x5 conv with pads (3, 2, 1, 2), which does not center.
+Model merge_model() {
+  using namespace ir;
+  GraphBuilder b("merge");
+  ValueId x = b.add_input("x", {DType::kFloat32, {1, 16, 12, 12}});
+  auto param = [&](std::string name, std::vector<int64_t> shape, ParamInit init) {
+    return b.add_parameter(std::move(name), {DType::kFloat32, Shape(shape)}, init);
+  };
+  auto conv = [&](std::string name, ConvAttrs attrs, int64_t oc, bool bias) {
+    std::vector<ValueId> in{
+        x, param(name + ".w", {oc, 16, attrs.kernel[0], attrs.kernel[1]}, ParamInit::normal(0.2f))};
+    if (bias) in.push_back(param(name + ".b", {oc}, ParamInit::normal(0.5f)));
+    return b.add_op(OpKind::Conv, attrs, in, name);
+  };
+  ValueId one = conv("one", {.activation = Activation::kRelu}, 8, true);
+  ValueId three = conv("three", {.kernel = {3, 3}, .pads = {1, 1, 1, 1}}, 6, false);
+  ValueId three_relu = b.add_op(OpKind::Relu, {}, {three}, "three_relu");
+  ValueId five = conv(
+      "five", {.kernel = {5, 5}, .pads = {2, 2, 2, 2}, .activation = Activation::kRelu}, 5, true);
+  ValueId skewed = conv(
+      "skewed", {.kernel = {5, 5}, .pads = {3, 2, 1, 2}, .activation = Activation::kRelu}, 3, true);
+  ValueId bn_conv = conv("bn_conv", {.kernel = {3, 3}, .pads = {1, 1, 1, 1}}, 4, true);
+  ValueId bn = b.add_op(OpKind::BatchNormalization, BatchNormAttrs{},
+                        {bn_conv, param("bn.scale", {4}, ParamInit::uniform(0.5f, 1.5f)),
+                         param("bn.shift", {4}, ParamInit::normal(0.5f)),
+                         param("bn.mean", {4}, ParamInit::normal(0.5f)),
+                         param("bn.var", {4}, ParamInit::uniform(0.5f, 1.5f))},
+                        "bn");
+  ValueId bn_relu = b.add_op(OpKind::Relu, {}, {bn}, "bn_relu");
+  ValueId cat = b.add_op(OpKind::Concat, AxisAttrs{.axis = 1}, {one, three_relu, five}, "cat");
+  for (ValueId v : {cat, five, skewed, bn_relu}) b.mark_output(v);
+  Model m;
+  m.graph = std::make_shared<const Graph>(std::move(b).build());
+  m.weights = std::make_shared<const Weights>(Weights::generate(*m.graph, 11));
+  m.units = fuse(m.graph);
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> in(16 * 12 * 12);
+  for (float& f : in) f = dist(rng);
+  m.inputs.push_back(std::move(in));
+  return m;
+}
+
+// Stage 0 merges `names`; stage 1 runs every other unit one after another.
+sched::Schedule merge_schedule(const ir::UnitGraph& units, std::vector<std::string_view> names) {
+  sched::Schedule s;
+  sched::Stage merge{.kind = sched::StageKind::kMerge}, rest;
+  std::vector<bool> merged(units.num_units(), false);
+  for (std::string_view n : names) {
+    merge.groups.push_back({*units.find_unit(n)});
+    merged[index(*units.find_unit(n))] = true;
+  }
+  for (size_t u = 0; u < units.num_units(); ++u)
+    if (!merged[u]) rest.groups.push_back({make_id<UnitId>(u)});
+  s.stages = {merge, rest};
+  return s;
+}
+
+TEST(CpuExecutorMerge, MergedConvEqualsTheConvsOneByOne) {
+  const Model m = merge_model();
+  ASSERT_EQ(m.units.signature(*m.units.find_unit("three")), "Conv-Relu");
+  ASSERT_EQ(m.units.signature(*m.units.find_unit("bn_conv")), "Conv-BatchNormalization-Relu");
+  const sched::Schedule merged = merge_schedule(m.units, {"one", "three", "five"});
+  const sched::ExecutionPlan plan = sched::lower(m.units, merged);
+  ASSERT_EQ(plan.merges.size(), 1u);
+  ASSERT_EQ(plan.merges[0].size(), 3u);
+  const auto expected = ref::run_reference(*m.graph, *m.weights, m.inputs);
+  for (TensorLayout layout : {TensorLayout::kNhwc, TensorLayout::kPlain})
+    for (bool in_place : {true, false}) {
+      const std::string what = std::string(layout == TensorLayout::kNhwc ? "nhwc" : "plain") +
+                               (in_place ? ", concat in place" : ", concat copies");
+      const CpuExecutorOptions options{.concat_in_place = in_place, .layout = layout};
+      const auto one_by_one =
+          run_cpu(m, sched::make_scheduler("sequential")->schedule(m.units), options);
+      const auto got = run_cpu(m, merged, options);
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        // The same sums with zero terms added: only oneDNN's order of accumulation differs.
+        expect_close(got[i], one_by_one[i], 1e-5,
+                     what + ", merged vs one by one, output " + std::to_string(i));
+        expect_close(got[i], expected[i], 1e-4, what + ", merged vs reference");
+      }
+      // Block by block: the merge's units lie in one block.
+      EXPECT_EQ(run_cpu(m, merged, options, true), got) << what;
+    }
+  // Two inferences on one request: the second runs the merged kernel again (its units are done
+  // only in the first inference's epoch).
+  auto model = make_cpu_executor()->prepare({m.graph, m.weights, &m.units, &plan});
+  auto request = model->new_request();
+  model->set_input(*request, 0, m.inputs[0]);
+  model->run(*request);
+  const auto first = model->output(*request, 1);
+  const std::vector<float> first_five(first.begin(), first.end());
+  std::vector<float> zeros(m.inputs[0].size(), 0.0f);
+  model->set_input(*request, 0, zeros);
+  model->run(*request);
+  const auto second = model->output(*request, 1);
+  const std::vector<float> second_five(second.begin(), second.end());
+  EXPECT_NE(first_five, second_five) << "the second inference did not recompute the merge";
+  model->set_input(*request, 0, m.inputs[0]);
+  model->run(*request);
+  const auto third = model->output(*request, 1);
+  EXPECT_EQ(std::vector<float>(third.begin(), third.end()), first_five);
+}
+
+TEST(CpuExecutorMerge, MergedKernelIsBuiltOrRefusedWithAReason) {
+  const Model m = merge_model();
+  const ir::Graph& g = *m.graph;
+  auto ops_of = [&](std::string_view name) {
+    const auto ops = m.units.unit(*m.units.find_unit(name)).ops;
+    return std::vector<NodeId>(ops.begin(), ops.end());
+  };
+  TensorLocator locate = [&](ValueId v) {
+    TensorRef ref;
+    ref.type = g.value(v).type;
+    if (g.value(v).kind == ir::ValueKind::kParameter)
+      ref.fixed = m.weights->data(v).data();
+    else
+      ref.arena_offset = static_cast<int64_t>(index(v)) * 64 * 1024;
+    return ref;
+  };
+  const cpu::KernelBuildContext context{dnnl::engine(dnnl::engine::kind::cpu, 0)};
+  std::string why;
+  Bytes scratch = 0;
+  const std::vector<std::vector<NodeId>> good{ops_of("one"), ops_of("three"), ops_of("five")};
+  auto kernel = cpu::make_merged_conv_kernel(g, good, locate, context, &scratch, &why);
+  ASSERT_NE(kernel, nullptr) << why;
+  // One convolution over 8 + 6 + 5 channels, then one copy per conv.
+  const std::vector<std::string> impls = cpu::implementation_names(*kernel);
+  ASSERT_GE(impls.size(), 4u);
+  EXPECT_GE(scratch, static_cast<Bytes>(19 * 12 * 12 * sizeof(float)));
+  const std::vector<std::vector<NodeId>> skewed{ops_of("one"), ops_of("skewed")};
+  EXPECT_EQ(cpu::make_merged_conv_kernel(g, skewed, locate, context, &scratch, &why), nullptr);
+  EXPECT_EQ(why, "'skewed' is not centered in the merged kernel");
+  const std::vector<std::vector<NodeId>> folded{ops_of("one"), ops_of("bn_conv")};
+  EXPECT_NE(cpu::make_merged_conv_kernel(g, folded, locate, context, &scratch, &why), nullptr)
+      << why;
 }
 
 }  // namespace

@@ -88,6 +88,13 @@ memory DnnlKernel::bind(const memory::desc& md, const TensorRef& ref) {
   return m;
 }
 
+memory DnnlKernel::view_of_last_temporary(const memory::desc& md) {
+  BRAID_ASSERT(!temporaries_.empty(), "a view of no temporary");
+  memory view(md, engine_, DNNL_MEMORY_NONE);
+  temporaries_.emplace_back(view, temporaries_.back().second);
+  return view;
+}
+
 memory DnnlKernel::temporary(const memory::desc& md) {
   memory m(md, engine_, DNNL_MEMORY_NONE);
   temporaries_.emplace_back(m, temporary_bytes_);
@@ -1233,6 +1240,46 @@ std::vector<std::unique_ptr<Kernel>> make_unit_kernels(const ir::Graph& graph,
   }
   if (scratchpad_bytes != nullptr) *scratchpad_bytes = scratch;
   return kernels;
+}
+
+std::unique_ptr<Kernel> make_merged_conv_kernel(const ir::Graph& graph,
+                                                std::span<const std::vector<NodeId>> unit_ops,
+                                                const TensorLocator& locate,
+                                                const KernelBuildContext& context,
+                                                Bytes* scratchpad_bytes, std::string* why) {
+  const detail::BuildContext c{graph, locate, context.engine, dnnl::stream(context.engine)};
+  std::vector<detail::Chain> chains;
+  for (const std::vector<NodeId>& ops : unit_ops) {
+    for (NodeId id : ops)
+      if (!supports(graph, id)) {
+        if (why != nullptr)
+          *why = ::braid::detail::concat("node '", graph.node(id).name, "' is not supported");
+        return nullptr;
+      }
+    if (ops.empty()) {
+      if (why != nullptr) *why = "a unit without ops";
+      return nullptr;
+    }
+    chains.push_back(detail::plan_chain(c, ops, 0));
+    if (chains.back().length != ops.size()) {
+      if (why != nullptr)
+        *why = ::braid::detail::concat("the unit of '", graph.node(ops[0]).name,
+                                       "' is more than one Conv chain");
+      return nullptr;
+    }
+  }
+  std::unique_ptr<Kernel> kernel;
+  try {
+    kernel = detail::build_merged_conv(c, chains, why);
+  } catch (const dnnl::error& e) {
+    if (why != nullptr) *why = ::braid::detail::concat("oneDNN cannot create it: ", e.what());
+    return nullptr;
+  }
+  if (kernel == nullptr) return nullptr;
+  if (scratchpad_bytes != nullptr)
+    *scratchpad_bytes = static_cast<const detail::DnnlKernel&>(*kernel).scratchpad_bytes();
+  detail::warn_if_reference(graph.node(unit_ops[0][0]), implementation_names(*kernel));
+  return kernel;
 }
 
 }  // namespace braid::exec::cpu

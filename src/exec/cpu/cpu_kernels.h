@@ -80,4 +80,16 @@ std::vector<std::unique_ptr<Kernel>> make_unit_kernels(const ir::Graph& graph,
                                                        const KernelBuildContext& context,
                                                        Bytes* scratchpad_bytes);
 
+// Operator merge (ios.txt §4.2): the units of one merge stage, each a Conv chain that
+// make_unit_kernels would compile into one kernel (Conv [-> BatchNormalization] -> activations,
+// nothing else), as ONE oneDNN convolution over their weights zero-padded (centered) to the
+// largest kernel and concatenated along output channels, then one reorder per unit copying its
+// channel window into its output tensor. Null, with `why`, when the units cannot be one kernel
+// (then the executor runs them one after another). Sets *scratchpad_bytes like make_unit_kernels.
+std::unique_ptr<Kernel> make_merged_conv_kernel(const ir::Graph& graph,
+                                                std::span<const std::vector<NodeId>> unit_ops,
+                                                const TensorLocator& locate,
+                                                const KernelBuildContext& context,
+                                                Bytes* scratchpad_bytes, std::string* why);
+
 }  // namespace braid::exec::cpu

@@ -48,6 +48,8 @@ class DnnlKernel final : public Kernel {
   // A temporary in the lane's scratchpad (e.g. a blocked copy of src), valid only while this
   // kernel executes; lanes run their kernels one at a time, so kernels share that space.
   memory temporary(const memory::desc& md);
+  // Another view (`md`, e.g. a submemory_desc of it) of the bytes of the last temporary().
+  memory view_of_last_temporary(const memory::desc& md);
   // Adds a call; its scratchpad (if any) lies in LaneState::scratchpad after the temporaries.
   void add(const dnnl::primitive_desc_base& pd, const dnnl::primitive& primitive, Args args);
   // Adds a reorder from `from` to `to` (a layout change inside the kernel).
@@ -130,6 +132,10 @@ memory prepare_weights(const BuildContext& c, const memory& user, const memory::
 
 // Builders in cpu_kernels_nn.cc.
 std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain);
+// Operator merge (ios.txt §4.2): the conv chains as one oneDNN convolution (cpu_kernels.h,
+// make_merged_conv_kernel); null with `why` when they cannot be one.
+std::unique_ptr<Kernel> build_merged_conv(const BuildContext& c, std::span<const Chain> chains,
+                                          std::string* why);
 std::unique_ptr<Kernel> build_pool(const BuildContext& c, const Chain& chain);
 std::unique_ptr<Kernel> build_global_average_pool(const BuildContext& c, const Chain& chain);
 std::unique_ptr<Kernel> build_matmul(const BuildContext& c, const Chain& chain);

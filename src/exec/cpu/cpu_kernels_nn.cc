@@ -8,7 +8,9 @@
 #include <cmath>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "base/error.h"
@@ -191,6 +193,163 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
     args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(*residual_post_op) | DNNL_ARG_SRC_1] =
         k->bind(arena_md(c.ref(chain.residual_input)), c.ref(chain.residual_input));
   k->add(pd, dnnl::convolution_forward(pd), std::move(args));
+  return k;
+}
+
+// Operator merge (ios.txt §4.2, as IOS's merged Conv builds it): the convs share their input,
+// stride, dilation and output size (sched/merge.h). Each conv's weights (BatchNormalization
+// folded in) are zero-padded, centered, to the largest kernel and concatenated along output
+// channels, biases likewise; one convolution writes all of them into a temporary in the lane
+// scratchpad (nhwc, so any channel window of it is a plain strided view), and one reorder per
+// conv copies its window into that conv's output tensor, in whatever layout the arena has it.
+std::unique_ptr<Kernel> build_merged_conv(const BuildContext& c, std::span<const Chain> chains,
+                                          std::string* why) {
+  auto fail = [&](auto&&... parts) -> std::unique_ptr<Kernel> {
+    if (why != nullptr) *why = ::braid::detail::concat(parts...);
+    return nullptr;
+  };
+  if (chains.size() < 2) return fail("a merge of ", chains.size(), " convs");
+  // The post-ops of every chain: one sequence of eltwise steps, equal for all.
+  auto post_ops_of = [](const Chain& chain) {
+    dnnl::post_ops po;
+    append_activation(po, std::get<ir::ConvAttrs>(chain.head->attrs).activation);
+    append_activations(po, chain);
+    return po;
+  };
+  auto eltwise = [](const dnnl::post_ops& po, int i) {
+    algorithm alg;
+    float alpha = 0, beta = 0;
+    po.get_params_eltwise(i, alg, alpha, beta);
+    return std::tuple{alg, alpha, beta};
+  };
+  const dnnl::post_ops po = post_ops_of(chains[0]);
+  const ir::Node& first = *chains[0].head;
+  const auto& a0 = std::get<ir::ConvAttrs>(first.attrs);
+  const ValueId x = first.inputs[0];
+  int64_t kh_max = 0, kw_max = 0, oc_total = 0;
+  for (const Chain& chain : chains) {
+    const ir::Node& node = *chain.head;
+    if (node.kind != ir::OpKind::Conv) return fail("'", node.name, "' is not a Conv");
+    const auto& a = std::get<ir::ConvAttrs>(node.attrs);
+    if (a.groups != 1) return fail("'", node.name, "' is a grouped conv");
+    if (chain.residual != nullptr) return fail("'", node.name, "' has a fused residual Add");
+    if (node.inputs[0] != x) return fail("'", node.name, "' reads another input");
+    if (!c.is_fixed(node.inputs[1]) || (node.inputs.size() > 2 && !c.is_fixed(node.inputs[2])))
+      return fail("'", node.name, "' has weights computed at run time");
+    if (a.stride != a0.stride || a.dilation != a0.dilation)
+      return fail("'", node.name, "' has another stride or dilation");
+    if (c.shape(chain.output)[2] != c.shape(chains[0].output)[2] ||
+        c.shape(chain.output)[3] != c.shape(chains[0].output)[3])
+      return fail("'", node.name, "' has another output size");
+    const dnnl::post_ops p = post_ops_of(chain);
+    if (p.len() != po.len()) return fail("'", node.name, "' has other activations");
+    for (int i = 0; i < p.len(); ++i)
+      if (p.kind(i) != dnnl::primitive::kind::eltwise || eltwise(p, i) != eltwise(po, i))
+        return fail("'", node.name, "' has other activations");
+    const ir::Shape& ws = c.shape(node.inputs[1]);
+    kh_max = std::max(kh_max, ws[2]);
+    kw_max = std::max(kw_max, ws[3]);
+    oc_total += ws[0];
+  }
+  // The merged pads: each conv's pads widened by half its kernel's growth (times the dilation).
+  Dims pad_l, pad_r;
+  for (const Chain& chain : chains) {
+    const auto& a = std::get<ir::ConvAttrs>(chain.head->attrs);
+    const ir::Shape& ws = c.shape(chain.head->inputs[1]);
+    const int64_t dh = (kh_max - ws[2]) / 2 * a.dilation[0],
+                  dw = (kw_max - ws[3]) / 2 * a.dilation[1];
+    if ((kh_max - ws[2]) % 2 != 0 || (kw_max - ws[3]) % 2 != 0)
+      return fail("'", chain.head->name, "' cannot be centered in a ", kh_max, "x", kw_max,
+                  " kernel");
+    const Dims l{a.pads[0] + dh, a.pads[1] + dw}, r{a.pads[2] + dh, a.pads[3] + dw};
+    if (pad_l.empty()) {
+      pad_l = l;
+      pad_r = r;
+    } else if (l != pad_l || r != pad_r) {
+      return fail("'", chain.head->name, "' is not centered in the merged kernel");
+    }
+  }
+  const int64_t ic = c.shape(first.inputs[1])[1];
+  std::vector<float> weights(static_cast<size_t>(oc_total * ic * kh_max * kw_max), 0.0f);
+  std::vector<float> bias(static_cast<size_t>(oc_total), 0.0f);
+  int64_t oc_at = 0;
+  for (const Chain& chain : chains) {
+    const ir::Node& node = *chain.head;
+    const ir::Shape& ws = c.shape(node.inputs[1]);
+    const int64_t oc = ws[0], kh = ws[2], kw = ws[3];
+    std::vector<double> b(static_cast<size_t>(oc), 0.0);
+    if (node.inputs.size() > 2) {
+      const auto given = fixed_data(c, node.inputs[2]);
+      b.assign(given.begin(), given.end());
+    }
+    std::vector<double> s(static_cast<size_t>(oc), 1.0);
+    if (chain.batch_norm != nullptr) s = fold_batch_norm(c, *chain.batch_norm, b);
+    const auto w = fixed_data(c, node.inputs[1]);
+    const int64_t oh = (kh_max - kh) / 2, ow = (kw_max - kw) / 2;
+    for (int64_t o = 0; o < oc; ++o) {
+      bias[static_cast<size_t>(oc_at + o)] = static_cast<float>(b[static_cast<size_t>(o)]);
+      for (int64_t i = 0; i < ic; ++i)
+        for (int64_t y = 0; y < kh; ++y)
+          for (int64_t z = 0; z < kw; ++z)
+            weights[static_cast<size_t>((((oc_at + o) * ic + i) * kh_max + y + oh) * kw_max + z +
+                                        ow)] =
+                static_cast<float>(w[static_cast<size_t>(((o * ic + i) * kh + y) * kw + z)] *
+                                   s[static_cast<size_t>(o)]);
+    }
+    oc_at += oc;
+  }
+  const TensorRef src_ref = c.ref(x);
+  const ir::Shape& out0 = c.shape(chains[0].output);
+  const Dims dst_dims{out0[0], oc_total, out0[2], out0[3]};
+  const memory::desc dst_md(dst_dims, dt::f32, tag::nhwc);
+  const Dims w_dims{oc_total, ic, kh_max, kw_max};
+  const memory::desc w_md(w_dims, dt::f32, tag::any), bias_md = plain_md({oc_total});
+  const Dims strides{a0.stride[0], a0.stride[1]};
+  const Dims dilation{a0.dilation[0] - 1, a0.dilation[1] - 1};
+  auto make_pd = [&](const memory::desc& src, const memory::desc& dst) {
+    return dnnl::convolution_forward::primitive_desc(
+        c.engine, prop_kind::forward_inference, algorithm::convolution_direct, src, w_md, bias_md,
+        dst, strides, dilation, pad_l, pad_r, make_attr(po));
+  };
+  // A blocked input is read as it is; a plain one through oneDNN's choice of layout.
+  const memory::desc src_md = arena_md(src_ref);
+  dnnl::convolution_forward::primitive_desc pd = make_pd(
+      src_ref.layout == TensorLayout::kPlain ? memory::desc(src_md.get_dims(), dt::f32, tag::any)
+                                             : src_md,
+      dst_md);
+  if (is_reference(pd))
+    for (tag t : {tag::nhwc, tag::nChw8c, tag::nChw16c}) {
+      try {
+        auto candidate = make_pd(memory::desc(src_md.get_dims(), dt::f32, t), dst_md);
+        if (!is_reference(candidate)) {
+          pd = std::move(candidate);
+          break;
+        }
+      } catch (const dnnl::error&) {
+      }
+    }
+  prefer_jit_conv(pd, make_pd);
+
+  auto k = std::make_unique<DnnlKernel>(c.engine);
+  Args args{{DNNL_ARG_SRC, k->input(pd.src_desc(), src_ref)}};
+  const memory merged = k->temporary(pd.dst_desc());
+  args[DNNL_ARG_DST] = merged;
+  const memory user_w(plain_md(w_dims), c.engine, weights.data());
+  args[DNNL_ARG_WEIGHTS] = prepare_weights(c, user_w, pd.weights_desc(), false);
+  args[DNNL_ARG_BIAS] = owned_copy(c, {oc_total}, bias);
+  k->add(pd, dnnl::convolution_forward(pd), std::move(args));
+  oc_at = 0;
+  std::vector<memory> windows;
+  for (const Chain& chain : chains) {
+    const ir::Shape& out = c.shape(chain.output);
+    windows.push_back(k->view_of_last_temporary(
+        pd.dst_desc().submemory_desc({out[0], out[1], out[2], out[3]}, {0, oc_at, 0, 0})));
+    oc_at += out[1];
+  }
+  for (size_t i = 0; i < chains.size(); ++i) {
+    const TensorRef out_ref = c.ref(chains[i].output);
+    k->add_reorder(windows[i], k->bind(arena_md(out_ref), out_ref));
+  }
   return k;
 }
 
