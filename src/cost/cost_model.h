@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,23 @@ struct CostStats {
 //    the transfer: HIOS's simulator code (peers.md §3.1, `graph_latency`), which starts a unit
 //    at max(its device's timeline, each producer device's current timeline + transfer).
 enum class StartRule { kProducerFinish, kProducerDevice };
+
+// What a device knows of one unit's kernels (CostModel::unit_resources): Opara's resource
+// demand (opara.txt §3.3; Opara's code reads the block size, registers per thread and shared
+// memory of each operator's first kernel, peers.md §4.3) and whether the unit is compute- or
+// memory-bound on that device.
+struct UnitResources {
+  ir::UnitResources per_block;  // the unit's first kernel: threads, registers per thread, shared
+                                // memory (bytes) per block
+  int64_t blocks = 0;           // that kernel's grid
+  // The largest fraction of the device's resident-warp slots one of the unit's kernels fills
+  // alone (resident blocks per SM x warps x SMs used, over the device's warps); 0: unknown.
+  double occupancy = 0;
+  // From the device's own roofline: the unit's FLOPs over its DRAM bytes against the device's
+  // FLOP/s over its bandwidth. kUnknown: the device does not say.
+  ir::UnitClass bound = ir::UnitClass::kUnknown;
+  bool operator==(const UnitResources&) const = default;
+};
 
 class CostModel {
  public:
@@ -122,6 +140,10 @@ class CostModel {
   virtual Micros transfer_latency(const ir::UnitEdge& edge) const { return Micros{0}; }
   // Where a unit waits for an input from another device (StartRule above).
   virtual StartRule start_rule() const { return StartRule::kProducerFinish; }
+  // What the device knows of `unit`'s kernels (UnitResources above); nullopt where it knows
+  // nothing (the default: the CPU profiler, weighted DAGs, the roofline) or the unit launches
+  // no kernel.
+  virtual std::optional<UnitResources> unit_resources(UnitId unit) const { return std::nullopt; }
 
   const ir::UnitGraph& units() const { return *units_; }
   virtual CostStats stats() const {

@@ -43,6 +43,9 @@ class WithTransfers final : public CostModel {
   }
   CostStats stats() const override { return base_->stats(); }
   StartRule start_rule() const override { return base_->start_rule(); }
+  std::optional<UnitResources> unit_resources(UnitId unit) const override {
+    return base_->unit_resources(unit);
+  }
   Micros transfer_latency(const ir::UnitEdge& edge) const override {
     return Micros(link_.latency_us + double(edge.bytes) / (link_.gbps * 1e3));
   }

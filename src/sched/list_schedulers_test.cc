@@ -350,6 +350,100 @@ TEST(Opara, ClassFromIntensity) {
   EXPECT_DOUBLE_EQ(opara_ridge_point(), 5);
 }
 
+// A cost model whose device answers given resources for some units (CostModel::unit_resources)
+// and nothing for the others; latencies are not asked by Opara.
+class ResourceCost final : public cost::CostModel {
+ public:
+  ResourceCost(const ir::UnitGraph& g, std::vector<std::optional<cost::UnitResources>> r)
+      : CostModel(g), r_(std::move(r)) {}
+  std::string_view name() const override { return "resources"; }
+  Micros unit_latency(UnitId) const override { return Micros{1}; }
+  Micros stage_latency(std::span<const std::vector<UnitId>>) const override { return Micros{1}; }
+  std::optional<cost::UnitResources> unit_resources(UnitId u) const override {
+    return r_[index(u)];
+  }
+
+ private:
+  std::vector<std::optional<cost::UnitResources>> r_;
+};
+
+// in -> {b1, b2, b3, b4} -> out, no class or resources in the graph, 10 FLOP/byte everywhere
+// (compute-bound against the fallback ridge of 5), bytes b1 100 < b4 200 < b3 300 < b2 400.
+ir::UnitGraph fan_out_without_classes() {
+  const std::pair<const char*, int64_t> specs[] = {{"in", 1000}, {"b1", 100}, {"b2", 400},
+                                                   {"b3", 300},  {"b4", 200}, {"out", 50}};
+  std::vector<ir::Unit> units;
+  for (const auto& [name, bytes] : specs) {
+    ir::Unit u;
+    u.name = name;
+    u.bytes = bytes;
+    u.flops = 10 * bytes;
+    units.push_back(u);
+  }
+  auto e = [](size_t a, size_t b) {
+    return ir::UnitEdge{.from = make_id<UnitId>(a), .to = make_id<UnitId>(b)};
+  };
+  return ir::UnitGraph::from_dag(
+      "fanout", units, {e(0, 1), e(0, 2), e(0, 3), e(0, 4), e(1, 5), e(2, 5), e(3, 5), e(4, 5)});
+}
+
+std::vector<std::string> launch_names(const ir::UnitGraph& g, const Schedule& s) {
+  std::vector<std::string> order;
+  for (UnitId u : s.launch_order) order.push_back(g.unit(u).name);
+  return order;
+}
+
+// Algorithm 2 on the device's answer: b1 and b2 compute-bound with 32 KiB and 8 KiB of shared
+// memory, b3 and b4 memory-bound with none and 512 and 128 threads. After compute-bound `in`
+// the lists alternate: memory b4 (fewer threads than b3), compute b2 (less shared memory than
+// b1), memory b3, compute b1, then out. The fallback (nothing answered) orders the same graph
+// by bytes, all compute-bound: in, b1, b4, b3, b2, out.
+TEST(Opara, LaunchOrderFollowsTheDevicesResources) {
+  const ir::UnitGraph g = fan_out_without_classes();
+  using C = ir::UnitClass;
+  auto res = [](C bound, int64_t threads, int64_t smem) {
+    return std::optional(cost::UnitResources{
+        .per_block = {.threads = threads, .registers = 32, .shared_memory = smem},
+        .blocks = 1,
+        .occupancy = 0.1,
+        .bound = bound});
+  };
+  const ResourceCost device(
+      g, {res(C::kCompute, 256, 0), res(C::kCompute, 256, 32768), res(C::kCompute, 256, 8192),
+          res(C::kMemory, 512, 0), res(C::kMemory, 128, 0), res(C::kMemory, 256, 0)});
+  const Schedule s = OparaScheduler().schedule(g, device);
+  validate_or_throw(g, s);
+  EXPECT_EQ(launch_names(g, s), (std::vector<std::string>{"in", "b4", "b2", "b3", "b1", "out"}));
+  EXPECT_EQ(opara_unit_class(g.unit(unit(g, "b3")), device.unit_resources(unit(g, "b3"))),
+            C::kMemory);
+
+  // A device that answers nothing: today's order, from bytes and the fallback ridge.
+  const ResourceCost nothing(g, std::vector<std::optional<cost::UnitResources>>(6));
+  const Schedule f = OparaScheduler().schedule(g, nothing);
+  EXPECT_EQ(launch_names(g, f), (std::vector<std::string>{"in", "b1", "b4", "b3", "b2", "out"}));
+  EXPECT_EQ(f.launch_order, opara_launch_order(g));
+
+  // Units the device does not know go after those it does: b2 unknown is taken last among the
+  // compute-bound (its fallback class), after b1 with 32 KiB.
+  std::vector<std::optional<cost::UnitResources>> partial = {
+      res(C::kCompute, 256, 0), res(C::kCompute, 256, 32768), std::nullopt,
+      res(C::kMemory, 512, 0),  res(C::kMemory, 128, 0),      res(C::kMemory, 256, 0)};
+  const ResourceCost some(g, std::move(partial));
+  EXPECT_EQ(launch_names(g, OparaScheduler().schedule(g, some)),
+            (std::vector<std::string>{"in", "b4", "b1", "b3", "b2", "out"}));
+}
+
+// The roofline and the CPU-side cost models answer no resources: Opara's order on every zoo
+// model is the one it gives without a cost model.
+TEST(Opara, OrderUnchangedWhereTheCostModelAnswersNothing) {
+  for (const char* name : {"googlenet", "inception_v3", "squeezenet"}) {
+    SCOPED_TRACE(name);
+    models::LoadedModel m = models::load_model(name, {.with_weights = false});
+    cost::RooflineCostModel cost(m.units);
+    EXPECT_EQ(OparaScheduler().schedule(m.units, cost).launch_order, opara_launch_order(m.units));
+  }
+}
+
 // Every zoo model under the roofline, at the default and at unbounded streams.
 TEST(StreamSchedulers, SoundOnZooModels) {
   for (const models::ZooEntry& entry : models::zoo()) {

@@ -13,8 +13,10 @@ double opara_ridge_point() {
   return roofline.peak_gflops / roofline.bandwidth_gbps;
 }
 
-ir::UnitClass opara_unit_class(const ir::Unit& u) {
+ir::UnitClass opara_unit_class(const ir::Unit& u,
+                               const std::optional<cost::UnitResources>& device) {
   if (u.unit_class != ir::UnitClass::kUnknown) return u.unit_class;
+  if (device && device->bound != ir::UnitClass::kUnknown) return device->bound;
   if (u.bytes <= 0) return ir::UnitClass::kCompute;  // no traffic, or nothing known
   const double intensity = static_cast<double>(u.flops) / static_cast<double>(u.bytes);
   return intensity < opara_ridge_point() ? ir::UnitClass::kMemory : ir::UnitClass::kCompute;
@@ -25,18 +27,19 @@ namespace {
 // Least demand first; compared as a tuple, ties broken by the unit id last.
 using Demand = std::tuple<bool, int64_t, int64_t, int64_t, int64_t, size_t>;
 
-Demand demand(const ir::UnitGraph& graph, UnitId id) {
+Demand demand(const ir::UnitGraph& graph, UnitId id,
+              const std::optional<cost::UnitResources>& device) {
   const ir::Unit& u = graph.unit(id);
-  if (u.resources)
-    return {
-        false,    u.resources->shared_memory, u.resources->threads, u.resources->registers, u.bytes,
-        index(id)};
+  const std::optional<ir::UnitResources> r = u.resources ? u.resources
+                                             : device    ? std::optional(device->per_block)
+                                                         : std::nullopt;
+  if (r) return {false, r->shared_memory, r->threads, r->registers, u.bytes, index(id)};
   return {true, 0, 0, 0, u.bytes, index(id)};
 }
 
 }  // namespace
 
-std::vector<UnitId> opara_launch_order(const ir::UnitGraph& graph) {
+std::vector<UnitId> opara_launch_order(const ir::UnitGraph& graph, const cost::CostModel* cost) {
   const size_t n = graph.num_units();
   std::vector<Demand> key(n);
   std::vector<bool> memory(n);
@@ -44,8 +47,9 @@ std::vector<UnitId> opara_launch_order(const ir::UnitGraph& graph) {
   std::vector<UnitId> ready[2];  // [0] compute-bound, [1] memory-bound
   for (size_t i = 0; i < n; ++i) {
     const UnitId u = make_id<UnitId>(i);
-    key[i] = demand(graph, u);
-    memory[i] = opara_unit_class(graph.unit(u)) == ir::UnitClass::kMemory;
+    const std::optional<cost::UnitResources> device = cost ? cost->unit_resources(u) : std::nullopt;
+    key[i] = demand(graph, u, device);
+    memory[i] = opara_unit_class(graph.unit(u), device) == ir::UnitClass::kMemory;
     indegree[i] = graph.predecessors(u).size();
     if (indegree[i] == 0) ready[memory[i]].push_back(u);
   }
@@ -89,13 +93,13 @@ std::vector<int> opara_streams(const ir::UnitGraph& graph, std::span<const UnitI
   return stream_of;
 }
 
-Schedule OparaScheduler::schedule(const ir::UnitGraph& graph, const cost::CostModel&,
+Schedule OparaScheduler::schedule(const ir::UnitGraph& graph, const cost::CostModel& cost,
                                   SearchStats*) const {
   Schedule s;
   s.algorithm = std::string(name());
   s.model = graph.name();
   if (graph.num_units() == 0) return s;
-  std::vector<UnitId> order = opara_launch_order(graph);
+  std::vector<UnitId> order = opara_launch_order(graph, &cost);
   const std::vector<int> stream_of = opara_streams(graph, order);
   s.lanes = make_lanes(stream_of, order);
   s.syncs = cross_lane_syncs(graph, stream_of);

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include "base/error.h"
 #include "ir/op_cost.h"
 #include "models/loader.h"
 #include "sim/program.h"
+#include "sim/sim_cost.h"
 
 namespace braid::sim {
 namespace {
@@ -186,6 +189,47 @@ TEST(Kernels, PrecisionScalesGemmWorkAndTensorBytes) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
     EXPECT_NE(std::string(e.what()).find("peak_tensor_bf16_tflops"), std::string::npos) << e.what();
   }
+}
+
+// CostModel::unit_resources on the simulator: the first kernel's block resources and grid, an
+// occupancy in (0, 1], nothing for a unit that launches nothing, and the bound from the device's
+// ridge: on the H100 (~20 FLOP/byte) GoogLeNet's 3x3 convolutions are compute-bound and its
+// pools and concats memory-bound.
+TEST(Kernels, SimCostAnswersUnitResourcesFromItsKernels) {
+  const DeviceSpec spec = load_device("h100");
+  const models::LoadedModel m = load("googlenet");
+  SimCostModel cost(m.units, spec);
+  int compute = 0, memory = 0, silent = 0;
+  for (size_t i = 0; i < m.units.num_units(); ++i) {
+    const UnitId u = make_id<UnitId>(i);
+    const std::vector<Kernel> ks = unit_kernels(m.units, u, spec);
+    const std::optional<cost::UnitResources> r = cost.unit_resources(u);
+    SCOPED_TRACE(m.units.unit(u).name);
+    if (ks.empty()) {
+      EXPECT_FALSE(r);
+      ++silent;
+      continue;
+    }
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->per_block.threads, ks.front().threads);
+    EXPECT_EQ(r->per_block.registers, ks.front().registers);
+    EXPECT_EQ(r->per_block.shared_memory, ks.front().shared_memory);
+    EXPECT_EQ(r->blocks, ks.front().blocks);
+    EXPECT_GT(r->occupancy, 0);
+    EXPECT_LE(r->occupancy, 1);
+    const std::string& name = m.units.unit(u).name;
+    if (name.find("pool") != std::string::npos) {
+      EXPECT_EQ(r->bound, ir::UnitClass::kMemory);
+    }
+    if (ks.front().gemm && ks.front().flops * ks.front().blocks > 1e8) {
+      EXPECT_EQ(r->bound, ir::UnitClass::kCompute);
+    }
+    (r->bound == ir::UnitClass::kCompute ? compute : memory) += 1;
+  }
+  std::cout << "googlenet on h100: " << compute << " compute-bound, " << memory << " memory-bound, "
+            << silent << " without kernels\n";
+  EXPECT_GT(compute, 0);
+  EXPECT_GT(memory, 0);
 }
 
 }  // namespace

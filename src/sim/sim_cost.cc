@@ -41,6 +41,30 @@ Micros SimCostModel::simulate_stage(std::span<const std::vector<UnitId>> groups)
   return run_time(stage_program(kernels_, groups));
 }
 
+std::optional<cost::UnitResources> SimCostModel::unit_resources(UnitId unit) const {
+  const std::span<const Kernel> ks = kernels_.of(unit);
+  if (ks.empty()) return std::nullopt;
+  cost::UnitResources r;
+  r.per_block = {.threads = ks.front().threads,
+                 .registers = ks.front().registers,
+                 .shared_memory = ks.front().shared_memory};
+  r.blocks = ks.front().blocks;
+  double flops = 0, bytes = 0;
+  const double device_warps = double(spec_.per_sm.max_warps) * spec_.sms;
+  for (const Kernel& k : ks) {
+    flops += k.flops * double(k.blocks);
+    bytes += k.dram_bytes * double(k.blocks);
+    const int64_t resident = k.blocks_per_sm(spec_);
+    const int64_t per_sm = std::min<int64_t>(resident, (k.blocks + spec_.sms - 1) / spec_.sms);
+    const int64_t sms = std::min<int64_t>(spec_.sms, k.blocks);
+    if (device_warps > 0)
+      r.occupancy = std::max(r.occupancy, double(per_sm * k.warps() * sms) / device_warps);
+  }
+  const double ridge = spec_.sustained_fp32_flops() / spec_.dram_bytes_per_s();
+  r.bound = bytes > 0 && flops / bytes < ridge ? ir::UnitClass::kMemory : ir::UnitClass::kCompute;
+  return r;
+}
+
 Micros SimCostModel::unit_latency(UnitId unit) const {
   count_unit_query();
   return unit_latency_[index(unit)];

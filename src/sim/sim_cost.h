@@ -39,6 +39,11 @@ class SimCostModel final : public cost::CostModel {
   Micros stage_lower_bound(std::span<const std::vector<UnitId>> groups) const override;
   Micros merge_latency(std::span<const UnitId> units) const override;
   Micros transfer_latency(const ir::UnitEdge& edge) const override;
+  // From the unit's kernels on the device (kernels.h): the first kernel's block resources and
+  // grid, the largest occupancy of any of its kernels alone, and the bound from the kernels'
+  // FLOPs over their compulsory DRAM bytes against the device's sustained FP32 FLOP/s over its
+  // bandwidth. nullopt for a unit that launches nothing (a view).
+  std::optional<cost::UnitResources> unit_resources(UnitId unit) const override;
 
   const DeviceSpec& spec() const { return spec_; }
 
