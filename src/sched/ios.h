@@ -53,8 +53,8 @@
 // parts are its cells, as IOS's hand-written `get_parts` makes them (peers.md §2.5). Before
 // 2026-11-29 the cuts ignored scopes and also fell inside cells where the frontier is as narrow
 // (cell_stem_0 cut 1+5+12, the first cells 0, 6, 12 cut 3+15). Plain consecutive chunks of 50
-// units would each span about three cells,
-// whose overlap multiplies the states (2.2M states and 3.9G transitions, against 42k and 4.4M).
+// units would each span about three cells, whose overlap multiplies the states (2.2M states and
+// 3.9G transitions, against 42k and 4.4M).
 // Parts never exceed 64 units, so a set of units is one uint64_t bit mask. The search stays
 // exponential in a part's width (ios.txt §4.2); the pruning bounds it.
 //
