@@ -131,6 +131,20 @@ Micros CpuProfiler::stage_lower_bound(std::span<const std::vector<UnitId>> group
   return Micros{*std::max_element(busy.begin(), busy.end())};
 }
 
+Micros CpuProfiler::merge_latency(std::span<const UnitId> units) const {
+  count_stage_query();
+  std::vector<std::vector<UnitId>> groups;
+  for (UnitId u : units) groups.push_back({u});
+  const Micros measured = lookup_or_measure(groups, {}, true).median;
+  return std::max(measured, merge_lower_bound(units));
+}
+
+Micros CpuProfiler::merge_lower_bound(std::span<const UnitId> units) const {
+  Micros slowest{0};
+  for (UnitId u : units) slowest = std::max(slowest, unit_latency(u));
+  return slowest;
+}
+
 int CpuProfiler::max_threads() const {
   return std::max(1, machine_.num_cpus);
 }
@@ -199,7 +213,7 @@ std::vector<exec::TensorLayout> CpuProfiler::stage_layouts(const ir::Graph& stag
 }
 
 std::string CpuProfiler::cache_key(std::span<const std::vector<UnitId>> groups,
-                                   std::span<const int> threads) const {
+                                   std::span<const int> threads, bool merge) const {
   // The batch size is in every shape of the stage key. Structurally equal stages can sit at
   // different layout boundaries (one reads a graph input, plain; another a conv's output), so
   // the layouts of the values of the extracted stage are part of the key.
@@ -219,11 +233,13 @@ std::string CpuProfiler::cache_key(std::span<const std::vector<UnitId>> groups,
     for (size_t g = 0; g < threads.size(); ++g)
       executor += (g ? "," : "") + std::to_string(threads[g]);
   }
+  // A merge stage runs as one merged kernel: a key of its own.
+  if (merge) executor += " merge=one_conv";
   return cost::stage_key(units(), groups) + "\nexecutor=cpu " + executor + "\nlayouts=" + layouts;
 }
 
 cost::Measurement CpuProfiler::lookup_or_measure(std::span<const std::vector<UnitId>> groups,
-                                                 std::span<const int> threads) const {
+                                                 std::span<const int> threads, bool merge) const {
   BRAID_CHECK(!groups.empty(), ErrorCode::kInvalidArgument, "a stage needs at least one group");
   for (const auto& group : groups) {
     BRAID_CHECK(!group.empty(), ErrorCode::kInvalidArgument, "a stage's group is empty");
@@ -231,7 +247,7 @@ cost::Measurement CpuProfiler::lookup_or_measure(std::span<const std::vector<Uni
       BRAID_CHECK(index(u) < units().num_units(), ErrorCode::kInvalidArgument, "unit #", index(u),
                   " out of range (", units().num_units(), " units)");
   }
-  const std::string key = cache_key(groups, threads);
+  const std::string key = cache_key(groups, threads, merge);
   {
     std::lock_guard lock(memo_mutex_);
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
@@ -239,7 +255,15 @@ cost::Measurement CpuProfiler::lookup_or_measure(std::span<const std::vector<Uni
   // A stage of several units under a budget (units alone are always measured), priced before
   // taking measure_mutex_: from_units measures units, which takes it.
   const bool budgeted = (groups.size() > 1 || groups[0].size() > 1) && options_.stage_budget_s > 0;
-  const Micros units_price = budgeted ? from_units(groups, threads) : Micros{0};
+  // A merge's units price is their sum, one after another (as an executor without a merged
+  // kernel runs them); its measured ratios are not mixed into the stages'.
+  Micros units_price{0};
+  if (budgeted && merge) {
+    for (const auto& group : groups)
+      for (UnitId u : group) units_price += unit_latency(u);
+  } else if (budgeted) {
+    units_price = from_units(groups, threads);
+  }
   std::lock_guard measuring(measure_mutex_);
   {
     // Another thread may have measured it while this one waited.
@@ -260,13 +284,14 @@ cost::Measurement CpuProfiler::lookup_or_measure(std::span<const std::vector<Uni
     return m;
   } else {
     const auto begin = Clock::now();
-    m = measure(groups, threads);
+    m = measure(groups, threads, merge);
     if (budgeted) stage_seconds_ += std::chrono::duration<double>(Clock::now() - begin).count();
     count_measurement();
     if (m.suspect) ++suspect_;
     if (cache_) cache_->insert(key, m, describe(units(), groups));
   }
-  if (budgeted && units_price > Micros{0}) stage_ratios_.push_back(m.median / units_price);
+  if (budgeted && !merge && units_price > Micros{0})
+    stage_ratios_.push_back(m.median / units_price);
   std::lock_guard lock(memo_mutex_);
   memo_.emplace(key, m);
   return m;
@@ -305,9 +330,9 @@ cost::Measurement CpuProfiler::estimate(Micros units_price) const {
 }
 
 cost::Measurement CpuProfiler::measure(std::span<const std::vector<UnitId>> groups,
-                                       std::span<const int> threads) const {
+                                       std::span<const int> threads, bool merge) const {
   const auto runner =
-      make_stage_runner(units(), weights_.get(), groups, options_.input_seed, threads);
+      make_stage_runner(units(), weights_.get(), groups, options_.input_seed, threads, merge);
   auto model = exec::make_cpu_executor({.threads_per_stream = options_.threads_per_stream,
                                         .layout = options_.layout,
                                         .value_layouts = stage_layouts(*runner->stage.graph)})

@@ -113,6 +113,15 @@ class CpuProfiler final : public cost::CostModel {
   // after another at best: the busiest CPU's summed group latencies (with more streams than
   // CPUs, a tighter bound than the work over the CPUs).
   Micros stage_lower_bound(std::span<const std::vector<UnitId>> groups) const override;
+  // An operator merge measured as the CPU executor runs it: one oneDNN convolution over the
+  // units' concatenated, zero-padded weights, then a copy of each unit's channels
+  // (cpu_kernels.h, make_merged_conv_kernel); cached under its own key. Never below
+  // merge_lower_bound.
+  Micros merge_latency(std::span<const UnitId> units) const override;
+  // The slowest unit alone: the merged kernel computes every unit's outputs, so at least the
+  // work of each. Not their sum, which the merged kernel may beat (the default bound would
+  // hide exactly the merges that pay).
+  Micros merge_lower_bound(std::span<const UnitId> units) const override;
   bool measures() const override { return true; }
   // Allotments: a unit on up to every CPU this process may use, measured on an allotment plan
   // (its primitives built for that many threads), cached like any stage.
@@ -137,17 +146,18 @@ class CpuProfiler final : public cost::CostModel {
 
  private:
   // `threads` empty: the groups at threads per stream; else an allotment, one entry per group.
+  // `merge`: the groups (one unit each) as one operator merge stage.
   cost::Measurement lookup_or_measure(std::span<const std::vector<UnitId>> groups,
-                                      std::span<const int> threads = {}) const;
+                                      std::span<const int> threads = {}, bool merge = false) const;
   cost::Measurement measure(std::span<const std::vector<UnitId>> groups,
-                            std::span<const int> threads) const;
+                            std::span<const int> threads, bool merge) const;
   // The budget's price of a stage not measured (see above).
   cost::Measurement estimate(Micros units_price) const;
   // Its slowest group's summed unit latencies at the group's threads.
   Micros from_units(std::span<const std::vector<UnitId>> groups,
                     std::span<const int> threads) const;
-  std::string cache_key(std::span<const std::vector<UnitId>> groups,
-                        std::span<const int> threads) const;
+  std::string cache_key(std::span<const std::vector<UnitId>> groups, std::span<const int> threads,
+                        bool merge = false) const;
 
   std::shared_ptr<const ir::Weights> weights_;
   CpuProfilerOptions options_;

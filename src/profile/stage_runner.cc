@@ -23,7 +23,7 @@ std::unique_ptr<const StageRunner> make_stage_runner(const ir::UnitGraph& units,
                                                      const ir::Weights* weights,
                                                      std::span<const std::vector<UnitId>> groups,
                                                      uint64_t input_seed,
-                                                     std::span<const int> threads) {
+                                                     std::span<const int> threads, bool merge) {
   std::vector<UnitId> flat;
   for (const auto& group : groups) flat.insert(flat.end(), group.begin(), group.end());
   auto runner = std::make_unique<StageRunner>();
@@ -34,6 +34,7 @@ std::unique_ptr<const StageRunner> make_stage_runner(const ir::UnitGraph& units,
   schedule.algorithm = "profile";
   schedule.model = stage.graph->name();
   sched::Stage concurrent;
+  if (merge) concurrent.kind = sched::StageKind::kMerge;
   size_t position = 0;
   for (const auto& group : groups) {
     std::vector<UnitId> mapped;

@@ -37,11 +37,14 @@ Micros percentile(std::vector<double> samples, double p);
 // groups depend on each other (the validator names the edge). Not movable once made: bundle()
 // points into it.
 // `threads`, when not empty, is an allotment: group i on threads[i] threads, the stage's cores
-// their sum (sched/schedule.h).
+// their sum (sched/schedule.h). `merge`: the stage is an operator merge (ios.txt §4.2) of the
+// groups' units (one unit each), which executors with a merged kernel run as one (the CPU's:
+// cpu_kernels.h, make_merged_conv_kernel); kInvalidSchedule when the units cannot merge.
 std::unique_ptr<const StageRunner> make_stage_runner(const ir::UnitGraph& units,
                                                      const ir::Weights* weights,
                                                      std::span<const std::vector<UnitId>> groups,
                                                      uint64_t input_seed,
-                                                     std::span<const int> threads = {});
+                                                     std::span<const int> threads = {},
+                                                     bool merge = false);
 
 }  // namespace braid::profile
