@@ -178,6 +178,36 @@ TEST(CpuProfiler, WorksWithoutTheDiskCache) {
   EXPECT_EQ(profiler.stats().measurements, 1);
 }
 
+// A merge stage (ios.txt §4.2) is measured as the CPU executor runs it, one merged oneDNN
+// convolution (a 1x1 and a 3x3 expand of a fire module on their shared squeeze output): its own
+// measurement, not the units' sum nor the concurrent stage of the same units, never below its
+// slowest unit alone; units that cannot merge are refused as the validator refuses them.
+TEST(CpuProfiler, MeasuresAMergeAsOneMergedKernel) {
+  Model m = make_model("squeezenet", 64);
+  auto options = fast_options({});
+  options.use_cache = false;
+  CpuProfiler profiler(m.units, m.weights, options);
+  const auto groups = two_expands(m.units);
+  const std::vector<UnitId> merge = {groups[0][0], groups[1][0]};
+  const Micros merged = profiler.merge_latency(merge);
+  EXPECT_EQ(profiler.stats().measurements, 3);  // the merge and, for its bound, its two units
+  const Micros slowest = std::max(profiler.unit_latency(merge[0]), profiler.unit_latency(merge[1]));
+  EXPECT_EQ(profiler.merge_lower_bound(merge), slowest);
+  EXPECT_GE(merged, slowest);
+  profiler.merge_latency(merge);
+  EXPECT_EQ(profiler.stats().measurements, 3);  // remembered
+  profiler.stage_latency(groups);
+  EXPECT_EQ(profiler.stats().measurements, 4);  // the concurrent stage is another measurement
+  // A unit and its consumer share no input: no merged kernel, the schedule is refused.
+  const UnitId producer = m.units.predecessors(merge[0])[0];
+  try {
+    profiler.merge_latency(std::vector<UnitId>{producer, merge[0]});
+    ADD_FAILURE() << "a merge of a unit and its consumer was measured";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidSchedule) << e.what();
+  }
+}
+
 // Identical Inception-C blocks (mixed_6c, mixed_6d) are measured once.
 TEST(CpuProfiler, IdenticalUnitsAreMeasuredOnce) {
   Model m = make_model("inception_v3", 107);
