@@ -483,15 +483,7 @@ class SlotsCost final : public cost::CostModel {
 // head -> {a, b, c, d} (2 ms each) -> tail: nimble opens a stream per branch; on fewer CPUs
 // than streams the streams take turns.
 TEST(Predict, StreamsShareTheUnitsTheDeviceRunsAtOnce) {
-  const ir::UnitGraph g = models::parse_dag_json_text(R"({"format": "braid.dag/1", "name": "fan",
-      "nodes": [{"name": "head", "latency_ms": 1}, {"name": "a", "latency_ms": 2},
-                {"name": "b", "latency_ms": 2}, {"name": "c", "latency_ms": 2},
-                {"name": "d", "latency_ms": 2}, {"name": "tail", "latency_ms": 1}],
-      "edges": [{"from": "head", "to": "a"}, {"from": "head", "to": "b"},
-                {"from": "head", "to": "c"}, {"from": "head", "to": "d"},
-                {"from": "a", "to": "tail"}, {"from": "b", "to": "tail"},
-                {"from": "c", "to": "tail"}, {"from": "d", "to": "tail"}]})",
-                                                      "fan");
+  const ir::UnitGraph g = testing::fan4();
   const Schedule s = make_scheduler("nimble")->schedule(g, cost::DagCostModel(g));
   ASSERT_EQ(s.lanes.size(), 4u) << to_string(s, g);
   EXPECT_DOUBLE_EQ(Millis(predicted_latency(g, s, cost::DagCostModel(g))).count(), 4);

@@ -10,6 +10,7 @@
 #include "cost/dag_cost.h"
 #include "models/dag_json.h"
 #include "sched/nimble.h"
+#include "sched/test_graphs.h"
 #include "sched/validate.h"
 
 namespace braid::sched {
@@ -88,14 +89,7 @@ TEST(PredictCoRun, OverlapRunsAtThePairsMeasuredSlowdown) {
 TEST(PredictCoRun, ConsumersWaitForTheSlowedProducer) {
   // head, then a..d on four lanes over two slots, then tail. Pairs (a, b) then (c, d) co-run at
   // 1.5x: 1 + 3 + 3 + 1 = 8; without the slowdown 6 (Predict.StreamsShareTheUnits...).
-  const ir::UnitGraph g = graph(R"({"format": "braid.dag/1", "name": "fan",
-      "nodes": [{"name": "head", "latency_ms": 1}, {"name": "a", "latency_ms": 2},
-                {"name": "b", "latency_ms": 2}, {"name": "c", "latency_ms": 2},
-                {"name": "d", "latency_ms": 2}, {"name": "tail", "latency_ms": 1}],
-      "edges": [{"from": "head", "to": "a"}, {"from": "head", "to": "b"},
-                {"from": "head", "to": "c"}, {"from": "head", "to": "d"},
-                {"from": "a", "to": "tail"}, {"from": "b", "to": "tail"},
-                {"from": "c", "to": "tail"}, {"from": "d", "to": "tail"}]})");
+  const ir::UnitGraph g = testing::fan4();
   const Schedule s = NimbleScheduler().schedule(g, cost::DagCostModel(g));
   ASSERT_EQ(s.lanes.size(), 4u);
   const CoRunCost slow(g, 2, 1.5);

@@ -43,6 +43,20 @@ inline ir::UnitGraph diamond() {
                                      "diamond");
 }
 
+// head (1 ms) -> {a, b, c, d} (2 ms each) -> tail (1 ms): ids in that order (the lane
+// predictor's examples: four streams over fewer CPUs).
+inline ir::UnitGraph fan4() {
+  return models::parse_dag_json_text(R"({"format": "braid.dag/1", "name": "fan",
+      "nodes": [{"name": "head", "latency_ms": 1}, {"name": "a", "latency_ms": 2},
+                {"name": "b", "latency_ms": 2}, {"name": "c", "latency_ms": 2},
+                {"name": "d", "latency_ms": 2}, {"name": "tail", "latency_ms": 1}],
+      "edges": [{"from": "head", "to": "a"}, {"from": "head", "to": "b"},
+                {"from": "head", "to": "c"}, {"from": "head", "to": "d"},
+                {"from": "a", "to": "tail"}, {"from": "b", "to": "tail"},
+                {"from": "c", "to": "tail"}, {"from": "d", "to": "tail"}]})",
+                                     "fan");
+}
+
 // The first error of sched::check(), the one validate_or_throw reports; "(valid)" for none.
 inline std::string first_error(const ir::UnitGraph& g, const sched::Schedule& s) {
   for (const sched::Diagnostic& d : sched::check(g, s))
