@@ -157,6 +157,12 @@ std::filesystem::path devices_dir();
 std::vector<std::string> device_names();
 // `name_or_path`: a name in devices_dir() ("v100") or a path to a .json file.
 DeviceSpec load_device(const std::string& name_or_path);
+
+// The revision of the simulator's built-in constants (kernels.cc's tiles, KernelModel's
+// defaults): part of what auto's cached decisions on a sim device are keyed by, beside the
+// device file, so a refit (2: the 2026-11-29 calibration split) decides afresh.
+inline constexpr int kModelRevision = 2;
+
 // The file load_device reads (kNotFound for an unknown name).
 std::filesystem::path device_path(const std::string& name_or_path);
 

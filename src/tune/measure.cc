@@ -262,11 +262,13 @@ std::string describe_device(const Device& device) {
     require_cuda_device(device);
     return exec::cuda_device_description(device.index);
   }
-  // The file's digest: a refit device (braid calibrate) decides afresh.
+  // The file's digest and the model's revision: a refit device (braid calibrate) or simulator
+  // decides afresh.
   std::ifstream in(sim::device_path(device.sim));
   std::stringstream text;
   text << in.rdbuf();
-  return fmt::format("sim:{} | {}", device.sim, cost::sha256_hex(text.str()).substr(0, 16));
+  return fmt::format("sim:{} | {} | model {}", device.sim,
+                     cost::sha256_hex(text.str()).substr(0, 16), sim::kModelRevision);
 }
 
 }  // namespace braid::tune
