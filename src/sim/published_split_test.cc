@@ -106,7 +106,7 @@ class Simulator {
  public:
   double simulate_ms(const Row& row, const Constants& c) {
     const Prepared& p = prepared(row);
-    const DeviceSpec device = with_constants(load_device(row.device), c);
+    const DeviceSpec device = with_constants(base_device(row.device), c);
     const UnitKernels kernels(p.model->units, device);
     const UnitKernels* devices[] = {&kernels};
     const PlanProgram program = plan_program(p.model->units, p.plan, devices);
@@ -119,6 +119,13 @@ class Simulator {
     const models::LoadedModel* model = nullptr;
     sched::ExecutionPlan plan;
   };
+
+  // Each device file read once; the fit asks for it at every grid point.
+  const DeviceSpec& base_device(const std::string& name) {
+    auto it = devices_.find(name);
+    if (it == devices_.end()) it = devices_.emplace(name, load_device(name)).first;
+    return it->second;
+  }
 
   const Prepared& prepared(const Row& row) {
     const std::string key = fmt::format("{}.{}.b{}.{}", row.device, row.model, row.batch, row.algo);
@@ -135,7 +142,7 @@ class Simulator {
     const ir::UnitGraph& units = m->second.units;
     sched::Schedule s;
     if (row.schedule.empty()) {
-      const SimCostModel cost(units, load_device(row.device), {.graph_replay = false});
+      const SimCostModel cost(units, base_device(row.device), {.graph_replay = false});
       s = sched::make_scheduler(row.algo, {})->schedule(units, cost);
     } else {
       s = sched::read_schedule_file((kPublished.parent_path() / row.schedule).string(), units);
@@ -144,6 +151,7 @@ class Simulator {
     return plans_.emplace(key, std::move(p)).first->second;
   }
 
+  std::map<std::string, DeviceSpec> devices_;
   std::map<std::string, models::LoadedModel> models_;
   std::map<std::string, Prepared> plans_;
 };
