@@ -18,6 +18,7 @@
 #include "runtime/inbox.h"
 #include "runtime/runtime.h"
 #include "runtime/scenario.h"
+#include "sched/predict.h"
 #include "sched/registry.h"
 #include "sched/schedule.h"
 #include "sched/validate.h"
@@ -25,6 +26,7 @@
 #include "tune/auto_schedule.h"
 #include "tune/bench.h"
 #include "tune/cost_models.h"
+#include "tune/planner.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -278,6 +280,91 @@ std::string bench_rows(const std::vector<std::string>& models,
   return rows.dump();
 }
 
+// braid.StagePricer: the cost model a session with these options schedules under, asked for
+// stages named by unit names, so that another optimizer (IOS's reference code,
+// bench/ios_reference.py) is priced by the very function braid's schedulers are. The model
+// and the cost model are made once: a search asks for hundreds of thousands of stages.
+class PyStagePricer {
+ public:
+  PyStagePricer(const std::string& model, const Options& o) {
+    const session::SessionOptions s = session_options(o);
+    plan_ = session::plan_options(s);
+    models::LoadOptions load = s.load;
+    load.with_weights = tune::cost_needs_weights(session::cost_spec(s), model);
+    nb::gil_scoped_release release;
+    model_ = std::make_unique<models::LoadedModel>(models::load_model(model, load));
+    weights_ = std::make_shared<const ir::Weights>(std::move(model_->weights));
+    cost_ = tune::make_plan_cost(model_->units, weights_, plan_);
+  }
+
+  std::string cost_name() const { return std::string(cost_->name()); }
+  // (name, signature, successors' names) per unit, in unit order: what a caller needs to
+  // match its own graph to braid's.
+  using UnitRow = std::tuple<std::string, std::string, std::vector<std::string>>;
+  std::vector<UnitRow> units() const {
+    const ir::UnitGraph& g = model_->units;
+    std::vector<UnitRow> rows;
+    for (size_t i = 0; i < g.num_units(); ++i) {
+      const UnitId u = make_id<UnitId>(i);
+      std::vector<std::string> successors;
+      for (UnitId v : g.successors(u)) successors.push_back(g.unit(v).name);
+      rows.emplace_back(g.unit(u).name, g.signature(u), std::move(successors));
+    }
+    return rows;
+  }
+
+  // One latency (µs) per stage: (groups of unit names, merge). A concurrent stage's groups run
+  // side by side (CostModel::stage_latency); a merge stage's units, one per group, run as one
+  // kernel (merge_latency).
+  using Stage = std::tuple<std::vector<std::vector<std::string>>, bool>;
+  std::vector<double> stage_latencies(const std::vector<Stage>& stages) const {
+    std::vector<std::vector<std::vector<UnitId>>> ids;
+    for (const auto& [groups, merge] : stages) {
+      auto& g = ids.emplace_back();
+      for (const auto& names : groups) {
+        auto& group = g.emplace_back();
+        for (const std::string& name : names) group.push_back(unit(name));
+      }
+    }
+    std::vector<double> out;
+    nb::gil_scoped_release release;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      if (std::get<1>(stages[k])) {
+        std::vector<UnitId> units;
+        for (const auto& group : ids[k]) units.insert(units.end(), group.begin(), group.end());
+        out.push_back(cost_->merge_latency(units).count());
+      } else {
+        out.push_back(cost_->stage_latency(ids[k]).count());
+      }
+    }
+    return out;
+  }
+
+  // A braid.schedule/1 schedule's latency (µs) as `braid schedule` predicts it
+  // (sched::predicted_latency); kInvalidSchedule, with the validator's first error, for one
+  // that does not fit the model.
+  double schedule_latency(const std::string& json) const {
+    const sched::Schedule s = sched::schedule_from_json(nlohmann::json::parse(json), model_->units);
+    for (const sched::Diagnostic& d : sched::check(model_->units, s))
+      BRAID_CHECK(d.severity != sched::Severity::kError, ErrorCode::kInvalidSchedule, d.message);
+    nb::gil_scoped_release release;
+    return sched::predicted_latency(model_->units, s, *cost_).count();
+  }
+
+ private:
+  UnitId unit(const std::string& name) const {
+    const std::optional<UnitId> u = model_->units.find_unit(name);
+    BRAID_CHECK(u.has_value(), ErrorCode::kNotFound, "no unit '", name, "' in ",
+                model_->units.name());
+    return *u;
+  }
+
+  tune::PlanOptions plan_;
+  std::unique_ptr<models::LoadedModel> model_;  // the cost model holds its units' address
+  std::shared_ptr<const ir::Weights> weights_;
+  std::unique_ptr<cost::CostModel> cost_;
+};
+
 // braid.Server: TOP's runtime in-process. Tasks go in through an inbox; the runtime's loop (its
 // own thread) answers each through the Python callable given with it, under the GIL.
 class PyServer {
@@ -475,6 +562,13 @@ NB_MODULE(_braid, m) {
       .def("inputs", &PyServer::inputs, "model"_a)
       .def("submit", &PyServer::submit, "model"_a, "inputs"_a, "timeout_us"_a, "done"_a)
       .def("close", &PyServer::close, "cancel"_a);
+
+  nb::class_<PyStagePricer>(m, "StagePricer")
+      .def(nb::init<const std::string&, const Options&>(), "model"_a, "options"_a)
+      .def_prop_ro("cost", &PyStagePricer::cost_name)
+      .def_prop_ro("units", &PyStagePricer::units)
+      .def("stage_latencies", &PyStagePricer::stage_latencies, "stages"_a)
+      .def("schedule_latency", &PyStagePricer::schedule_latency, "schedule_json"_a);
 
   m.def("search_schedule", &search_schedule, "model"_a, "algo"_a, "options"_a);
   m.def("validate_schedule", &validate_schedule, "model"_a, "schedule_json"_a, "options"_a);

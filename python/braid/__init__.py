@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _braid
 
-__all__ = ["InferenceSession", "NodeArg", "ModelMetadata", "IOBinding", "Server", "schedule", "validate", "bench", "BraidError",
+__all__ = ["InferenceSession", "NodeArg", "ModelMetadata", "IOBinding", "Server", "StagePricer", "schedule", "validate", "bench", "BraidError",
            "InvalidArgument", "InvalidModel", "Unsupported", "InvalidSchedule", "NotFound"]
 
 
@@ -430,6 +430,49 @@ def validate(model: str, schedule) -> dict:
     errors = [m for s, m in diagnostics if s == "error"]
     return {"valid": not errors, "errors": errors,
             "warnings": [m for s, m in diagnostics if s == "warning"]}
+
+
+class StagePricer:
+    """The cost model braid schedules `model` under (`cost`, as --cost names it), asked for
+    stages by unit name: another optimizer's stages priced by the function braid's own
+    schedulers use (bench/ios_reference.py prices IOS's reference optimizer with it)::
+
+        p = braid.StagePricer("squeezenet", cost="sim:v100")
+        p.stage_latencies([[["fire2/expand1x1"], ["fire2/expand3x3"]]])   # one stage, µs
+        p.stage_latencies([([["fire2/squeeze"], ["fire2/bypass"]], True)])  # a merge stage
+        p.schedule_latency(braid.schedule("squeezenet", "ios", cost="sim:v100"))  # µs
+    """
+
+    def __init__(self, model: str, *, cost: str = "cpu",
+                 options: Mapping[str, Any] | None = None):
+        self._pricer = _braid.StagePricer(os.fspath(model), _options(cost=cost, options=options))
+
+    @property
+    def cost(self) -> str:
+        return self._pricer.cost
+
+    @property
+    def units(self) -> list[tuple[str, str, list[str]]]:
+        """(name, op signature, successors' names) per unit, in braid's unit order."""
+        return self._pricer.units
+
+    def stage_latencies(self, stages) -> list[float]:
+        """µs per stage. A stage is a list of groups of unit names (run concurrently, each
+        group's units in order), or (groups, merge) where merge=True prices the units as one
+        merged kernel."""
+        rows = []
+        for stage in stages:
+            if isinstance(stage, tuple):
+                groups, merge = stage
+            else:
+                groups, merge = stage, False
+            rows.append(([list(g) for g in groups], bool(merge)))
+        return self._pricer.stage_latencies(rows)
+
+    def schedule_latency(self, schedule) -> float:
+        """The predicted latency (µs) of a schedule (a dict, JSON text or path), as `braid
+        schedule` reports it; InvalidSchedule if it does not fit the model."""
+        return self._pricer.schedule_latency(_schedule_text(schedule))
 
 
 def bench(models: Iterable[str], algos: Sequence[str] = ("sequential", "greedy"), *,
