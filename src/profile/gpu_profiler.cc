@@ -89,6 +89,50 @@ cost::Measurement GpuProfiler::profile_stage(std::span<const std::vector<UnitId>
   return m;
 }
 
+std::optional<cost::UnitResources> GpuProfiler::unit_resources(UnitId unit) const {
+  BRAID_CHECK(index(unit) < units().num_units(), ErrorCode::kInvalidArgument, "unit #", index(unit),
+              " out of range");
+  std::lock_guard lock(mutex_);
+  if (auto it = resources_.find(unit); it != resources_.end()) return it->second;
+  if (timer_ == nullptr)
+    timer_ = exec::make_cuda_stage_timer(units(), weights_, options_.device, options_.input_seed,
+                                         options_.precision);
+  if (!figures_) figures_ = exec::cuda_device_figures(options_.device);
+  const std::optional<std::vector<exec::LaunchedKernel>> kernels = timer_->unit_kernels(unit);
+  std::optional<cost::UnitResources> r =
+      kernels ? resources_of_kernels(*kernels, *figures_, units().unit(unit)) : std::nullopt;
+  resources_.emplace(unit, r);
+  return r;
+}
+
+std::optional<cost::UnitResources> resources_of_kernels(
+    std::span<const exec::LaunchedKernel> kernels, const exec::CudaDeviceFigures& device,
+    const ir::Unit& unit) {
+  if (kernels.empty()) return std::nullopt;
+  constexpr int64_t kWarpSize = 32;
+  cost::UnitResources r;
+  const exec::LaunchedKernel& first = kernels.front();
+  r.per_block = {
+      .threads = first.threads, .registers = first.registers, .shared_memory = first.shared_memory};
+  r.blocks = first.blocks;
+  const double device_warps = double(device.max_warps_per_sm) * double(device.sms);
+  for (const exec::LaunchedKernel& k : kernels) {
+    if (device_warps <= 0 || k.blocks <= 0) continue;
+    const int64_t per_sm = std::min(k.blocks_per_sm, (k.blocks + device.sms - 1) / device.sms);
+    const int64_t sms = std::min(device.sms, k.blocks);
+    const int64_t warps = (k.threads + kWarpSize - 1) / kWarpSize;
+    r.occupancy = std::max(r.occupancy, double(per_sm * warps * sms) / device_warps);
+  }
+  // The simulator's rule (sim_cost.cc); no figures, no answer.
+  if (device.fp32_flops > 0 && device.dram_bytes_per_s > 0) {
+    const double ridge = device.fp32_flops / device.dram_bytes_per_s;
+    r.bound = unit.bytes > 0 && double(unit.flops) / double(unit.bytes) < ridge
+                  ? ir::UnitClass::kMemory
+                  : ir::UnitClass::kCompute;
+  }
+  return r;
+}
+
 // Dependent groups are not a stage (they would race on the device), nor is a group out of
 // dependency order.
 void GpuProfiler::check_stage(std::span<const std::vector<UnitId>> groups) const {

@@ -11,6 +11,10 @@
 //   profile::GpuProfiler h100(m.units, weights, {.device = 0});
 //   Micros s = h100.stage_latency(groups);
 //
+// unit_resources (Opara's resource demand, issue 31 item 3) reads the kernels a unit's compiled
+// ops launch from the driver: each unit's ops captured into a CUDA Graph, never run
+// (exec/cuda/cuda_kernel_census.h). Compiled here, never run on a GPU yet (2026-11-29).
+//
 // Without a GPU the constructor throws braid::Error(kNotFound) "no CUDA device".
 #pragma once
 
@@ -24,6 +28,7 @@
 #include "base/precision.h"
 #include "cost/cost_model.h"
 #include "cost/profile_cache.h"
+#include "exec/cuda/cuda_kernel_census.h"
 #include "ir/weights.h"
 #include "profile/stage_timing.h"
 
@@ -60,6 +65,10 @@ class GpuProfiler final : public cost::CostModel {
   // Never below stage_lower_bound (the slowest group alone), as for the CPU profiler.
   Micros stage_latency(std::span<const std::vector<UnitId>> groups) const override;
   bool measures() const override { return true; }
+  // From the unit's kernels as the driver reports them (resources_of_kernels below), asked once
+  // per unit and kept in memory only: the profile cache holds latencies, and a census is one
+  // capture, nothing run. nullopt where the driver cannot say or the unit launches no kernel.
+  std::optional<cost::UnitResources> unit_resources(UnitId unit) const override;
 
   cost::Measurement profile_stage(std::span<const std::vector<UnitId>> groups) const;
 
@@ -76,6 +85,18 @@ class GpuProfiler final : public cost::CostModel {
   mutable std::vector<std::vector<bool>> reach_;           // ir::transitive_closure, on first use
   mutable std::vector<std::optional<Micros>> unit_costs_;  // units measured alone: stage_estimate
   mutable std::map<std::string, cost::Measurement> memo_;
+  mutable std::optional<exec::CudaDeviceFigures> figures_;  // on first unit_resources
+  mutable std::map<UnitId, std::optional<cost::UnitResources>> resources_;  // by unit, as answered
 };
+
+// What SimCostModel::unit_resources answers, from kernels a device reports (in launch order):
+// the first kernel's threads, registers per thread and shared memory per block, and its grid;
+// the occupancy the fullest of them reaches alone (resident blocks per SM, capped by the grid
+// spread over the SMs, x warps per block x SMs used, over the device's warp slots); memory-bound
+// when the unit's FLOPs over its bytes (ir::Unit) fall below the device's FLOP/s over its
+// bandwidth. nullopt for no kernels.
+std::optional<cost::UnitResources> resources_of_kernels(
+    std::span<const exec::LaunchedKernel> kernels, const exec::CudaDeviceFigures& device,
+    const ir::Unit& unit);
 
 }  // namespace braid::profile

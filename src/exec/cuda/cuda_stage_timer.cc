@@ -134,6 +134,14 @@ class StageTimer final : public CudaStageTimer {
     return t;
   }
 
+  std::optional<std::vector<LaunchedKernel>> unit_kernels(UnitId unit) override {
+    BRAID_CU(cudaSetDevice(options_.device));
+    const cuda::LaneContext& lane = request_.lanes[0];
+    return capture_kernels(lane.stream, [&] {
+      for (const cuda::Op& op : compiled_.unit_ops[index(unit)]) op(lane, request_.arena.get());
+    });
+  }
+
  private:
   // Fork from main, group i on lane i (its units' compiled ops in order), join back to main.
   void issue_stage(std::span<const std::vector<UnitId>> groups) {

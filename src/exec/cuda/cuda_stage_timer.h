@@ -20,11 +20,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "base/ids.h"
 #include "base/precision.h"
+#include "exec/cuda/cuda_kernel_census.h"
 #include "ir/unit_graph.h"
 #include "ir/weights.h"
 
@@ -48,6 +50,9 @@ class CudaStageTimer {
   // Groups must be a valid stage (independent groups; the caller validates). Not thread-safe.
   virtual StageTimes time_stage(std::span<const std::vector<UnitId>> groups,
                                 const StageTimingOptions& options) = 0;
+  // The kernels `unit`'s compiled ops launch, in launch order, as the driver reports them
+  // (exec/cuda/cuda_kernel_census.h): captured, never run. nullopt where the driver cannot say.
+  virtual std::optional<std::vector<LaunchedKernel>> unit_kernels(UnitId unit) = 0;
 };
 
 // `precision`: what the stages compute in (CudaExecutorOptions::precision).

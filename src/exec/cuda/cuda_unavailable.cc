@@ -2,6 +2,7 @@
 #include "base/error.h"
 #include "exec/cuda/cuda_calibration.h"
 #include "exec/cuda/cuda_executor.h"
+#include "exec/cuda/cuda_kernel_census.h"
 #include "exec/cuda/cuda_stage_timer.h"
 
 namespace braid::exec {
@@ -28,6 +29,10 @@ int64_t cuda_l2_cache_bytes(int) {
 }
 
 nlohmann::json measure_cuda_calibration(int, const std::vector<int>&, int) {
+  BRAID_THROW(ErrorCode::kNotFound, cuda_unavailable_reason());
+}
+
+CudaDeviceFigures cuda_device_figures(int) {
   BRAID_THROW(ErrorCode::kNotFound, cuda_unavailable_reason());
 }
 
