@@ -73,6 +73,14 @@ bench() {
   # searched since 2026-11-26's pricing, never run on a GPU before), predicted beside measured.
   step bench_cuda_cost 330 "$braid" bench $models --device cuda:0 --algos "auto,$algos" \
     --iters 200 --warmup 20 --json-file "$out/bench_cuda_cost.json"
+  # Issue 31 item 3: Opara's launch order from the kernels each unit launches on this GPU
+  # (GpuProfiler::unit_resources: cuDNN's, cuBLAS's and braid's kernels read from the driver)
+  # against Nimble, graph replay; the stage costs come from bench_cuda_cost's cache (same
+  # BRAID_CACHE_DIR). Never run on a GPU before this step. On 2026-11-24's H100, when cuda:0
+  # answered no resources, Opara ran 0.996 / 2.218 / 2.346 ms vs Nimble's 0.826 / 2.029 / 2.119.
+  step opara_cuda_cost 150 "$braid" bench googlenet inception_v3 resnet50 --device cuda:0 \
+    --cost cuda:0 --algos sequential,nimble,opara --iters 200 --warmup 20 \
+    --json-file "$out/opara_cuda_cost.json"
   step bench_sim_cost 240 "$braid" bench $models --device cuda:0 --cost sim:h100 \
     --algos "auto,$algos" --iters 200 --warmup 20 --json-file "$out/bench_sim_cost.json"
 }
