@@ -229,37 +229,63 @@ class DeviceStages {
     bool alive = true;
   };
 
-  // Each device's positions in order, each at its earliest start; +inf when the positions'
-  // dependencies form a cycle. `topological` receives the live positions in the order they
-  // become ready (by ready time, then place in their device's order).
-  double evaluate(std::vector<size_t>* topological = nullptr) const {
-    if (p_.producer_device) return evaluate_in_order(topological);
+  // What both evaluations walk: each position's successors (the next position on its device,
+  // transfer 0, and its units' consumers with the edge's transfer), its producers across unit
+  // edges, its count of unfinished predecessors and its place in its device's order.
+  struct Dependencies {
+    std::vector<std::vector<std::pair<size_t, double>>> out, in;
+    std::vector<size_t> indegree, rank;
+    const std::vector<Position>* positions = nullptr;
+    // Calls `f` on each live position without predecessors; returns the number of live ones.
+    template <class F>
+    size_t for_each_source(F&& f) const {
+      size_t alive = 0;
+      for (size_t i = 0; i < positions->size(); ++i) {
+        if (!(*positions)[i].alive) continue;
+        ++alive;
+        if (indegree[i] == 0) f(i);
+      }
+      return alive;
+    }
+  };
+  Dependencies dependencies() const {
     const size_t count = positions_.size();
-    std::vector<std::vector<std::pair<size_t, double>>> out(count);
-    std::vector<size_t> indegree(count, 0), rank(count, 0);
+    Dependencies d{.out = std::vector<std::vector<std::pair<size_t, double>>>(count),
+                   .in = std::vector<std::vector<std::pair<size_t, double>>>(count),
+                   .indegree = std::vector<size_t>(count, 0),
+                   .rank = std::vector<size_t>(count, 0),
+                   .positions = &positions_};
     for (const auto& list : order_)
       for (size_t i = 0; i < list.size(); ++i) {
-        rank[list[i]] = i;
+        d.rank[list[i]] = i;
         if (i == 0) continue;
-        out[list[i - 1]].push_back({list[i], 0.0});
-        ++indegree[list[i]];
+        d.out[list[i - 1]].push_back({list[i], 0.0});
+        ++d.indegree[list[i]];
       }
     for (size_t e = 0; e < p_.g.edges().size(); ++e) {
       const ir::UnitEdge& edge = p_.g.edges()[e];
       const size_t a = position_of_[index(edge.from)], b = position_of_[index(edge.to)];
       if (a == b) continue;
-      out[a].push_back({b, positions_[a].device != positions_[b].device ? p_.transfer[e] : 0.0});
-      ++indegree[b];
+      d.out[a].push_back({b, p_.transfer[e]});
+      d.in[b].push_back({a, p_.transfer[e]});
+      ++d.indegree[b];
     }
+    return d;
+  }
+
+  // Each device's positions in order, each at its earliest start; +inf when the positions'
+  // dependencies form a cycle. `topological` receives the live positions in the order they
+  // become ready (by ready time, then place in their device's order).
+  double evaluate(std::vector<size_t>* topological = nullptr) const {
+    if (p_.producer_device) return evaluate_in_order(topological);
+    Dependencies deps = dependencies();
     using Item = std::tuple<double, size_t, int, size_t>;  // ready, rank, device, position
     std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
-    std::vector<double> ready(count, 0);
-    size_t alive = 0, done = 0;
-    for (size_t i = 0; i < count; ++i) {
-      if (!positions_[i].alive) continue;
-      ++alive;
-      if (indegree[i] == 0) heap.push({0.0, rank[i], positions_[i].device, i});
-    }
+    std::vector<double> ready(positions_.size(), 0);
+    const size_t alive = deps.for_each_source([&](size_t i) {
+      heap.push({0.0, deps.rank[i], positions_[i].device, i});
+    });
+    size_t done = 0;
     double makespan = 0;
     while (!heap.empty()) {
       const size_t a = std::get<3>(heap.top());
@@ -268,9 +294,10 @@ class DeviceStages {
       if (topological != nullptr) topological->push_back(a);
       const double finish = ready[a] + positions_[a].latency;
       makespan = std::max(makespan, finish);
-      for (auto [b, delay] : out[a]) {
+      for (auto [b, transfer] : deps.out[a]) {
+        const double delay = positions_[a].device != positions_[b].device ? transfer : 0.0;
         ready[b] = std::max(ready[b], finish + delay);
-        if (--indegree[b] == 0) heap.push({ready[b], rank[b], positions_[b].device, b});
+        if (--deps.indegree[b] == 0) heap.push({ready[b], deps.rank[b], positions_[b].device, b});
       }
     }
     return done == alive ? makespan : kInf;
@@ -280,31 +307,11 @@ class DeviceStages {
   // index first: id order with merged positions at their first unit's place), each at
   // max(its device's timeline, each producer device's timeline + transfer); +inf on a cycle.
   double evaluate_in_order(std::vector<size_t>* topological) const {
-    const size_t count = positions_.size();
-    std::vector<std::vector<size_t>> out(count);
-    std::vector<std::vector<std::pair<size_t, double>>> in(count);  // producer, transfer
-    std::vector<size_t> indegree(count, 0);
-    for (const auto& list : order_)
-      for (size_t i = 1; i < list.size(); ++i) {
-        out[list[i - 1]].push_back(list[i]);
-        ++indegree[list[i]];
-      }
-    for (size_t e = 0; e < p_.g.edges().size(); ++e) {
-      const ir::UnitEdge& edge = p_.g.edges()[e];
-      const size_t a = position_of_[index(edge.from)], b = position_of_[index(edge.to)];
-      if (a == b) continue;
-      out[a].push_back(b);
-      in[b].push_back({a, p_.transfer[e]});
-      ++indegree[b];
-    }
+    Dependencies deps = dependencies();
     std::priority_queue<size_t, std::vector<size_t>, std::greater<>> heap;
-    size_t alive = 0, done = 0;
-    for (size_t i = 0; i < count; ++i) {
-      if (!positions_[i].alive) continue;
-      ++alive;
-      if (indegree[i] == 0) heap.push(i);
-    }
-    std::vector<double> free(p_.devices, 0), finish(count, 0);
+    const size_t alive = deps.for_each_source([&](size_t i) { heap.push(i); });
+    size_t done = 0;
+    std::vector<double> free(p_.devices, 0), finish(positions_.size(), 0);
     double makespan = 0;
     while (!heap.empty()) {
       const size_t b = heap.top();
@@ -313,15 +320,15 @@ class DeviceStages {
       if (topological != nullptr) topological->push_back(b);
       const int d = positions_[b].device;
       double start = free[d];
-      for (auto [a, transfer] : in[b]) {
+      for (auto [a, transfer] : deps.in[b]) {
         const int da = positions_[a].device;
         start = std::max(start, da == d ? finish[a] : free[da] + transfer);
       }
       finish[b] = start + positions_[b].latency;
       free[d] = finish[b];
       makespan = std::max(makespan, finish[b]);
-      for (size_t c : out[b])
-        if (--indegree[c] == 0) heap.push(c);
+      for (auto [c, transfer] : deps.out[b])
+        if (--deps.indegree[c] == 0) heap.push(c);
     }
     return done == alive ? makespan : kInf;
   }
