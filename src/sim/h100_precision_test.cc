@@ -164,10 +164,7 @@ class H100Precision : public ::testing::Test {
   static double simulate_ms(const Row& row, const DeviceSpec& device) {
     const DeviceSpec spec = with_precision(device, row.precision);
     const models::LoadedModel& m = model(row.model);
-    const UnitKernels kernels(m.units, spec);
-    const UnitKernels* devices[] = {&kernels};
-    const PlanProgram p = plan_program(m.units, plan(row), devices);
-    return simulate(p.program, {&spec, 1}, {.graph_replay = true}).makespan_us / 1e3;
+    return simulate_plan(m.units, plan(row), spec, {.graph_replay = true}).makespan_us / 1e3;
   }
 
   static std::vector<Row> rows(const DeviceSpec& device) {

@@ -158,4 +158,11 @@ Program merge_program(const UnitKernels& kernels, std::span<const UnitId> merge)
   return p;
 }
 
+Result simulate_plan(const ir::UnitGraph& units, const sched::ExecutionPlan& plan,
+                     const DeviceSpec& device, EngineOptions options) {
+  const UnitKernels kernels(units, device);
+  const UnitKernels* devices[] = {&kernels};
+  return simulate(plan_program(units, plan, devices).program, std::span(&device, 1), options);
+}
+
 }  // namespace braid::sim

@@ -46,6 +46,11 @@ PlanProgram plan_program(const ir::UnitGraph& units, const sched::ExecutionPlan&
                          std::span<const UnitKernels* const> devices, size_t first_block = 0,
                          size_t last_block = SIZE_MAX);
 
+// A whole inference of `plan` on one `device`: its kernels, plan_program and the engine in one
+// call (what the validation and calibration studies ask for each row).
+Result simulate_plan(const ir::UnitGraph& units, const sched::ExecutionPlan& plan,
+                     const DeviceSpec& device, EngineOptions options = {});
+
 // One IOS stage on one device: group i on stream i, issued group by group. Merge stages run
 // merged_kernels on stream 0.
 Program stage_program(const UnitKernels& kernels, std::span<const std::vector<UnitId>> groups);

@@ -107,11 +107,7 @@ class Simulator {
   double simulate_ms(const Row& row, const Constants& c) {
     const Prepared& p = prepared(row);
     const DeviceSpec device = with_constants(base_device(row.device), c);
-    const UnitKernels kernels(p.model->units, device);
-    const UnitKernels* devices[] = {&kernels};
-    const PlanProgram program = plan_program(p.model->units, p.plan, devices);
-    return simulate(program.program, std::span(&device, 1), {.graph_replay = false}).makespan_us /
-           1e3;
+    return simulate_plan(p.model->units, p.plan, device, {.graph_replay = false}).makespan_us / 1e3;
   }
 
  private:

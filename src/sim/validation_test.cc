@@ -36,11 +36,7 @@ models::LoadedModel load(const std::string& name, int64_t batch = 1) {
 double simulate_schedule(const ir::UnitGraph& units, const sched::Schedule& s,
                          const DeviceSpec& device, bool graph = false) {
   sched::validate_or_throw(units, s);
-  const sched::ExecutionPlan plan = sched::lower(units, s);
-  const UnitKernels kernels(units, device);
-  const UnitKernels* devices[] = {&kernels};
-  const PlanProgram p = plan_program(units, plan, devices);
-  return simulate(p.program, std::span(&device, 1), {.graph_replay = graph}).makespan_us;
+  return simulate_plan(units, sched::lower(units, s), device, {.graph_replay = graph}).makespan_us;
 }
 
 // hios.txt Figure 1: two identical 5x5 convolutions with 48 channels on an A40 run faster in
