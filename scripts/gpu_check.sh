@@ -66,6 +66,12 @@ tests() {
     -o "$out/tv_inception_v3.ios.cuda.json" --json
   step nimble_cuda_cost 60 "$braid" schedule tv_inception_v3 --algo nimble --cost cuda:0 \
     -o "$out/tv_inception_v3.nimble.cuda.json"
+  # Issue 31 item 1: IOS's operator merge as one cuDNN convolution (Compiler::compile_merge),
+  # priced by GpuProfiler::merge_latency and run by the executor, against sequential; never run
+  # on a GPU before this step (bench/README.md, "ios-merge after the merged kernel").
+  step bench_merge_cuda 240 "$braid" bench inception_v3 googlenet squeezenet --device cuda:0 \
+    --algos sequential,ios-merge --cost cuda:0 --iters 100 --warmup 10 \
+    --json-file "$out/bench_merge_cuda.json"
 }
 
 bench() {

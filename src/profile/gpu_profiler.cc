@@ -61,7 +61,25 @@ Micros GpuProfiler::stage_latency(std::span<const std::vector<UnitId>> groups) c
   return std::max(profile_stage(groups).median, stage_lower_bound(groups));
 }
 
+Micros GpuProfiler::merge_latency(std::span<const UnitId> units) const {
+  count_stage_query();
+  std::vector<std::vector<UnitId>> groups;
+  for (UnitId u : units) groups.push_back({u});
+  return std::max(profile(groups, true).median, merge_lower_bound(units));
+}
+
+Micros GpuProfiler::merge_lower_bound(std::span<const UnitId> units) const {
+  Micros slowest{0};
+  for (UnitId u : units) slowest = std::max(slowest, unit_latency(u));
+  return slowest;
+}
+
 cost::Measurement GpuProfiler::profile_stage(std::span<const std::vector<UnitId>> groups) const {
+  return profile(groups, false);
+}
+
+cost::Measurement GpuProfiler::profile(std::span<const std::vector<UnitId>> groups,
+                                       bool merge) const {
   // method=: graph replay of the compiled model; entries of the older method (a fresh executor
   // per stage, eager runs: mostly overhead) are never reused.
   const std::string key = cost::stage_key(units(), groups) + "\nexecutor=" + name_ +
@@ -69,7 +87,9 @@ cost::Measurement GpuProfiler::profile_stage(std::span<const std::vector<UnitId>
                           (*options_.cold_l2 ? "cold-l2" : "warm-l2") +
                           (options_.precision == Precision::kFp32
                                ? ""
-                               : "\nprecision=" + std::string(to_string(options_.precision)));
+                               : "\nprecision=" + std::string(to_string(options_.precision))) +
+                          // A merge runs as one merged convolution: a key of its own.
+                          (merge ? "\nmerge=one_conv" : "");
   std::lock_guard lock(mutex_);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   cost::Measurement m;
@@ -77,12 +97,12 @@ cost::Measurement GpuProfiler::profile_stage(std::span<const std::vector<UnitId>
     m = *cached;
     count_cache_hit();
   } else {
-    m = measure(groups);
+    m = measure(groups, merge);
     count_measurement();
     if (cache_) cache_->insert(key, m, units().signature(groups.front().front()));
   }
   memo_.emplace(key, m);
-  if (groups.size() == 1 && groups[0].size() == 1) {  // a unit alone: a cost for stage_estimate
+  if (!merge && groups.size() == 1 && groups[0].size() == 1) {  // a unit alone: stage_estimate
     if (unit_costs_.size() < units().num_units()) unit_costs_.resize(units().num_units());
     unit_costs_[index(groups[0][0])] = m.median;
   }
@@ -155,23 +175,30 @@ void GpuProfiler::check_stage(std::span<const std::vector<UnitId>> groups) const
   }
 }
 
-cost::Measurement GpuProfiler::measure(std::span<const std::vector<UnitId>> groups) const {
+cost::Measurement GpuProfiler::measure(std::span<const std::vector<UnitId>> groups,
+                                       bool merge) const {
   check_stage(groups);
   if (timer_ == nullptr)
     timer_ = exec::make_cuda_stage_timer(units(), weights_, options_.device, options_.input_seed,
                                          options_.precision);
   // The copies that fill a replay, from the units' own costs once measured, else from one probe.
-  std::optional<Micros> estimate = stage_estimate(groups, unit_costs_);
+  std::vector<UnitId> merged;
+  for (const auto& group : groups) merged.insert(merged.end(), group.begin(), group.end());
+  auto time = [&](const exec::StageTimingOptions& o) {
+    return merge ? timer_->time_merge(merged, o) : timer_->time_stage(groups, o);
+  };
+  // A merge's units one after another bound its time from above: its copies from their costs.
+  std::optional<Micros> estimate = stage_estimate(
+      merge ? std::span<const std::vector<UnitId>>(&merged, 1) : groups, unit_costs_);
   if (!estimate) {
-    const exec::StageTimes probe =
-        timer_->time_stage(groups, {.copies = 1, .replays = 1, .cold_l2 = *options_.cold_l2});
+    const exec::StageTimes probe = time({.copies = 1, .replays = 1, .cold_l2 = *options_.cold_l2});
     estimate = Micros(std::max(0.0, probe.stage_us.front() - probe.empty_us.front()));
   }
   const int copies = copies_for(*estimate, options_.copies);
-  const exec::StageTimes t = timer_->time_stage(groups, {.copies = copies,
-                                                         .replays = options_.runs,
-                                                         .warmup = options_.warmup,
-                                                         .cold_l2 = *options_.cold_l2});
+  const exec::StageTimes t = time({.copies = copies,
+                                   .replays = options_.runs,
+                                   .warmup = options_.warmup,
+                                   .cold_l2 = *options_.cold_l2});
   return summarize_stage_times(t.stage_us, t.empty_us, copies);
 }
 

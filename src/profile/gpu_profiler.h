@@ -70,10 +70,21 @@ class GpuProfiler final : public cost::CostModel {
   // capture, nothing run. nullopt where the driver cannot say or the unit launches no kernel.
   std::optional<cost::UnitResources> unit_resources(UnitId unit) const override;
 
+  // An operator merge measured as the CUDA executor runs it: one cuDNN convolution over the
+  // units' centred, concatenated weights (exec/cuda/cuda_stage_timer.h, time_merge), or the
+  // units one after another where they cannot be one; cached under its own key. Never below
+  // merge_lower_bound.
+  Micros merge_latency(std::span<const UnitId> units) const override;
+  // The slowest unit alone (as the CPU profiler's): the merged convolution computes every
+  // unit's outputs. Not their sum, which the merged one may beat.
+  Micros merge_lower_bound(std::span<const UnitId> units) const override;
+
   cost::Measurement profile_stage(std::span<const std::vector<UnitId>> groups) const;
 
  private:
-  cost::Measurement measure(std::span<const std::vector<UnitId>> groups) const;
+  // `merge`: the groups (one unit each) as one operator merge.
+  cost::Measurement profile(std::span<const std::vector<UnitId>> groups, bool merge) const;
+  cost::Measurement measure(std::span<const std::vector<UnitId>> groups, bool merge) const;
   void check_stage(std::span<const std::vector<UnitId>> groups) const;
 
   std::shared_ptr<const ir::Weights> weights_;

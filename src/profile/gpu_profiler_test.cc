@@ -2,6 +2,10 @@
 #include "profile/gpu_profiler.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
 
 #include "base/error.h"
 #include "exec/cuda/cuda_executor.h"
@@ -78,6 +82,47 @@ TEST(GpuProfiler, UnitCostsAddUpToTheReplayedSequentialRun) {
   }
   const double measured = percentile(runs, 0.5).count();
   EXPECT_NEAR(sum, measured, 0.15 * measured) << "sum of unit costs vs replayed sequential run";
+}
+
+// Operator merge (issue 31 item 1): fire2's expand convs (1x1 and 3x3 pad 1, one input, ReLU)
+// as one cuDNN convolution (exec::CudaStageTimer::time_merge): measured, never below the slower
+// unit alone, asked twice and measured once, and cached under a key of its own: the stage of the
+// same units is another measurement, and a second profiler on the same cache directory finds
+// the merge there.
+TEST(GpuProfiler, MeasuresAMergeAsOneConvolution) {
+  models::LoadedModel m = squeezenet();
+  const auto a = m.units.find_unit("fire2/expand1x1"), b = m.units.find_unit("fire2/expand3x3");
+  ASSERT_TRUE(a && b);
+  if (exec::cuda_device_count() == 0) GTEST_SKIP() << exec::cuda_unavailable_reason();
+  auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
+  const std::filesystem::path cache =
+      std::filesystem::temp_directory_path() / ("braid_gpu_merge_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(cache);
+  const std::vector<UnitId> merge = {*a, *b};
+  Micros t{0};
+  {
+    GpuProfiler profiler(m.units, weights, {.cache_dir = cache});
+    t = profiler.merge_latency(merge);
+    EXPECT_GT(t.count(), 0);
+    EXPECT_EQ(profiler.merge_lower_bound(merge),
+              std::max(profiler.unit_latency(*a), profiler.unit_latency(*b)));
+    EXPECT_GE(t, profiler.merge_lower_bound(merge));
+    const int64_t measured = profiler.stats().measurements;
+    EXPECT_EQ(profiler.merge_latency(merge), t);
+    EXPECT_EQ(profiler.stats().measurements, measured);
+    const std::vector<std::vector<UnitId>> stage = {{*a}, {*b}};
+    profiler.stage_latency(stage);
+    EXPECT_EQ(profiler.stats().measurements, measured + 1) << "the stage reused the merge's entry";
+    std::printf(
+        "[ merge ] fire2 expand1x1 + expand3x3: merged %.1f us, units %.1f + %.1f us, "
+        "side by side %.1f us\n",
+        t.count(), profiler.unit_latency(*a).count(), profiler.unit_latency(*b).count(),
+        profiler.stage_latency(stage).count());
+  }
+  GpuProfiler again(m.units, weights, {.cache_dir = cache});
+  EXPECT_EQ(again.merge_latency(merge), t);
+  EXPECT_EQ(again.stats().measurements, 0) << "the merge (or its units) measured again";
+  std::filesystem::remove_all(cache);
 }
 
 TEST(GpuProfiler, RejectsGroupsThatDependOnEachOther) {

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "exec/cpu/cpu_kernels_impl.h"
 #include "exec/cpu/layout.h"
+#include "exec/merged_conv.h"
 
 namespace braid::exec::cpu::detail {
 namespace {
@@ -269,14 +270,16 @@ std::unique_ptr<Kernel> build_merged_conv(const BuildContext& c, std::span<const
       return fail("'", chain.head->name, "' is not centered in the merged kernel");
     }
   }
-  const int64_t ic = c.shape(first.inputs[1])[1];
-  std::vector<float> weights(static_cast<size_t>(oc_total * ic * kh_max * kw_max), 0.0f);
-  std::vector<float> bias(static_cast<size_t>(oc_total), 0.0f);
-  int64_t oc_at = 0;
+  // Each conv's weights with its BatchNormalization folded in, then centred and concatenated
+  // (exec/merged_conv.h, shared with the CUDA executor).
+  std::vector<std::vector<float>> folded_w, folded_b;
+  std::vector<MergePart> parts;
+  folded_w.reserve(chains.size());  // parts view them
+  folded_b.reserve(chains.size());
   for (const Chain& chain : chains) {
     const ir::Node& node = *chain.head;
     const ir::Shape& ws = c.shape(node.inputs[1]);
-    const int64_t oc = ws[0], kh = ws[2], kw = ws[3];
+    const int64_t oc = ws[0], per_oc = ws[1] * ws[2] * ws[3];
     std::vector<double> b(static_cast<size_t>(oc), 0.0);
     if (node.inputs.size() > 2) {
       const auto given = fixed_data(c, node.inputs[2]);
@@ -285,19 +288,18 @@ std::unique_ptr<Kernel> build_merged_conv(const BuildContext& c, std::span<const
     std::vector<double> s(static_cast<size_t>(oc), 1.0);
     if (chain.batch_norm != nullptr) s = fold_batch_norm(c, *chain.batch_norm, b);
     const auto w = fixed_data(c, node.inputs[1]);
-    const int64_t oh = (kh_max - kh) / 2, ow = (kw_max - kw) / 2;
-    for (int64_t o = 0; o < oc; ++o) {
-      bias[static_cast<size_t>(oc_at + o)] = static_cast<float>(b[static_cast<size_t>(o)]);
-      for (int64_t i = 0; i < ic; ++i)
-        for (int64_t y = 0; y < kh; ++y)
-          for (int64_t z = 0; z < kw; ++z)
-            weights[static_cast<size_t>((((oc_at + o) * ic + i) * kh_max + y + oh) * kw_max + z +
-                                        ow)] =
-                static_cast<float>(w[static_cast<size_t>(((o * ic + i) * kh + y) * kw + z)] *
-                                   s[static_cast<size_t>(o)]);
-    }
-    oc_at += oc;
+    std::vector<float>& fw = folded_w.emplace_back(w.size());
+    for (int64_t o = 0; o < oc; ++o)
+      for (int64_t i = 0; i < per_oc; ++i)
+        fw[static_cast<size_t>(o * per_oc + i)] =
+            static_cast<float>(w[static_cast<size_t>(o * per_oc + i)] * s[static_cast<size_t>(o)]);
+    folded_b.emplace_back(b.begin(), b.end());
+    parts.push_back({fw, folded_b.back(), {oc, ws[1], ws[2], ws[3]}});
   }
+  MergedConvParams params = merge_conv_params(parts);
+  std::vector<float>& weights = params.weights;
+  const std::vector<float>& bias = params.bias;
+  const int64_t ic = params.shape[1];
   const TensorRef src_ref = c.ref(x);
   const ir::Shape& out0 = c.shape(chains[0].output);
   const Dims dst_dims{out0[0], oc_total, out0[2], out0[3]};
@@ -338,7 +340,7 @@ std::unique_ptr<Kernel> build_merged_conv(const BuildContext& c, std::span<const
   args[DNNL_ARG_WEIGHTS] = prepare_weights(c, user_w, pd.weights_desc(), false);
   args[DNNL_ARG_BIAS] = owned_copy(c, {oc_total}, bias);
   k->add(pd, dnnl::convolution_forward(pd), std::move(args));
-  oc_at = 0;
+  int64_t oc_at = 0;
   std::vector<memory> windows;
   for (const Chain& chain : chains) {
     const ir::Shape& out = c.shape(chain.output);

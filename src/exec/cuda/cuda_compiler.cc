@@ -52,6 +52,8 @@ Strided broadcast_to(const ir::Shape& shape, const ir::Shape& out) {
   return s;
 }
 
+}  // namespace
+
 cuda::UnaryOp unary_of(ir::OpKind kind, const ir::OpAttrs& attrs) {
   switch (kind) {
     case ir::OpKind::Relu:
@@ -97,6 +99,8 @@ std::optional<cuda::UnaryOp> unary_of(ir::Activation a) {
   }
   return std::nullopt;
 }
+
+namespace {
 
 int64_t normalize(int64_t axis, size_t rank) {
   return axis < 0 ? axis + int64_t(rank) : axis;
@@ -612,6 +616,96 @@ cudnnTensorDescriptor_t Compiler::tensor4(int64_t n, int64_t c, int64_t h, int64
   return d;
 }
 
+std::pair<cudnnConvolutionFwdAlgo_t, size_t> Compiler::conv_algo(
+    const std::string& key, cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
+    const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc, cudnnTensorDescriptor_t y_desc,
+    const ir::Shape& xs, const ir::Shape& ys, const std::string& name) {
+  std::optional<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> algo;
+  // 16-bit convolutions were timed for their layout: they run the measured algorithm.
+  if (options_.measure_conv_algos || !conv_sites_.empty())
+    if (const auto m = measured_conv_algo(key, x_desc, w_desc, w_dev, c_desc, y_desc, xs, ys))
+      algo = std::pair{m->algo, m->workspace};
+  if (!algo) {  // the heuristic's first that fits
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int found = 0;
+    BRAID_CU(cudnnGetConvolutionForwardAlgorithm_v7(
+        cudnn_, x_desc, w_desc, c_desc, y_desc, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
+    algo = first_fitting<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(
+        perf, found, options_.workspace_bytes);
+  }
+  BRAID_CHECK(algo.has_value(), ErrorCode::kUnsupported, "cuda: no cuDNN algorithm for Conv '",
+              name, "' within ", options_.workspace_bytes, " bytes of workspace");
+  return *algo;
+}
+
+cudnnActivationDescriptor_t Compiler::relu_descriptor() {
+  cudnnActivationDescriptor_t act_desc = nullptr;
+  BRAID_CU(cudnnCreateActivationDescriptor(&act_desc));
+  activation_descs_.push_back(act_desc);
+  BRAID_CU(cudnnSetActivationDescriptor(act_desc, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+  return act_desc;
+}
+
+// The fused call takes its bias in the output's type. In 16-bit storage cuDNN may refuse a
+// configuration at run time, so it is tried once here on zeros; refused, the conv runs as
+// Forward + our bias/activation kernel.
+bool Compiler::fused_relu_runs(cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
+                               const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc,
+                               cudnnConvolutionFwdAlgo_t algo, size_t workspace,
+                               cudnnTensorDescriptor_t y_desc, cudnnTensorDescriptor_t b_desc,
+                               cudnnActivationDescriptor_t act_desc, const ir::Shape& xs,
+                               const ir::Shape& ys) {
+  if (elem_ == Elem::kF32) return true;
+  const size_t x_bytes = size_t(ir::num_elements(xs) * esize_), b_bytes = size_t(ys[1] * esize_);
+  DeviceBuffer px(x_bytes), py(size_t(ir::num_elements(ys) * esize_)), pb(b_bytes),
+      pws(std::max<size_t>(workspace, 256));
+  BRAID_CU(cudaMemset(px.get(), 0, x_bytes));
+  BRAID_CU(cudaMemset(pb.get(), 0, b_bytes));
+  const float one = 1.0f, zero = 0.0f;
+  const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
+      cudnn_, &one, x_desc, px.get(), w_desc, w_dev, c_desc, algo, pws.get(), workspace, &zero,
+      y_desc, py.get(), b_desc, pb.get(), act_desc, y_desc, py.get());
+  BRAID_CU(cudaDeviceSynchronize());
+  return st == CUDNN_STATUS_SUCCESS;
+}
+
+std::pair<std::vector<float>, std::vector<float>> Compiler::folded_conv(std::span<const NodeId> ops,
+                                                                        size_t used) const {
+  const ir::Node& conv = g_.node(ops[0]);
+  const int64_t oc = shape(conv.inputs[1])[0];
+  const auto given_w = host(conv.inputs[1], "Conv weight");
+  std::vector<float> w(given_w.begin(), given_w.end());
+  std::vector<float> bias(size_t(oc), 0.0f);
+  if (conv.inputs.size() > 2) {
+    auto b = host(conv.inputs[2], "Conv bias");
+    std::copy(b.begin(), b.end(), bias.begin());
+  }
+  if (used > 1 && g_.node(ops[1]).kind == ir::OpKind::BatchNormalization) {
+    const ir::Node& bn = g_.node(ops[1]);
+    const float eps = std::get<ir::BatchNormAttrs>(bn.attrs).epsilon;
+    auto scale = host(bn.inputs[1], "BatchNormalization scale");
+    auto shift = host(bn.inputs[2], "BatchNormalization bias");
+    auto mean = host(bn.inputs[3], "BatchNormalization mean");
+    auto var = host(bn.inputs[4], "BatchNormalization variance");
+    const int64_t per_oc = int64_t(w.size()) / oc;
+    for (int64_t c = 0; c < oc; ++c) {
+      const float k = scale[c] / std::sqrt(var[c] + eps);
+      for (int64_t i = 0; i < per_oc; ++i) w[c * per_oc + i] *= k;
+      bias[c] = (bias[c] - mean[c]) * k + shift[c];
+    }
+  }
+  return {std::move(w), std::move(bias)};
+}
+
+std::vector<float> Compiler::to_krsc(std::span<const float> w, const ir::Shape& ws) {
+  const int64_t oc = ws[0], c = ws[1], rs = ws[2] * ws[3];
+  std::vector<float> krsc(w.size());
+  for (int64_t k = 0; k < oc; ++k)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t p = 0; p < rs; ++p) krsc[(k * rs + p) * c + ci] = w[(k * c + ci) * rs + p];
+  return krsc;
+}
+
 // Conv [BatchNormalization] [activation (ir::is_activation)]: returns how many ops it consumed.
 // In the layout choose_conv_layouts chose: NHWC reads x and writes y through scratch where they
 // are stored NCHW (cudnnTransformTensor), and takes its filter as [K, R, S, C/groups].
@@ -625,29 +719,8 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   const size_t used = chain.used;
   const ValueId y = chain.y;
   const int64_t oc = ws[0];
-  std::vector<float> w(host(conv.inputs[1], "Conv weight").begin(),
-                       host(conv.inputs[1], "Conv weight").end());
-  std::vector<float> bias(oc, 0.0f);
-  if (conv.inputs.size() > 2) {
-    auto b = host(conv.inputs[2], "Conv bias");
-    std::copy(b.begin(), b.end(), bias.begin());
-  }
-  // Fold a following BatchNormalization into the weights and bias.
-  size_t next = 1;
-  if (next < used && g_.node(ops[next]).kind == ir::OpKind::BatchNormalization) {
-    const ir::Node& bn = g_.node(ops[next++]);
-    const float eps = std::get<ir::BatchNormAttrs>(bn.attrs).epsilon;
-    auto scale = host(bn.inputs[1], "BatchNormalization scale");
-    auto shift = host(bn.inputs[2], "BatchNormalization bias");
-    auto mean = host(bn.inputs[3], "BatchNormalization mean");
-    auto var = host(bn.inputs[4], "BatchNormalization variance");
-    const int64_t per_oc = int64_t(w.size()) / oc;
-    for (int64_t c = 0; c < oc; ++c) {
-      const float k = scale[c] / std::sqrt(var[c] + eps);
-      for (int64_t i = 0; i < per_oc; ++i) w[c * per_oc + i] *= k;
-      bias[c] = (bias[c] - mean[c]) * k + shift[c];
-    }
-  }
+  auto [w, bias] = folded_conv(ops, used);
+  const size_t next = used > 1 && g_.node(ops[1]).kind == ir::OpKind::BatchNormalization ? 2 : 1;
   std::optional<cuda::UnaryOp> activation = unary_of(a.activation);
   if (next < used) {
     const ir::Node& act = g_.node(ops[next]);
@@ -663,14 +736,7 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   const bool x_nhwc = nhwc && conv_layouts_.stored_nhwc(conv.inputs[0]);
   const bool y_nhwc = nhwc && conv_layouts_.stored_nhwc(y);
   const cudnnTensorFormat_t format = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-  if (nhwc) {  // [K, C/g, R, S] -> [K, R, S, C/g]
-    const int64_t c = ws[1], rs = ws[2] * ws[3];
-    std::vector<float> krsc(w.size());
-    for (int64_t k = 0; k < oc; ++k)
-      for (int64_t ci = 0; ci < c; ++ci)
-        for (int64_t p = 0; p < rs; ++p) krsc[(k * rs + p) * c + ci] = w[(k * c + ci) * rs + p];
-    w = std::move(krsc);
-  }
+  if (nhwc) w = to_krsc(w, ws);
 
   // cuDNN pads symmetrically: asymmetric pads go through an explicit Pad into scratch (NCHW
   // only: choose_conv_layouts keeps those convolutions NCHW).
@@ -696,24 +762,10 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
 
   bool fuse_relu = activation && activation->kind == cuda::Unary::kRelu;
   std::byte* w_dev = keep_as(w, elem_);
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int found = 0;
-  std::optional<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> algo;
-  // 16-bit convolutions were timed for their layout: they run the measured algorithm.
-  if (options_.measure_conv_algos || !conv_sites_.empty())
-    if (const auto m = measured_conv_algo(conv_key(padded, ws, a, layout), x_desc, w_desc, w_dev,
-                                          c_desc, y_desc, padded, ys))
-      algo = std::pair{m->algo, m->workspace};
-  if (!algo) {  // the heuristic's first that fits
-    BRAID_CU(cudnnGetConvolutionForwardAlgorithm_v7(
-        cudnn_, x_desc, w_desc, c_desc, y_desc, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
-    algo = first_fitting<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(
-        perf, found, options_.workspace_bytes);
-  }
-  BRAID_CHECK(algo.has_value(), ErrorCode::kUnsupported, "cuda: no cuDNN algorithm for Conv '",
-              conv.name, "' within ", options_.workspace_bytes, " bytes of workspace");
-  const auto chosen = algo->first;
-  const size_t workspace = algo->second;
+  const auto algo = conv_algo(conv_key(padded, ws, a, layout), x_desc, w_desc, w_dev, c_desc,
+                              y_desc, padded, ys, conv.name);
+  const cudnnConvolutionFwdAlgo_t chosen = algo.first;
+  const size_t workspace = algo.second;
   // Scratch after the workspace: the padded input (NCHW), or an NHWC convolution's x and y
   // where those are stored NCHW.
   const int64_t workspace_aligned = (int64_t(workspace) + 255) / 256 * 256;
@@ -722,29 +774,10 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   const int64_t y_scratch_bytes = y_nchw ? ir::num_elements(ys) * esize_ : 0;
   scratch_bytes_ = std::max(scratch_bytes_, workspace_aligned + x_scratch_bytes + y_scratch_bytes);
 
-  cudnnActivationDescriptor_t act_desc = nullptr;
-  if (fuse_relu) {
-    BRAID_CU(cudnnCreateActivationDescriptor(&act_desc));
-    activation_descs_.push_back(act_desc);
-    BRAID_CU(
-        cudnnSetActivationDescriptor(act_desc, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
-  }
-  // The fused call takes its bias in the output's type. In 16-bit storage cuDNN may refuse a
-  // configuration at run time, so it is tried once here on zeros; refused, the conv runs as
-  // Forward + our bias/activation kernel.
-  if (fuse_relu && elem_ != Elem::kF32) {
-    const size_t x_bytes = size_t(ir::num_elements(padded) * esize_), b_bytes = size_t(oc * esize_);
-    DeviceBuffer px(x_bytes), py(size_t(ir::num_elements(ys) * esize_)), pb(b_bytes),
-        pws(std::max<size_t>(workspace, 256));
-    BRAID_CU(cudaMemset(px.get(), 0, x_bytes));
-    BRAID_CU(cudaMemset(pb.get(), 0, b_bytes));
-    const float one = 1.0f, zero = 0.0f;
-    const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
-        cudnn_, &one, x_desc, px.get(), w_desc, w_dev, c_desc, chosen, pws.get(), workspace, &zero,
-        y_desc, py.get(), b_desc, pb.get(), act_desc, y_desc, py.get());
-    BRAID_CU(cudaDeviceSynchronize());
-    fuse_relu = st == CUDNN_STATUS_SUCCESS;
-  }
+  cudnnActivationDescriptor_t act_desc = fuse_relu ? relu_descriptor() : nullptr;
+  if (fuse_relu)
+    fuse_relu = fused_relu_runs(x_desc, w_desc, w_dev, c_desc, chosen, workspace, y_desc, b_desc,
+                                act_desc, padded, ys);
   // Fused: the bias in elem() for cuDNN; otherwise FP32 for channel_affine.
   std::byte* b_dev = fuse_relu ? keep_as(bias, elem_) : keep_as(bias, Elem::kF32);
   const Elem e = elem_;
@@ -1457,11 +1490,39 @@ CompiledModel::CompiledModel(const ir::Graph& graph, const ir::Weights& weights,
     unit_ops.resize(units.num_units());
     for (size_t u = 0; u < units.num_units(); ++u)
       unit_ops[u] = compiler->compile_unit(units.unit(UnitId(u)).ops);
+    // Operator merges: one convolution each where the units fit, on one block (the first unit
+    // writes the others' outputs, so they must not be split by a block-by-block run).
+    for (const std::vector<UnitId>& merge : plan.merges) {
+      std::string why;
+      std::vector<std::vector<NodeId>> ops;
+      for (UnitId u : merge) {
+        const auto unit_ops_of = units.unit(u).ops;
+        ops.emplace_back(unit_ops_of.begin(), unit_ops_of.end());
+        if (plan.block_of_unit[index(u)] != plan.block_of_unit[index(merge[0])])
+          why = "its units lie in different blocks";
+      }
+      std::vector<Op> merged;
+      if (merge.size() >= 2 && why.empty()) merged = compiler->compile_merge(ops, &why);
+      if (merged.empty() && merge.size() >= 2)
+        spdlog::warn("cuda: operator merge of '{}' runs its {} convs one after another: {}",
+                     units.unit(merge[0]).name, merge.size(), why);
+      merge_ops.push_back(std::move(merged));
+    }
   } catch (...) {
     cudnnDestroy(cudnn);
     throw;
   }
   cudnnDestroy(cudnn);
+}
+
+const std::vector<Op>& CompiledModel::ops_of_launch(const sched::LaunchStep& launch,
+                                                    const sched::ExecutionPlan& plan) const {
+  static const std::vector<Op> kNothing;
+  if (launch.merge >= 0 && !merge_ops[size_t(launch.merge)].empty())
+    return plan.merges[size_t(launch.merge)].front() == launch.unit
+               ? merge_ops[size_t(launch.merge)]
+               : kNothing;
+  return unit_ops[index(launch.unit)];
 }
 
 }  // namespace braid::exec::cuda

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "ir/unit_graph.h"
 #include "ir/weights.h"
 #include "sched/lower.h"
+#include "sched/merge.h"
 
 namespace braid::exec::cuda {
 
@@ -82,6 +84,9 @@ Elem elem_of(Precision p);
 Elem storage_elem(ir::DType dtype, Elem floats);
 cudnnDataType_t cudnn_type(Elem e);
 cudaDataType_t cuda_type(Elem e);
+// The elementwise op an activation node (kCopy for other kinds) or a fused attribute runs.
+UnaryOp unary_of(ir::OpKind kind, const ir::OpAttrs& attrs);
+std::optional<UnaryOp> unary_of(ir::Activation a);
 
 // Compiles the ops of a graph into Ops: owns the uploaded constants and the cuDNN descriptors.
 class Compiler {
@@ -98,6 +103,19 @@ class Compiler {
   void choose_conv_layouts(const ir::UnitGraph& units);
   // The ops of one unit, in order (fusing a Conv with its BatchNormalization and activation).
   std::vector<Op> compile_unit(std::span<const NodeId> ops);
+  // Operator merge (ios.txt §4.2; cuda_merge.cc): the units of one merge stage, each one Conv
+  // chain (Conv [BatchNormalization] [activation], as compile_unit fuses it) reading one input
+  // with one stride and dilation, groups 1, symmetric pads and kernels that centre
+  // (sched/merge.h), as ONE cuDNN convolution over their weights centred in the largest kernel
+  // and concatenated along output channels (exec/merged_conv.h), written into the lane's
+  // scratch; then each unit's channel window is copied into its own output. One Op, which
+  // writes every unit's output; empty, with `why`, when the units cannot be one convolution.
+  std::vector<Op> compile_merge(std::span<const std::vector<NodeId>> unit_ops, std::string* why);
+  // Why compile_merge would refuse these units (empty: it would not); its checks alone, which
+  // need no GPU (nor a cuDNN handle: a Compiler made with none answers).
+  std::string merge_refusal(std::span<const std::vector<NodeId>> unit_ops) const {
+    return merge_refusal(unit_ops, nullptr);
+  }
   // Every convolution as fused, with its measured times, and the layouts chosen for them
   // (empty before choose_conv_layouts, and in FP32/TF32 plans).
   const std::vector<ConvSite>& conv_sites() const { return conv_sites_; }
@@ -165,6 +183,41 @@ class Compiler {
     ValueId y{};
   };
   ConvChain match_conv(std::span<const NodeId> ops) const;
+  // One unit of a merge as compile_merge checked it: its chain, its conv as sched/merge.h sees
+  // it, and the activation it runs.
+  struct MergeUnit {
+    std::span<const NodeId> ops;
+    ConvChain chain;
+    sched::MergeableConv conv;
+    std::optional<UnaryOp> activation;
+  };
+  std::string merge_refusal(std::span<const std::vector<NodeId>> unit_ops,
+                            std::vector<MergeUnit>* units) const;
+  // The Conv at ops[0]'s weights [K, C/g, R, S] and K biases, with the BatchNormalization at
+  // ops[1] folded in when the chain's `used` ops include it.
+  std::pair<std::vector<float>, std::vector<float>> folded_conv(std::span<const NodeId> ops,
+                                                                size_t used) const;
+  // [K, C/g, R, S] -> [K, R, S, C/g]: a filter as an NHWC convolution takes it.
+  static std::vector<float> to_krsc(std::span<const float> w, const ir::Shape& ws);
+  // The algorithm a convolution runs and its workspace: measured where 16-bit layouts were
+  // timed or --cudnn-benchmark asks, else the heuristic's first that fits the workspace.
+  std::pair<cudnnConvolutionFwdAlgo_t, size_t> conv_algo(
+      const std::string& key, cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
+      const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc, cudnnTensorDescriptor_t y_desc,
+      const ir::Shape& xs, const ir::Shape& ys, const std::string& name);
+  cudnnActivationDescriptor_t relu_descriptor();
+  // Whether cudnnConvolutionBiasActivationForward runs this convolution (always in FP32; tried
+  // once on zeros in 16-bit storage).
+  bool fused_relu_runs(cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
+                       const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc,
+                       cudnnConvolutionFwdAlgo_t algo, size_t workspace,
+                       cudnnTensorDescriptor_t y_desc, cudnnTensorDescriptor_t b_desc,
+                       cudnnActivationDescriptor_t act_desc, const ir::Shape& xs,
+                       const ir::Shape& ys);
+  // Whether `v` lies in the arena as NHWC (conv_layout.h); never before choose_conv_layouts.
+  bool stored_nhwc(ValueId v) const {
+    return !conv_layouts_.nhwc_value.empty() && conv_layouts_.stored_nhwc(v);
+  }
   // choose_conv_layouts' measurements: the fastest algorithm of `conv` in `layout` (nullopt when
   // cuDNN has none within the workspace), and a cudnnTransformTensor between NCHW and NHWC of a
   // tensor of `shape`, in microseconds (cached per process).
@@ -236,6 +289,13 @@ struct CompiledModel {
   MemoryPlan memory;
   std::unique_ptr<Compiler> compiler;
   std::vector<std::vector<Op>> unit_ops;  // by UnitId
+  // By plan.merges index: the merge as one convolution (Compiler::compile_merge), which the
+  // merge's first unit runs in place of its own ops while the others run nothing; empty where
+  // the units could not be merged (a warning says why) and run one after another.
+  std::vector<std::vector<Op>> merge_ops;
+  // Whether `unit` is the one that runs its merge's op (ops_of_launch gives what to run).
+  const std::vector<Op>& ops_of_launch(const sched::LaunchStep& launch,
+                                       const sched::ExecutionPlan& plan) const;
 };
 
 }  // namespace braid::exec::cuda

@@ -230,9 +230,13 @@ class CudaPrepared final : public PreparedModel {
         } else if (const auto* record = std::get_if<sched::RecordStep>(&step)) {
           BRAID_CU(cudaEventRecord(r.events[record->event], l.stream));
         } else {
-          // Operator merges run their convolutions one after another (no merged kernel yet).
-          const UnitId unit = std::get<sched::LaunchStep>(step).unit;
-          for (const cuda::Op& op : compiled_.unit_ops[index(unit)]) op(l, arena);
+          // An operator merge compiled into one cuDNN convolution (Compiler::compile_merge) runs
+          // it at its first unit, writing every unit's output; the others run nothing. A merge
+          // that could not be one convolution runs its units one after another. Compiled here,
+          // never run on a GPU yet (docs/executor.md).
+          for (const cuda::Op& op :
+               compiled_.ops_of_launch(std::get<sched::LaunchStep>(step), plan_))
+            op(l, arena);
         }
         return;
       }

@@ -1,7 +1,11 @@
 #include "exec/cuda/cuda_stage_timer.h"
 
 #include <algorithm>
+#include <map>
 #include <random>
+#include <string>
+
+#include <spdlog/spdlog.h>
 
 #include "base/error.h"
 #include "base/float16.h"
@@ -94,6 +98,7 @@ class StageTimer final : public CudaStageTimer {
                                      .scratch_bytes = compiled_.compiler->scratch_bytes(),
                                      .num_lanes = 1,
                                      .precision = precision}) {
+    request_scratch_ = compiled_.compiler->scratch_bytes();
     fill(input_seed);
     empty_.make_empty();
     int l2_bytes = 0;
@@ -110,11 +115,68 @@ class StageTimer final : public CudaStageTimer {
                 "stage timing: a stage needs groups, copies >= 1, replays >= 1");
     BRAID_CU(cudaSetDevice(options_.device));
     request_.add_lanes(groups.size());
+    return time_copies(o, [&] { issue_stage(groups); });
+  }
+
+  std::optional<std::vector<LaunchedKernel>> unit_kernels(UnitId unit) override {
+    BRAID_CU(cudaSetDevice(options_.device));
+    const cuda::LaneContext& lane = request_.lanes[0];
+    return capture_kernels(lane.stream, [&] {
+      for (const cuda::Op& op : compiled_.unit_ops[index(unit)]) op(lane, request_.arena.get());
+    });
+  }
+
+  StageTimes time_merge(std::span<const UnitId> units, const StageTimingOptions& o) override {
+    BRAID_CHECK(units.size() >= 2 && o.copies >= 1 && o.replays >= 1 && o.warmup >= 0,
+                ErrorCode::kInvalidArgument,
+                "merge timing: a merge needs two units or more, copies >= 1, replays >= 1");
+    BRAID_CU(cudaSetDevice(options_.device));
+    request_.add_lanes(1);
+    const std::vector<UnitId> key(units.begin(), units.end());
+    auto it = merges_.find(key);
+    if (it == merges_.end()) {
+      std::vector<std::vector<NodeId>> ops;
+      for (UnitId u : units) {
+        const auto unit_ops = units_.unit(u).ops;
+        ops.emplace_back(unit_ops.begin(), unit_ops.end());
+      }
+      std::string why;
+      Merge m{.ops = compiled_.compiler->compile_merge(ops, &why)};
+      if (m.ops.empty()) spdlog::debug("merge timing: units one after another: {}", why);
+      // The merged conv's scratch (workspace and merged output) may exceed the request's.
+      if (compiled_.compiler->scratch_bytes() > request_scratch_)
+        m.scratch = DeviceBuffer(size_t(compiled_.compiler->scratch_bytes()));
+      it = merges_.emplace(key, std::move(m)).first;
+    }
+    const Merge& m = it->second;
+    CudaRequest& r = request_;
+    cuda::LaneContext lane = r.lanes[0];
+    if (m.scratch.get() != nullptr) lane.workspace = m.scratch.get();
+    return time_copies(o, [&] {  // one group on lane 0, as issue_stage runs it
+      BRAID_CU(cudaEventRecord(r.fork, r.main));
+      BRAID_CU(cudaStreamWaitEvent(lane.stream, r.fork, 0));
+      if (!m.ops.empty()) {
+        for (const cuda::Op& op : m.ops) op(lane, r.arena.get());
+      } else {
+        for (UnitId u : key)
+          for (const cuda::Op& op : compiled_.unit_ops[index(u)]) op(lane, r.arena.get());
+      }
+      BRAID_CU(cudaEventRecord(r.joins[0], lane.stream));
+      BRAID_CU(cudaStreamWaitEvent(r.main, r.joins[0], 0));
+    });
+  }
+
+ private:
+  // `issue`'s work (enqueued on main, or on lanes forked from it and joined back) captured as
+  // `copies` copies into one graph, each after an L2 flush when cold, and timed replay by replay
+  // against the baseline.
+  template <typename Issue>
+  StageTimes time_copies(const StageTimingOptions& o, Issue&& issue) {
     GraphExec stage, flushes;
     stage.capture(request_.main, [&] {
       for (int k = 0; k < o.copies; ++k) {
         if (o.cold_l2) flush();
-        issue_stage(groups);
+        issue();
       }
     });
     if (o.cold_l2)
@@ -134,15 +196,6 @@ class StageTimer final : public CudaStageTimer {
     return t;
   }
 
-  std::optional<std::vector<LaunchedKernel>> unit_kernels(UnitId unit) override {
-    BRAID_CU(cudaSetDevice(options_.device));
-    const cuda::LaneContext& lane = request_.lanes[0];
-    return capture_kernels(lane.stream, [&] {
-      for (const cuda::Op& op : compiled_.unit_ops[index(unit)]) op(lane, request_.arena.get());
-    });
-  }
-
- private:
   // Fork from main, group i on lane i (its units' compiled ops in order), join back to main.
   void issue_stage(std::span<const std::vector<UnitId>> groups) {
     CudaRequest& r = request_;
@@ -201,6 +254,14 @@ class StageTimer final : public CudaStageTimer {
   CudaExecutorOptions options_;
   cuda::CompiledModel compiled_;
   CudaRequest request_;
+  int64_t request_scratch_ = 0;  // per lane, as request_ was made
+  // Merges compiled by time_merge, by their units: the merged op (empty: not mergeable) and a
+  // scratch of its own where the request's is too small for it.
+  struct Merge {
+    std::vector<cuda::Op> ops;
+    DeviceBuffer scratch;
+  };
+  std::map<std::vector<UnitId>, Merge> merges_;
   GraphExec empty_;     // nothing in it: what a graph launch alone costs
   DeviceBuffer flush_;  // zeros, read to evict the L2 cache, and a float sink after them
   int64_t flush_floats_ = 0;

@@ -50,6 +50,12 @@ class CudaStageTimer {
   // Groups must be a valid stage (independent groups; the caller validates). Not thread-safe.
   virtual StageTimes time_stage(std::span<const std::vector<UnitId>> groups,
                                 const StageTimingOptions& options) = 0;
+  // An operator merge (ios.txt §4.2) as the CUDA executor runs it: its units (one Conv chain
+  // each) as one cuDNN convolution (cuda::Compiler::compile_merge, compiled on first use),
+  // timed like a stage of one group; where they cannot be one convolution, its units one after
+  // another, as the executor then runs them. Not thread-safe.
+  virtual StageTimes time_merge(std::span<const UnitId> units,
+                                const StageTimingOptions& options) = 0;
   // The kernels `unit`'s compiled ops launch, in launch order, as the driver reports them
   // (exec/cuda/cuda_kernel_census.h): captured, never run. nullopt where the driver cannot say.
   virtual std::optional<std::vector<LaunchedKernel>> unit_kernels(UnitId unit) = 0;
