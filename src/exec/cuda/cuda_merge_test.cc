@@ -116,10 +116,9 @@ TEST(CudaMerge, MergedConvEqualsTheConvsOneByOne) {
         const CudaExecutorOptions o{.graph = graph, .precision = p, .conv_layout = layout};
         const Outputs got = run_cuda(o, m.graph, m.weights, m.units, merged, m.inputs);
         const Outputs want = run_cuda(o, m.graph, m.weights, m.units, one_by_one, m.inputs);
-        // FP32: the same sums with zero terms added, only cuDNN's order of accumulation differs.
-        testing::Tolerance same = testing::tolerance(p);
-        if (p == Precision::kFp32) same.rtol = 1e-5;
-        expect_agree(got, want, same, "merged vs one by one");
+        // The same sums with zero terms added, but cuDNN may choose another algorithm for the
+        // wider conv (FFT, Winograd): the precision's own tolerance, not bit equality.
+        expect_agree(got, want, testing::tolerance(p), "merged vs one by one");
         expect_agree(got, expected, testing::tolerance(p), "merged vs reference");
       }
 }
