@@ -203,10 +203,30 @@ def run_braid(braid_bin: pathlib.Path, model: str, cost: str, algo: str) -> dict
     return json.loads(out)
 
 
+def table(rows) -> str:
+    header = ("| model | cost | IOS opt_type / braid algo | IOS optimizer (ms) | braid (ms) | "
+              "braid / IOS | IOS, groups in unit order (ms) | stages IOS / braid | states IOS / "
+              "braid | transitions IOS / braid | search IOS / braid (s) |")
+    lines = [header, "|" + "---|" * 11]
+    for r in rows:
+        reordered = r.get("ios_unit_order_ms")  # rows written before this column: not run
+        reordered = "not run" if reordered is None else f"{reordered:.3f}"
+        lines.append(
+            f"| {r['model']} | {r['cost']} | {r['ios_opt_type']} / {r['braid_algo']} | "
+            f"{r['ios_ms']:.3f} | {r['braid_ms']:.3f} | "
+            f"{r['ratio']:.4f} | {reordered} | {r['ios_stages']} / {r['braid_stages']} | "
+            f"{r['ios_states']:,} / {r['braid_states']:,} | "
+            f"{r['ios_transitions']:,} / {r['braid_transitions']:,} | "
+            f"{r['ios_search_s']:.1f} / {r['braid_search_s']:.2f} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--ios-repo", type=pathlib.Path, required=True,
+    p.add_argument("--ios-repo", type=pathlib.Path,
                    help="a checkout of mit-han-lab/inter-operator-scheduler")
+    p.add_argument("--from-json", type=pathlib.Path, nargs="+",
+                   help="only print the table of rows written by earlier --json runs")
     p.add_argument("--cost", nargs="+", default=["sim:v100"], help="braid cost models")
     p.add_argument("--models", nargs="+", default=list(IOS_MODELS), choices=list(IOS_MODELS))
     p.add_argument("--opt-type", nargs="+", default=["dp_parallel_merge"],
@@ -217,6 +237,12 @@ def main() -> int:
     p.add_argument("--schedules", type=pathlib.Path,
                    help="write both schedules here (MODEL.COST.{ios-reference,braid}.json)")
     args = p.parse_args()
+    if args.from_json:
+        rows = [r for f in args.from_json for r in json.loads(f.read_text())]
+        print(table(rows))
+        return 0
+    if args.ios_repo is None:
+        p.error("--ios-repo is required")
 
     import braid
     ios = import_ios(args.ios_repo)
@@ -259,22 +285,11 @@ def main() -> int:
                        "braid_search_s": b["search_ms"] / 1e3}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    header = ("| model | cost | IOS optimizer (ms) | braid `ios` (ms) | braid / IOS | IOS, groups in "
-              "unit order (ms) | stages IOS / braid | states IOS / braid | transitions IOS / "
-              "braid | search IOS / braid (s) |")
-    lines = [header, "|" + "---|" * 10]
-    for r in rows:
-        lines.append(
-            f"| {r['model']} | {r['cost']} | {r['ios_ms']:.3f} | {r['braid_ms']:.3f} | "
-            f"{r['ratio']:.4f} | {r['ios_unit_order_ms']:.3f} | {r['ios_stages']} / {r['braid_stages']} | "
-            f"{r['ios_states']:,} / {r['braid_states']:,} | "
-            f"{r['ios_transitions']:,} / {r['braid_transitions']:,} | "
-            f"{r['ios_search_s']:.1f} / {r['braid_search_s']:.2f} |")
-    print("\n".join(lines))
+    print(table(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
     if args.markdown:
-        args.markdown.write_text("\n".join(lines) + "\n")
+        args.markdown.write_text(table(rows) + "\n")
     return 0
 
 
