@@ -785,9 +785,23 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   auto out_ptr = locate(y);
   Strided x_layout = row_major(xs), padded_layout = row_major(padded);
   std::array<int64_t, 4> pads_begin{0, 0, a.pads[0], a.pads[1]};
-  // channel_affine's view: [N][C][H*W], or [N*H*W][C][1] in NHWC.
-  const int64_t outer = nhwc ? ys[0] * ys[2] * ys[3] : ys[0], channels = ys[1],
-                inner = nhwc ? 1 : ys[2] * ys[3];
+  const ConvLaunch launch{.x_desc = x_desc,
+                          .y_desc = y_desc,
+                          .b_desc = b_desc,
+                          .w_desc = w_desc,
+                          .c_desc = c_desc,
+                          .algo = chosen,
+                          .workspace = workspace,
+                          .w_dev = w_dev,
+                          .fuse_relu = fuse_relu,
+                          .act_desc = act_desc,
+                          .b_dev = fuse_relu || has_bias ? b_dev : nullptr,
+                          .activation = activation,
+                          .elem = e,
+                          // channel_affine's view: [N][C][H*W], or [N*H*W][C][1] in NHWC.
+                          .outer = nhwc ? ys[0] * ys[2] * ys[3] : ys[0],
+                          .channels = ys[1],
+                          .inner = nhwc ? 1 : ys[2] * ys[3]};
   out.push_back([=](const LaneContext& lane, std::byte* arena) {
     const float one = 1.0f, zero = 0.0f;
     const std::byte* src = x(arena);
@@ -801,19 +815,7 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
     }
     std::byte* stored = out_ptr(arena);
     std::byte* dst = y_nchw != nullptr ? x_scratch + x_scratch_bytes : stored;
-    if (fuse_relu) {
-      BRAID_CU(cudnnConvolutionBiasActivationForward(
-          lane.cudnn, &one, x_desc, src, w_desc, w_dev, c_desc, chosen, lane.workspace, workspace,
-          &zero, y_desc, dst, b_desc, b_dev, act_desc, y_desc, dst));
-    } else {
-      BRAID_CU(cudnnConvolutionForward(lane.cudnn, &one, x_desc, src, w_desc, w_dev, c_desc, chosen,
-                                       lane.workspace, workspace, &zero, y_desc, dst));
-      if (has_bias || activation)
-        cuda::channel_affine(e, dst, dst, nullptr,
-                             has_bias ? reinterpret_cast<const float*>(b_dev) : nullptr, outer,
-                             channels, inner, activation.value_or(cuda::Unary::kCopy),
-                             activation.has_value(), lane.stream);
-    }
+    launch.run(lane, src, dst);
     if (y_nchw != nullptr)
       BRAID_CU(cudnnTransformTensor(lane.cudnn, &one, y_desc, dst, &zero, y_nchw, stored));
   });

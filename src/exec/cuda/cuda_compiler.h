@@ -68,6 +68,40 @@ struct LaneContext {
   std::byte* cublas_workspace = nullptr;
 };
 
+// One compiled convolution as it runs (Compiler::compile_conv, compile_merge): cuDNN's call,
+// with the ReLU fused into it where cuDNN runs that, else the bias and activation after it.
+struct ConvLaunch {
+  cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr, b_desc = nullptr;
+  cudnnFilterDescriptor_t w_desc = nullptr;
+  cudnnConvolutionDescriptor_t c_desc = nullptr;
+  cudnnConvolutionFwdAlgo_t algo{};
+  size_t workspace = 0;
+  const std::byte* w_dev = nullptr;
+  bool fuse_relu = false;
+  cudnnActivationDescriptor_t act_desc = nullptr;
+  // Fused: the bias in the storage type, for cuDNN. Unfused: FP32 for channel_affine, or null
+  // (no bias).
+  const std::byte* b_dev = nullptr;
+  std::optional<UnaryOp> activation;  // applied by channel_affine when not fused
+  Elem elem = Elem::kF32;
+  int64_t outer = 0, channels = 0, inner = 0;  // channel_affine's view of y
+
+  void run(const LaneContext& lane, const void* x, void* y) const {
+    const float one = 1.0f, zero = 0.0f;
+    if (fuse_relu) {
+      BRAID_CU(cudnnConvolutionBiasActivationForward(
+          lane.cudnn, &one, x_desc, x, w_desc, w_dev, c_desc, algo, lane.workspace, workspace,
+          &zero, y_desc, y, b_desc, b_dev, act_desc, y_desc, y));
+      return;
+    }
+    BRAID_CU(cudnnConvolutionForward(lane.cudnn, &one, x_desc, x, w_desc, w_dev, c_desc, algo,
+                                     lane.workspace, workspace, &zero, y_desc, y));
+    if (b_dev != nullptr || activation)
+      channel_affine(elem, y, y, nullptr, reinterpret_cast<const float*>(b_dev), outer, channels,
+                     inner, activation.value_or(Unary::kCopy), activation.has_value(), lane.stream);
+  }
+};
+
 // cuBLAS's own workspace per lane, set explicitly so that graph capture never allocates.
 constexpr int64_t kCublasWorkspace = 4 << 20;
 

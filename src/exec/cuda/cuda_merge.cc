@@ -200,7 +200,22 @@ std::vector<Op> Compiler::compile_merge(std::span<const std::vector<NodeId>> uni
     channel += k;
   }
 
-  const Elem e = elem_;
+  const ConvLaunch launch{.x_desc = x_desc,
+                          .y_desc = y_desc,
+                          .b_desc = b_desc,
+                          .w_desc = w_desc,
+                          .c_desc = c_desc,
+                          .algo = chosen,
+                          .workspace = workspace,
+                          .w_dev = w_dev,
+                          .fuse_relu = fuse_relu,
+                          .act_desc = act_desc,
+                          .b_dev = b_dev,
+                          .activation = activation,
+                          .elem = elem_,
+                          .outer = outer,
+                          .channels = channels,
+                          .inner = inner};
   auto x_ptr = locate(x);
   return {[=](const LaneContext& lane, std::byte* arena) {
     const float one = 1.0f, zero = 0.0f;
@@ -211,16 +226,7 @@ std::vector<Op> Compiler::compile_merge(std::span<const std::vector<NodeId>> uni
       src = x_scratch;
     }
     std::byte* out = x_scratch + x_scratch_bytes;
-    if (fuse_relu) {
-      BRAID_CU(cudnnConvolutionBiasActivationForward(
-          lane.cudnn, &one, x_desc, src, w_desc, w_dev, c_desc, chosen, lane.workspace, workspace,
-          &zero, y_desc, out, b_desc, b_dev, act_desc, y_desc, out));
-    } else {
-      BRAID_CU(cudnnConvolutionForward(lane.cudnn, &one, x_desc, src, w_desc, w_dev, c_desc, chosen,
-                                       lane.workspace, workspace, &zero, y_desc, out));
-      channel_affine(e, out, out, nullptr, reinterpret_cast<const float*>(b_dev), outer, channels,
-                     inner, activation.value_or(Unary::kCopy), activation.has_value(), lane.stream);
-    }
+    launch.run(lane, src, out);
     for (const Slice& s : slices) {
       if (s.window == nullptr) {
         BRAID_CU(cudaMemcpy2DAsync(s.y(arena), s.dst_pitch, out + s.offset, s.src_pitch, s.width,
