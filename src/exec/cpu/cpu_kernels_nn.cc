@@ -83,6 +83,33 @@ void prefer_jit_conv(dnnl::convolution_forward::primitive_desc& pd, const MakePd
 
 }  // namespace
 
+namespace {
+
+// A conv chain's fixed weights and bias with the BatchNormalization after the conv (if any)
+// folded in: s = scale / sqrt(var + eps), w' = w * s[oc], b' = (b - mean) * s[oc] + shift; the
+// bias is zeros where the conv has none.
+std::pair<std::vector<float>, std::vector<float>> folded_conv(const BuildContext& c,
+                                                              const Chain& chain) {
+  const ir::Node& conv = *chain.head;
+  const auto weights = fixed_data(c, conv.inputs[1]);
+  const size_t oc = static_cast<size_t>(c.shape(conv.inputs[1])[0]);
+  std::vector<double> bias(oc, 0.0);
+  if (conv.inputs.size() > 2) {
+    const auto given = fixed_data(c, conv.inputs[2]);
+    bias.assign(given.begin(), given.end());
+  }
+  std::vector<double> s(oc, 1.0);
+  if (chain.batch_norm != nullptr) s = fold_batch_norm(c, *chain.batch_norm, bias);
+  const size_t per_oc = weights.size() / oc;
+  std::vector<float> w(weights.size());
+  for (size_t o = 0; o < oc; ++o)
+    for (size_t i = 0; i < per_oc; ++i)
+      w[o * per_oc + i] = static_cast<float>(weights[o * per_oc + i] * s[o]);
+  return {std::move(w), std::vector<float>(bias.begin(), bias.end())};
+}
+
+}  // namespace
+
 std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
   const ir::Node& node = *chain.head;
   const auto& a = std::get<ir::ConvAttrs>(node.attrs);
@@ -116,21 +143,8 @@ std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain) {
   const memory::desc conv_src_md = conv_md(src_md, src_ref);
   const memory::desc conv_dst_md = conv_md(dst_md, dst_ref);
 
-  // BatchNormalization after the conv, folded: s = scale / sqrt(var + eps),
-  // w' = w * s[oc], b' = (b - mean) * s[oc] + shift.
   std::vector<float> folded_w, folded_b;
-  if (chain.batch_norm != nullptr) {
-    std::vector<double> bias(static_cast<size_t>(oc), 0.0);
-    if (has_b) bias.assign(fixed_data(c, b).begin(), fixed_data(c, b).end());
-    const std::vector<double> s = fold_batch_norm(c, *chain.batch_norm, bias);
-    const auto weights = fixed_data(c, w);
-    const size_t per_oc = weights.size() / static_cast<size_t>(oc);
-    folded_w.resize(weights.size());
-    for (size_t o = 0; o < static_cast<size_t>(oc); ++o)
-      for (size_t i = 0; i < per_oc; ++i)
-        folded_w[o * per_oc + i] = static_cast<float>(weights[o * per_oc + i] * s[o]);
-    folded_b.assign(bias.begin(), bias.end());
-  }
+  if (chain.batch_norm != nullptr) std::tie(folded_w, folded_b) = folded_conv(c, chain);
   const bool has_bias = has_b || chain.batch_norm != nullptr;
 
   dnnl::post_ops po;
@@ -277,24 +291,11 @@ std::unique_ptr<Kernel> build_merged_conv(const BuildContext& c, std::span<const
   folded_w.reserve(chains.size());  // parts view them
   folded_b.reserve(chains.size());
   for (const Chain& chain : chains) {
-    const ir::Node& node = *chain.head;
-    const ir::Shape& ws = c.shape(node.inputs[1]);
-    const int64_t oc = ws[0], per_oc = ws[1] * ws[2] * ws[3];
-    std::vector<double> b(static_cast<size_t>(oc), 0.0);
-    if (node.inputs.size() > 2) {
-      const auto given = fixed_data(c, node.inputs[2]);
-      b.assign(given.begin(), given.end());
-    }
-    std::vector<double> s(static_cast<size_t>(oc), 1.0);
-    if (chain.batch_norm != nullptr) s = fold_batch_norm(c, *chain.batch_norm, b);
-    const auto w = fixed_data(c, node.inputs[1]);
-    std::vector<float>& fw = folded_w.emplace_back(w.size());
-    for (int64_t o = 0; o < oc; ++o)
-      for (int64_t i = 0; i < per_oc; ++i)
-        fw[static_cast<size_t>(o * per_oc + i)] =
-            static_cast<float>(w[static_cast<size_t>(o * per_oc + i)] * s[static_cast<size_t>(o)]);
-    folded_b.emplace_back(b.begin(), b.end());
-    parts.push_back({fw, folded_b.back(), {oc, ws[1], ws[2], ws[3]}});
+    const ir::Shape& ws = c.shape(chain.head->inputs[1]);
+    auto [w, b] = folded_conv(c, chain);
+    parts.push_back({folded_w.emplace_back(std::move(w)),
+                     folded_b.emplace_back(std::move(b)),
+                     {ws[0], ws[1], ws[2], ws[3]}});
   }
   MergedConvParams params = merge_conv_params(parts);
   std::vector<float>& weights = params.weights;
