@@ -71,6 +71,23 @@ struct UnitResources {
   bool operator==(const UnitResources&) const = default;
 };
 
+// UnitResources' arithmetic, one definition for every device that answers (the simulator, the
+// CUDA profiler) and for Opara's own fallback. The share of the device's resident-warp slots one
+// kernel fills alone: resident blocks per SM (no more than its grid gives each SM) x warps per
+// block x SMs its grid reaches, over the device's warps; 0 on a device without warps.
+inline double kernel_occupancy(int64_t blocks, int64_t blocks_per_sm, int64_t warps_per_block,
+                               int64_t sms, int64_t max_warps_per_sm) {
+  const double device_warps = double(max_warps_per_sm) * double(sms);
+  if (device_warps <= 0 || blocks <= 0) return 0;
+  const int64_t per_sm = std::min(blocks_per_sm, (blocks + sms - 1) / sms);
+  return double(per_sm * warps_per_block * std::min(sms, blocks)) / device_warps;
+}
+// Memory-bound where the FLOPs per byte moved fall below the roofline's ridge point (FLOP/s over
+// bytes/s); compute-bound otherwise, and where nothing moves.
+inline ir::UnitClass roofline_class(double flops, double bytes, double ridge) {
+  return bytes > 0 && flops / bytes < ridge ? ir::UnitClass::kMemory : ir::UnitClass::kCompute;
+}
+
 class CostModel {
  public:
   explicit CostModel(const ir::UnitGraph& units) : units_(&units) {}
@@ -116,6 +133,14 @@ class CostModel {
   virtual Micros merge_lower_bound(std::span<const UnitId> units) const {
     std::vector<UnitId> group(units.begin(), units.end());
     return stage_lower_bound(std::span<const std::vector<UnitId>>(&group, 1));
+  }
+  // The slowest of `units` alone: a lower bound of a merged kernel that computes every unit's
+  // outputs (at least the work of each), for a cost model that measures merged kernels (their
+  // sum, the default bound, would hide exactly the merges that pay).
+  Micros slowest_unit(std::span<const UnitId> units) const {
+    Micros slowest{0};
+    for (UnitId u : units) slowest = std::max(slowest, unit_latency(u));
+    return slowest;
   }
   // Moldable units (an allotment, sched/schedule.h): the most threads one unit may take here;
   // 1 where units have no allotment (a GPU kernel brings its own parallelism).

@@ -140,9 +140,7 @@ Micros CpuProfiler::merge_latency(std::span<const UnitId> units) const {
 }
 
 Micros CpuProfiler::merge_lower_bound(std::span<const UnitId> units) const {
-  Micros slowest{0};
-  for (UnitId u : units) slowest = std::max(slowest, unit_latency(u));
-  return slowest;
+  return slowest_unit(units);
 }
 
 int CpuProfiler::max_threads() const {

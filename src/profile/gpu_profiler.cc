@@ -69,9 +69,7 @@ Micros GpuProfiler::merge_latency(std::span<const UnitId> units) const {
 }
 
 Micros GpuProfiler::merge_lower_bound(std::span<const UnitId> units) const {
-  Micros slowest{0};
-  for (UnitId u : units) slowest = std::max(slowest, unit_latency(u));
-  return slowest;
+  return slowest_unit(units);
 }
 
 cost::Measurement GpuProfiler::profile_stage(std::span<const std::vector<UnitId>> groups) const {
@@ -109,16 +107,20 @@ cost::Measurement GpuProfiler::profile(std::span<const std::vector<UnitId>> grou
   return m;
 }
 
+exec::CudaStageTimer& GpuProfiler::timer() const {
+  if (timer_ == nullptr)
+    timer_ = exec::make_cuda_stage_timer(units(), weights_, options_.device, options_.input_seed,
+                                         options_.precision);
+  return *timer_;
+}
+
 std::optional<cost::UnitResources> GpuProfiler::unit_resources(UnitId unit) const {
   BRAID_CHECK(index(unit) < units().num_units(), ErrorCode::kInvalidArgument, "unit #", index(unit),
               " out of range");
   std::lock_guard lock(mutex_);
   if (auto it = resources_.find(unit); it != resources_.end()) return it->second;
-  if (timer_ == nullptr)
-    timer_ = exec::make_cuda_stage_timer(units(), weights_, options_.device, options_.input_seed,
-                                         options_.precision);
   if (!figures_) figures_ = exec::cuda_device_figures(options_.device);
-  const std::optional<std::vector<exec::LaunchedKernel>> kernels = timer_->unit_kernels(unit);
+  const std::optional<std::vector<exec::LaunchedKernel>> kernels = timer().unit_kernels(unit);
   std::optional<cost::UnitResources> r =
       kernels ? resources_of_kernels(*kernels, *figures_, units().unit(unit)) : std::nullopt;
   resources_.emplace(unit, r);
@@ -135,21 +137,15 @@ std::optional<cost::UnitResources> resources_of_kernels(
   r.per_block = {
       .threads = first.threads, .registers = first.registers, .shared_memory = first.shared_memory};
   r.blocks = first.blocks;
-  const double device_warps = double(device.max_warps_per_sm) * double(device.sms);
-  for (const exec::LaunchedKernel& k : kernels) {
-    if (device_warps <= 0 || k.blocks <= 0) continue;
-    const int64_t per_sm = std::min(k.blocks_per_sm, (k.blocks + device.sms - 1) / device.sms);
-    const int64_t sms = std::min(device.sms, k.blocks);
-    const int64_t warps = (k.threads + kWarpSize - 1) / kWarpSize;
-    r.occupancy = std::max(r.occupancy, double(per_sm * warps * sms) / device_warps);
-  }
-  // The simulator's rule (sim_cost.cc); no figures, no answer.
-  if (device.fp32_flops > 0 && device.dram_bytes_per_s > 0) {
-    const double ridge = device.fp32_flops / device.dram_bytes_per_s;
-    r.bound = unit.bytes > 0 && double(unit.flops) / double(unit.bytes) < ridge
-                  ? ir::UnitClass::kMemory
-                  : ir::UnitClass::kCompute;
-  }
+  for (const exec::LaunchedKernel& k : kernels)
+    r.occupancy =
+        std::max(r.occupancy, cost::kernel_occupancy(k.blocks, k.blocks_per_sm,
+                                                     (k.threads + kWarpSize - 1) / kWarpSize,
+                                                     device.sms, device.max_warps_per_sm));
+  // No figures, no answer.
+  if (device.fp32_flops > 0 && device.dram_bytes_per_s > 0)
+    r.bound = cost::roofline_class(double(unit.flops), double(unit.bytes),
+                                   device.fp32_flops / device.dram_bytes_per_s);
   return r;
 }
 
@@ -178,14 +174,11 @@ void GpuProfiler::check_stage(std::span<const std::vector<UnitId>> groups) const
 cost::Measurement GpuProfiler::measure(std::span<const std::vector<UnitId>> groups,
                                        bool merge) const {
   check_stage(groups);
-  if (timer_ == nullptr)
-    timer_ = exec::make_cuda_stage_timer(units(), weights_, options_.device, options_.input_seed,
-                                         options_.precision);
   // The copies that fill a replay, from the units' own costs once measured, else from one probe.
   std::vector<UnitId> merged;
   for (const auto& group : groups) merged.insert(merged.end(), group.begin(), group.end());
   auto time = [&](const exec::StageTimingOptions& o) {
-    return merge ? timer_->time_merge(merged, o) : timer_->time_stage(groups, o);
+    return merge ? timer().time_merge(merged, o) : timer().time_stage(groups, o);
   };
   // A merge's units one after another bound its time from above: its copies from their costs.
   std::optional<Micros> estimate = stage_estimate(

@@ -85,6 +85,8 @@ class GpuProfiler final : public cost::CostModel {
   // `merge`: the groups (one unit each) as one operator merge.
   cost::Measurement profile(std::span<const std::vector<UnitId>> groups, bool merge) const;
   cost::Measurement measure(std::span<const std::vector<UnitId>> groups, bool merge) const;
+  // The model compiled for timing, on first use (the caller holds mutex_).
+  exec::CudaStageTimer& timer() const;
   void check_stage(std::span<const std::vector<UnitId>> groups) const;
 
   std::shared_ptr<const ir::Weights> weights_;

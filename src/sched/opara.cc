@@ -17,9 +17,7 @@ ir::UnitClass opara_unit_class(const ir::Unit& u,
                                const std::optional<cost::UnitResources>& device) {
   if (u.unit_class != ir::UnitClass::kUnknown) return u.unit_class;
   if (device && device->bound != ir::UnitClass::kUnknown) return device->bound;
-  if (u.bytes <= 0) return ir::UnitClass::kCompute;  // no traffic, or nothing known
-  const double intensity = static_cast<double>(u.flops) / static_cast<double>(u.bytes);
-  return intensity < opara_ridge_point() ? ir::UnitClass::kMemory : ir::UnitClass::kCompute;
+  return cost::roofline_class(double(u.flops), double(u.bytes), opara_ridge_point());
 }
 
 namespace {

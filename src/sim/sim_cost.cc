@@ -50,18 +50,15 @@ std::optional<cost::UnitResources> SimCostModel::unit_resources(UnitId unit) con
                  .shared_memory = ks.front().shared_memory};
   r.blocks = ks.front().blocks;
   double flops = 0, bytes = 0;
-  const double device_warps = double(spec_.per_sm.max_warps) * spec_.sms;
   for (const Kernel& k : ks) {
     flops += k.flops * double(k.blocks);
     bytes += k.dram_bytes * double(k.blocks);
-    const int64_t resident = k.blocks_per_sm(spec_);
-    const int64_t per_sm = std::min<int64_t>(resident, (k.blocks + spec_.sms - 1) / spec_.sms);
-    const int64_t sms = std::min<int64_t>(spec_.sms, k.blocks);
-    if (device_warps > 0)
-      r.occupancy = std::max(r.occupancy, double(per_sm * k.warps() * sms) / device_warps);
+    r.occupancy =
+        std::max(r.occupancy, cost::kernel_occupancy(k.blocks, k.blocks_per_sm(spec_), k.warps(),
+                                                     spec_.sms, spec_.per_sm.max_warps));
   }
-  const double ridge = spec_.sustained_fp32_flops() / spec_.dram_bytes_per_s();
-  r.bound = bytes > 0 && flops / bytes < ridge ? ir::UnitClass::kMemory : ir::UnitClass::kCompute;
+  r.bound =
+      cost::roofline_class(flops, bytes, spec_.sustained_fp32_flops() / spec_.dram_bytes_per_s());
   return r;
 }
 
