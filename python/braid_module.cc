@@ -345,8 +345,7 @@ class PyStagePricer {
   // that does not fit the model.
   double schedule_latency(const std::string& json) const {
     const sched::Schedule s = sched::schedule_from_json(nlohmann::json::parse(json), model_->units);
-    for (const sched::Diagnostic& d : sched::check(model_->units, s))
-      BRAID_CHECK(d.severity != sched::Severity::kError, ErrorCode::kInvalidSchedule, d.message);
+    sched::validate_or_throw(model_->units, s);
     nb::gil_scoped_release release;
     return sched::predicted_latency(model_->units, s, *cost_).count();
   }
