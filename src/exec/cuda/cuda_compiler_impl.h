@@ -1,0 +1,33 @@
+// Internal to the CUDA compiler's files (cuda_compiler.cc, cuda_compile_conv.cc,
+// cuda_compile_ops.cc): the small helpers more than one of them uses.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "exec/cuda/cuda_check.h"
+#include "exec/cuda/cuda_kernels.h"
+#include "ir/graph.h"
+
+namespace braid::exec::cuda {
+
+// `shape` as a row-major strided view (a scalar as one element).
+Strided row_major(const ir::Shape& shape);
+// `shape` read over `out`'s dims with numpy broadcasting (size-1 and missing dims stride 0).
+Strided broadcast_to(const ir::Shape& shape, const ir::Shape& out);
+// A negative axis counted from the end.
+int64_t normalize(int64_t axis, size_t rank);
+// The largest power of two up to 256 dividing `address` (256 for null).
+int64_t power_of_two_alignment(uint64_t address);
+// A constant tensor uploaded once (weights, folded weights, biases).
+DeviceBuffer upload(std::span<const float> data);
+template <typename T>
+DeviceBuffer upload_array(const std::vector<T>& data) {
+  DeviceBuffer b(data.size() * sizeof(T));
+  if (!data.empty())
+    BRAID_CU(cudaMemcpy(b.get(), data.data(), data.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return b;
+}
+
+}  // namespace braid::exec::cuda
