@@ -11,8 +11,8 @@ std::string_view to_string(ConvLayout layout) {
 
 namespace {
 
-// Values stored NHWC under `layout`: written by an NHWC site, read only by NHWC sites (as their
-// x), not a graph output.
+// Values stored NHWC under `layout`: written by an NHWC site without a residual, read only by
+// NHWC sites (as their x), not a graph output.
 std::vector<bool> nhwc_values(const ir::Graph& g, std::span<const ConvSite> sites,
                               const std::vector<ConvLayout>& layout) {
   std::unordered_map<size_t, size_t> site_of_conv;
@@ -21,7 +21,9 @@ std::vector<bool> nhwc_values(const ir::Graph& g, std::span<const ConvSite> site
   for (size_t i = 0; i < sites.size(); ++i) {
     const ValueId y = sites[i].y;
     const ir::Value& v = g.value(y);
-    if (layout[i] != ConvLayout::kNhwc || g.is_output(y) || v.consumers.empty()) continue;
+    if (layout[i] != ConvLayout::kNhwc || sites[i].residual || g.is_output(y) ||
+        v.consumers.empty())
+      continue;
     nhwc[index(y)] = std::all_of(v.consumers.begin(), v.consumers.end(), [&](NodeId c) {
       const auto it = site_of_conv.find(index(c));
       if (it == site_of_conv.end() || layout[it->second] != ConvLayout::kNhwc) return false;

@@ -36,11 +36,14 @@ std::string_view to_string(ConvLayout layout);  // "NCHW", "NHWC"
 // kNchw and kNhwc force every convolution that can run so (tests, and checking a measurement).
 enum class ConvLayoutMode : uint8_t { kMeasure, kNchw, kNhwc };
 
-// One convolution as the compiler fuses it (Conv [BatchNormalization] [activation]): it reads
-// `x` (the Conv's first input) and writes `y` (the last fused op's output).
+// One convolution as the compiler fuses it (Conv [BatchNormalization] [activation] [residual
+// Add] [activation]): it reads `x` (the Conv's first input) and writes `y` (the last fused op's
+// output). A residual site's y is never stored NHWC: the Add's other input lies NCHW (no
+// convolution alone reads it), and the addition runs on y as stored.
 struct ConvSite {
   NodeId conv{};
   ValueId x{}, y{};
+  bool residual = false;
   bool nhwc_ok = false;  // cuDNN runs it NHWC (16-bit storage, symmetric pads, an algorithm)
   // Measured: the fastest algorithm in each layout, and a cudnnTransformTensor between the
   // layouts of x and of y.

@@ -79,6 +79,20 @@ TEST(ConvLayout, AValueThatAnNchwKernelReadsStaysNchw) {
   EXPECT_EQ(c.stored(got), (std::vector{false, true, false}));
 }
 
+// A convolution that adds a residual writes its output NCHW, where the addition runs, even when
+// an NHWC convolution alone reads it; it still runs NHWC while that wins with the transform.
+TEST(ConvLayout, AResidualConvolutionStoresItsOutputNchw) {
+  Chain c(false);
+  c.time(5, 10, 1);
+  c.sites[0].residual = true;
+  const ConvLayouts got = c.choose();
+  EXPECT_EQ(got.layout, (std::vector{kNhwc, kNhwc, kNhwc}));
+  EXPECT_EQ(c.stored(got), (std::vector{false, true, false}));
+  // 9.5 + 1 for its output's transform loses to 10: the first turns back to NCHW.
+  c.sites[0].nhwc_us = 9.5;
+  EXPECT_EQ(c.choose().layout, (std::vector{kNchw, kNhwc, kNhwc}));
+}
+
 TEST(ConvLayout, SlowerNhwcConvsStayNchw) {
   Chain c(false);
   c.time(11, 10, 0);

@@ -122,16 +122,37 @@ std::optional<Compiler::ConvAlgo> Compiler::measured_conv_algo(
 Compiler::ConvChain Compiler::match_conv(std::span<const NodeId> ops) const {
   const ir::Node& conv = g_.node(ops[0]);
   ConvChain chain{.used = 1, .y = conv.outputs[0]};
-  auto fused = [&](bool (*fits)(ir::OpKind)) {
-    if (chain.used >= ops.size() || !single_consumer(chain.y)) return false;
-    const ir::Node& next = g_.node(ops[chain.used]);
-    if (!fits(next.kind) || next.inputs[0] != chain.y) return false;
-    chain.y = next.outputs[0];
-    ++chain.used;
-    return true;
+  // The unit's next op when it reads the chain's output and nothing else does.
+  auto next = [&]() -> const ir::Node* {
+    if (chain.used >= ops.size() || !single_consumer(chain.y)) return nullptr;
+    const ir::Node& n = g_.node(ops[chain.used]);
+    return std::count(n.inputs.begin(), n.inputs.end(), chain.y) == 1 ? &n : nullptr;
   };
-  fused([](ir::OpKind k) { return k == ir::OpKind::BatchNormalization; });
-  if (!unary_of(std::get<ir::ConvAttrs>(conv.attrs).activation)) fused(ir::is_activation);
+  auto take = [&](const ir::Node* n) {
+    chain.y = n->outputs[0];
+    ++chain.used;
+    return n;
+  };
+  auto activation = [&]() -> const ir::Node* {
+    const ir::Node* n = next();
+    return n != nullptr && ir::is_activation(n->kind) && n->inputs[0] == chain.y ? take(n)
+                                                                                 : nullptr;
+  };
+  if (const ir::Node* n = next();
+      n != nullptr && n->kind == ir::OpKind::BatchNormalization && n->inputs[0] == chain.y)
+    take(n);
+  if (!unary_of(std::get<ir::ConvAttrs>(conv.attrs).activation)) chain.activation = activation();
+  // A residual Add of another activation of the same shape and type, not broadcast.
+  if (const ir::Node* n = next(); n != nullptr && n->kind == ir::OpKind::Add &&
+                                  n->inputs.size() == 2 && n->inputs[0] != n->inputs[1]) {
+    const ValueId z = n->inputs[0] == chain.y ? n->inputs[1] : n->inputs[0];
+    const ir::Value& zv = g_.value(z);
+    if (zv.kind == ir::ValueKind::kActivation && zv.type == g_.value(chain.y).type) {
+      chain.residual = z;
+      take(n);
+      chain.after = activation();
+    }
+  }
   return chain;
 }
 
@@ -196,7 +217,8 @@ void Compiler::choose_conv_layouts(const ir::UnitGraph& units) {
       const ir::Node& n = g_.node(ops[i]);
       if (n.kind != ir::OpKind::Conv) continue;
       const ConvChain chain = match_conv(ops.subspan(i));
-      ConvSite site{.conv = ops[i], .x = n.inputs[0], .y = chain.y};
+      ConvSite site{
+          .conv = ops[i], .x = n.inputs[0], .y = chain.y, .residual = chain.residual.has_value()};
       const auto& a = std::get<ir::ConvAttrs>(n.attrs);
       const bool symmetric = a.pads[0] == a.pads[2] && a.pads[1] == a.pads[3];
       if (shape(n.inputs[0]).size() == 4 && symmetric &&
@@ -292,17 +314,20 @@ bool Compiler::fused_relu_runs(cudnnTensorDescriptor_t x_desc, cudnnFilterDescri
                                cudnnConvolutionFwdAlgo_t algo, size_t workspace,
                                cudnnTensorDescriptor_t y_desc, cudnnTensorDescriptor_t b_desc,
                                cudnnActivationDescriptor_t act_desc, const ir::Shape& xs,
-                               const ir::Shape& ys) {
-  if (elem_ == Elem::kF32) return true;
+                               const ir::Shape& ys, bool add_z) {
+  if (elem_ == Elem::kF32 && !add_z) return true;
   const size_t x_bytes = size_t(ir::num_elements(xs) * esize_), b_bytes = size_t(ys[1] * esize_);
-  DeviceBuffer px(x_bytes), py(size_t(ir::num_elements(ys) * esize_)), pb(b_bytes),
+  const size_t y_bytes = size_t(ir::num_elements(ys) * esize_);
+  DeviceBuffer px(x_bytes), py(y_bytes), pz(add_z ? y_bytes : 0), pb(b_bytes),
       pws(std::max<size_t>(workspace, 256));
   BRAID_CU(cudaMemset(px.get(), 0, x_bytes));
   BRAID_CU(cudaMemset(pb.get(), 0, b_bytes));
+  if (add_z) BRAID_CU(cudaMemset(pz.get(), 0, y_bytes));
   const float one = 1.0f, zero = 0.0f;
   const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
-      cudnn_, &one, x_desc, px.get(), w_desc, w_dev, c_desc, algo, pws.get(), workspace, &zero,
-      y_desc, py.get(), b_desc, pb.get(), act_desc, y_desc, py.get());
+      cudnn_, &one, x_desc, px.get(), w_desc, w_dev, c_desc, algo, pws.get(), workspace,
+      add_z ? &one : &zero, y_desc, add_z ? pz.get() : py.get(), b_desc, pb.get(), act_desc, y_desc,
+      py.get());
   BRAID_CU(cudaDeviceSynchronize());
   return st == CUDNN_STATUS_SUCCESS;
 }
@@ -358,12 +383,13 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   const ValueId y = chain.y;
   const int64_t oc = ws[0];
   auto [w, bias] = folded_conv(ops, used);
-  const size_t next = used > 1 && g_.node(ops[1]).kind == ir::OpKind::BatchNormalization ? 2 : 1;
-  std::optional<cuda::UnaryOp> activation = unary_of(a.activation);
-  if (next < used) {
-    const ir::Node& act = g_.node(ops[next]);
-    activation = unary_of(act.kind, act.attrs);
-  }
+  const std::optional<cuda::UnaryOp> activation =
+      chain.activation != nullptr ? unary_of(chain.activation->kind, chain.activation->attrs)
+                                  : unary_of(a.activation);
+  const std::optional<cuda::UnaryOp> after =
+      chain.after != nullptr ? std::optional(unary_of(chain.after->kind, chain.after->attrs))
+                             : std::nullopt;
+  const bool residual = chain.residual.has_value();
   const ir::Shape& ys = shape(y);
   const bool has_bias = conv.inputs.size() > 2 || used > 1;
 
@@ -373,6 +399,7 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   const ConvLayout layout = nhwc ? ConvLayout::kNhwc : ConvLayout::kNchw;
   const bool x_nhwc = nhwc && conv_layouts_.stored_nhwc(conv.inputs[0]);
   const bool y_nhwc = nhwc && conv_layouts_.stored_nhwc(y);
+  BRAID_ASSERT(!(residual && y_nhwc), "cuda: a residual convolution's output stored NHWC");
   const cudnnTensorFormat_t format = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   if (nhwc) w = to_krsc(w, ws);
 
@@ -398,7 +425,11 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   BRAID_CHECK(n == ys[0] && c == ys[1] && h == ys[2] && wd == ys[3], ErrorCode::kInternal,
               "cuda: cuDNN's output shape of Conv '", conv.name, "' differs from the graph's");
 
-  bool fuse_relu = activation && activation->kind == cuda::Unary::kRelu;
+  // cuDNN's fused call adds a residual z before its ReLU: it takes a residual only with no
+  // activation before the Add, a ReLU after it (ResNet's blocks), and y computed as stored
+  // (NCHW: a residual's z and y are never stored NHWC, conv_layout.h).
+  bool fuse_relu = residual ? !activation && after && after->kind == cuda::Unary::kRelu && !nhwc
+                            : activation && activation->kind == cuda::Unary::kRelu;
   std::byte* w_dev = keep_as(w, elem_);
   const auto algo = conv_algo(conv_key(padded, ws, a, layout), x_desc, w_desc, w_dev, c_desc,
                               y_desc, padded, ys, conv.name);
@@ -415,9 +446,14 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   cudnnActivationDescriptor_t act_desc = fuse_relu ? relu_descriptor() : nullptr;
   if (fuse_relu)
     fuse_relu = fused_relu_runs(x_desc, w_desc, w_dev, c_desc, chosen, workspace, y_desc, b_desc,
-                                act_desc, padded, ys);
+                                act_desc, padded, ys, residual);
+  // A residual cuDNN did not fuse: the convolution alone, then one channel_affine on the stored
+  // (NCHW) y with the bias, the activation, z and the activation after it.
+  const bool tail = residual && !fuse_relu;
   // Fused: the bias in elem() for cuDNN; otherwise FP32 for channel_affine.
   std::byte* b_dev = fuse_relu ? keep_as(bias, elem_) : keep_as(bias, Elem::kF32);
+  const float* tail_bias = tail ? reinterpret_cast<const float*>(b_dev) : nullptr;
+  const Locator z = residual ? locate(*chain.residual) : Locator{};
   const Elem e = elem_;
   auto x = locate(conv.inputs[0]);
   auto out_ptr = locate(y);
@@ -432,9 +468,10 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
                           .workspace = workspace,
                           .w_dev = w_dev,
                           .fuse_relu = fuse_relu,
+                          .add_z = residual && fuse_relu,
                           .act_desc = act_desc,
-                          .b_dev = fuse_relu || has_bias ? b_dev : nullptr,
-                          .activation = activation,
+                          .b_dev = !tail && (fuse_relu || has_bias) ? b_dev : nullptr,
+                          .activation = tail ? std::nullopt : activation,
                           .elem = e,
                           // channel_affine's view: [N][C][H*W], or [N*H*W][C][1] in NHWC.
                           .outer = nhwc ? ys[0] * ys[2] * ys[3] : ys[0],
@@ -453,9 +490,17 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
     }
     std::byte* stored = out_ptr(arena);
     std::byte* dst = y_nchw != nullptr ? x_scratch + x_scratch_bytes : stored;
-    launch.run(lane, src, dst);
+    const std::byte* z_ptr = z ? z(arena) : nullptr;
+    launch.run(lane, src, dst, z_ptr);
     if (y_nchw != nullptr)
       BRAID_CU(cudnnTransformTensor(lane.cudnn, &one, y_desc, dst, &zero, y_nchw, stored));
+    if (tail)
+      cuda::channel_affine(e, stored, stored, nullptr, tail_bias, ys[0], ys[1], ys[2] * ys[3],
+                           activation.value_or(cuda::Unary::kCopy), activation.has_value(),
+                           lane.stream,
+                           {.z = z_ptr,
+                            .after = after.value_or(cuda::Unary::kCopy),
+                            .has_after = after.has_value()});
   });
   return used;
 }

@@ -78,6 +78,8 @@ struct ConvLaunch {
   size_t workspace = 0;
   const std::byte* w_dev = nullptr;
   bool fuse_relu = false;
+  // Fused: cuDNN adds run()'s z (a residual, stored like y) before its ReLU (alpha2 = 1).
+  bool add_z = false;
   cudnnActivationDescriptor_t act_desc = nullptr;
   // Fused: the bias in the storage type, for cuDNN. Unfused: FP32 for channel_affine, or null
   // (no bias).
@@ -86,12 +88,12 @@ struct ConvLaunch {
   Elem elem = Elem::kF32;
   int64_t outer = 0, channels = 0, inner = 0;  // channel_affine's view of y
 
-  void run(const LaneContext& lane, const void* x, void* y) const {
+  void run(const LaneContext& lane, const void* x, void* y, const void* z = nullptr) const {
     const float one = 1.0f, zero = 0.0f;
     if (fuse_relu) {
       BRAID_CU(cudnnConvolutionBiasActivationForward(
           lane.cudnn, &one, x_desc, x, w_desc, w_dev, c_desc, algo, lane.workspace, workspace,
-          &zero, y_desc, y, b_desc, b_dev, act_desc, y_desc, y));
+          add_z ? &one : &zero, y_desc, add_z ? z : y, b_desc, b_dev, act_desc, y_desc, y));
       return;
     }
     BRAID_CU(cudnnConvolutionForward(lane.cudnn, &one, x_desc, x, w_desc, w_dev, c_desc, algo,
@@ -150,6 +152,19 @@ class Compiler {
   std::string merge_refusal(std::span<const std::vector<NodeId>> unit_ops) const {
     return merge_refusal(unit_ops, nullptr);
   }
+  // Conv [BatchNormalization] [activation] [residual Add] [activation] at the start of `ops`
+  // (compile_conv folds and fuses what this matches): how many ops the fused convolution takes,
+  // the value it writes, and the ops fused after the BatchNormalization. The residual Add (a
+  // ResNet block's `out += identity`, put into the conv's unit by ir::fuse) adds `residual`, an
+  // activation of y's shape, after `activation` and before `after`.
+  struct ConvChain {
+    size_t used = 1;
+    ValueId y{};
+    const ir::Node* activation = nullptr;  // null: the Conv's own attribute, if any
+    std::optional<ValueId> residual;
+    const ir::Node* after = nullptr;  // the activation after the residual Add
+  };
+  ConvChain match_conv(std::span<const NodeId> ops) const;
   // Every convolution as fused, with its measured times, and the layouts chosen for them
   // (empty before choose_conv_layouts, and in FP32/TF32 plans).
   const std::vector<ConvSite>& conv_sites() const { return conv_sites_; }
@@ -210,13 +225,6 @@ class Compiler {
                                              cudnnConvolutionDescriptor_t c_desc,
                                              cudnnTensorDescriptor_t y_desc, const ir::Shape& xs,
                                              const ir::Shape& ys);
-  // Conv [BatchNormalization] [activation] at the start of `ops`: how many ops the fused
-  // convolution takes and the value it writes (compile_conv folds and fuses what this matches).
-  struct ConvChain {
-    size_t used = 1;
-    ValueId y{};
-  };
-  ConvChain match_conv(std::span<const NodeId> ops) const;
   // One unit of a merge as compile_merge checked it: its chain, its conv as sched/merge.h sees
   // it, and the activation it runs.
   struct MergeUnit {
@@ -241,13 +249,13 @@ class Compiler {
       const ir::Shape& xs, const ir::Shape& ys, const std::string& name);
   cudnnActivationDescriptor_t relu_descriptor();
   // Whether cudnnConvolutionBiasActivationForward runs this convolution (always in FP32; tried
-  // once on zeros in 16-bit storage).
+  // once on zeros in 16-bit storage, and in every precision when it adds a residual z).
   bool fused_relu_runs(cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
                        const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc,
                        cudnnConvolutionFwdAlgo_t algo, size_t workspace,
                        cudnnTensorDescriptor_t y_desc, cudnnTensorDescriptor_t b_desc,
                        cudnnActivationDescriptor_t act_desc, const ir::Shape& xs,
-                       const ir::Shape& ys);
+                       const ir::Shape& ys, bool add_z = false);
   // Whether `v` lies in the arena as NHWC (conv_layout.h); never before choose_conv_layouts.
   bool stored_nhwc(ValueId v) const {
     return !conv_layouts_.nhwc_value.empty() && conv_layouts_.stored_nhwc(v);

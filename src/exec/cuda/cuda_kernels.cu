@@ -255,13 +255,19 @@ __global__ void binary_kernel(Binary op, const T* a, Strided al, const T* b, Str
 template <typename T>
 __global__ void channel_affine_kernel(const T* x, T* y, const float* scale, const float* shift,
                                       int64_t channels, int64_t inner, UnaryOp activation,
-                                      bool has_activation, int64_t n) {
+                                      bool has_activation, const T* z, UnaryOp after,
+                                      bool has_after, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t c = (i / inner) % channels;
     float v = to_float(x[i]) * (scale != nullptr ? scale[c] : 1.0f) +
               (shift != nullptr ? shift[c] : 0.0f);
-    y[i] = from_float<T>(has_activation ? apply(activation, v) : v);
+    if (has_activation) v = apply(activation, v);
+    if (z != nullptr) {
+      v += to_float(z[i]);
+      if (has_after) v = apply(after, v);
+    }
+    y[i] = from_float<T>(v);
   }
 }
 
@@ -545,14 +551,14 @@ void binary(Elem e, Binary op, const void* a, Strided a_layout, const void* b, S
 
 void channel_affine(Elem e, const void* x, void* y, const float* scale, const float* shift,
                     int64_t outer, int64_t channels, int64_t inner, UnaryOp activation,
-                    bool has_activation, cudaStream_t stream) {
+                    bool has_activation, cudaStream_t stream, Residual residual) {
   const int64_t n = outer * channels * inner;
   if (n == 0) return;
   dispatch(e, [&](auto tag) {
     using T = decltype(tag);
     channel_affine_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
         static_cast<const T*>(x), static_cast<T*>(y), scale, shift, channels, inner, activation,
-        has_activation, n);
+        has_activation, static_cast<const T*>(residual.z), residual.after, residual.has_after, n);
   });
 }
 

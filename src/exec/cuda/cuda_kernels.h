@@ -80,11 +80,19 @@ void unary(Elem e, UnaryOp op, const void* x, void* y, int64_t n, cudaStream_t s
 // when that operand is not broadcast.
 void binary(Elem e, Binary op, const void* a, Strided a_layout, const void* b, Strided b_layout,
             void* y, cudaStream_t stream);
+// A residual Add fused into channel_affine (a ResNet block's `out += identity`): z, stored like
+// y, added after the activation, then `after` (has_after) applied.
+struct Residual {
+  const void* z = nullptr;
+  UnaryOp after{};
+  bool has_after = false;
+};
 // y = activation(x * scale[c] + shift[c]) for x in [outer][channels][inner] (BatchNormalization,
-// a conv's bias and activation when cuDNN could not fuse them). scale may be null (1).
+// a conv's bias and activation when cuDNN could not fuse them), then + residual.z[i] and
+// residual.after when residual.z is set. scale and shift may be null (1, 0).
 void channel_affine(Elem e, const void* x, void* y, const float* scale, const float* shift,
                     int64_t outer, int64_t channels, int64_t inner, UnaryOp activation,
-                    bool has_activation, cudaStream_t stream);
+                    bool has_activation, cudaStream_t stream, Residual residual = {});
 struct Pool2d {
   int64_t planes = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
   int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;

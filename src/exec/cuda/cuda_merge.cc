@@ -35,6 +35,7 @@ std::string Compiler::merge_refusal(std::span<const std::vector<NodeId>> unit_op
     const ConvChain chain = match_conv(ops);
     if (chain.used != ops.size())
       return ::braid::detail::concat("the unit of '", conv.name, "' is more than one Conv chain");
+    if (chain.residual) return ::braid::detail::concat("'", conv.name, "' adds a residual");
     if (shape(conv.inputs[0]).size() != 4)
       return ::braid::detail::concat("'", conv.name, "' is not 2-D");
     if (a.groups != 1) return ::braid::detail::concat("'", conv.name, "' is a grouped conv");
@@ -51,10 +52,9 @@ std::string Compiler::merge_refusal(std::span<const std::vector<NodeId>> unit_op
                                          "' has a BatchNormalization computed at run time");
     MergeUnit p{.ops = ops, .chain = chain, .conv = {&conv, &a, ir::activation_op(a.activation)}};
     p.activation = unary_of(a.activation);
-    if (const size_t at = bn ? 2 : 1; at < chain.used) {
-      const ir::Node& act = g_.node(ops[at]);
-      p.conv.activation = act.kind;
-      p.activation = unary_of(act.kind, act.attrs);
+    if (chain.activation != nullptr) {
+      p.conv.activation = chain.activation->kind;
+      p.activation = unary_of(chain.activation->kind, chain.activation->attrs);
     }
     parts.push_back(p);
   }
