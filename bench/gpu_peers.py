@@ -13,6 +13,10 @@ units and edges by zoo_framework_test):
   - PyTorch eager: the model called under torch.inference_mode, timed with CUDA events;
   - PyTorch CUDA Graph: torch.cuda.CUDAGraph captured once, replayed; wall clock around
     replay + synchronize;
+  - PyTorch CUDA Graph + copies: the same replay doing the work braid's figure includes: an FP32
+    input copied from pinned host memory, converted to the model's type on the device, the replay,
+    the output converted to FP32 on the device and copied to pinned host memory; the same-work
+    comparison for braid's rows;
   - torch.compile(MODE), one row per mode of --compile-modes (default reduce-overhead; also
     default, max-autotune, max-autotune-no-cudagraphs; none: no such row), wall clock. Compiling
     and warming up happen before the rounds, untimed; their seconds go to stderr and the JSON. A
@@ -20,7 +24,7 @@ units and edges by zoo_framework_test):
   - braid auto and every scheduler of --algos: `braid run MODEL --device cuda:0 --algo A
     --precision P --json` (graph replay, braid's default; add --braid-eager to also run every
     scheduler eagerly); its median latency_ms, which includes the input and output copies
-    (PyTorch's rows do not).
+    (PyTorch's rows do not, except "+ copies").
 Every PyTorch row runs with torch.backends.cudnn.benchmark = True (cuDNN picks its fastest
 convolution algorithms for these shapes), as a practitioner would run it.
 Precision (--precision, default fp32), the same on both sides, braid given `--precision P`:
@@ -97,6 +101,10 @@ class TorchModel:
             self.x = self.x.contiguous(memory_format=torch.channels_last)
         self.graph = None
         self.compiled = {}
+        # What braid's interface exchanges: FP32 in pinned host memory, staged on the device.
+        self.x_host = torch.empty(self.x.shape, dtype=torch.float32).pin_memory()
+        self.x_host.copy_(self.x.float().cpu())
+        self.x_staged = torch.empty(self.x.shape, dtype=torch.float32, device="cuda")
 
     def eager(self, iters: int) -> float:
         torch = self.torch
@@ -124,9 +132,20 @@ class TorchModel:
             self.graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(self.graph):
                 self.static_out = self.model(self.x)
+        self.out_staged = torch.empty(self.static_out.shape, dtype=torch.float32, device="cuda")
+        self.out_host = torch.empty(self.static_out.shape, dtype=torch.float32).pin_memory()
 
     def cuda_graph(self, iters: int) -> float:
         return self._wall(self.graph.replay, iters)
+
+    def cuda_graph_with_copies(self, iters: int) -> float:
+        def step():
+            self.x_staged.copy_(self.x_host, non_blocking=True)
+            self.x.copy_(self.x_staged)  # to the model's type (and layout), on the device
+            self.graph.replay()
+            self.out_staged.copy_(self.static_out)
+            self.out_host.copy_(self.out_staged, non_blocking=True)
+        return self._wall(step, iters)
 
     def compile(self, mode: str) -> float:
         """Compiles, records and warms `mode`; returns the seconds that took."""
@@ -180,7 +199,8 @@ def braid_run(args, zoo_name: str, algo: str, eager: bool) -> dict:
 
 def configs(args) -> list[tuple[str, dict]]:
     rows = [("pytorch eager", {"engine": "pytorch", "mode": "eager"}),
-            ("pytorch cuda graph", {"engine": "pytorch", "mode": "graph"})]
+            ("pytorch cuda graph", {"engine": "pytorch", "mode": "graph"}),
+            ("pytorch cuda graph + copies", {"engine": "pytorch", "mode": "graph_copies"})]
     for mode in args.compile_modes:
         rows.append((f"torch.compile({mode})",
                      {"engine": "pytorch", "mode": "compile", "compile_mode": mode}))
@@ -259,7 +279,8 @@ def bench_model(args, name: str) -> list[dict]:
                         continue
                 else:
                     run = {"eager": torch_model.eager,
-                           "graph": torch_model.cuda_graph}[config["mode"]]
+                           "graph": torch_model.cuda_graph,
+                           "graph_copies": torch_model.cuda_graph_with_copies}[config["mode"]]
                     ms = run(args.iters)
             else:
                 result = braid_run(args, zoo_name, config["algo"], config["eager"])
@@ -291,19 +312,23 @@ def markdown(rows: list[dict], channels_last: bool = False) -> str:
             continue
         graph = next((r.get("median_ms") for r in mine if r["config"] == "pytorch cuda graph"),
                      None)
+        copies = next((r.get("median_ms") for r in mine
+                       if r["config"] == "pytorch cuda graph + copies"), None)
         layout = ", PyTorch channels_last" if channels_last else ""
         heading = f"{model} (batch {mine[0]['batch']}, {PRECISIONS[mine[0]['precision']]}{layout})"
         lines += [f"### {heading}", "",
-                  "| configuration | median ms | x PyTorch CUDA Graph |", "|---|---|---|"]
+                  "| configuration | median ms | x PyTorch CUDA Graph | x CUDA Graph + copies |",
+                  "|---|---|---|---|"]
         for r in mine:
             label = r["config"]
             if r.get("auto"):
                 label += f" (chose {r['auto'].get('winner', '?')})"
             if r.get("failed"):  # a row that failed in a later round keeps no median
-                lines.append(f"| {label} | failed | - |")
+                lines.append(f"| {label} | failed | - | - |")
                 continue
             ratio = f"{graph / r['median_ms']:.2f}" if graph else "-"
-            lines.append(f"| {label} | {r['median_ms']:.3f} | {ratio} |")
+            same_work = f"{copies / r['median_ms']:.2f}" if copies else "-"
+            lines.append(f"| {label} | {r['median_ms']:.3f} | {ratio} | {same_work} |")
         lines.append("")
     return "\n".join(lines)
 
