@@ -9,6 +9,7 @@
 #   bash scripts/gpu_check.sh OUT precision  # issue 29: TF32/FP16/BF16 outputs and timings
 #   bash scripts/gpu_check.sh OUT peers      # issue 29: PyTorch in FP16/BF16 beside braid
 #   bash scripts/gpu_check.sh OUT serve      # issue 29: braid serve and braid top on cuda:0
+#   bash scripts/gpu_check.sh OUT batch      # issue 29: batch 8 and 32, predicted beside measured
 # (no part: tests bench eager). Every step runs under its own time limit and the script goes on
 # when one fails; OUT/summary.txt lists each step's exit status and time, the other files what it
 # printed. The device tool brings back at most 8 files: write OUT elsewhere and tar it into $OUT.
@@ -17,8 +18,8 @@
 # SERVE_PRECISIONS (default "fp32 fp16"), SERVE_MODELS (default "googlenet,resnet50"),
 # SERVE_DEVICE (default cuda:0; `SERVE_DEVICE=cpu SERVE_PRECISIONS=fp32 BRAID_BIN_DIR=build` tries
 # the part on a machine without a GPU); peers:
-# PEER_PRECISIONS (default "fp16 bf16"), PEER_FLAGS (e.g. --channels-last), PEER_TAG (file
-# suffix). devices/measured/h100_2026-11-27/README.md has the calls of 2026-11-27.
+# PEER_PRECISIONS (default "fp16 bf16"), PEER_FLAGS (e.g. --channels-last, --batch 8), PEER_TAG
+# (file suffix); batch: BATCHES (default "8 32"), BATCH_PRECISIONS (default "fp32 fp16"). devices/measured/h100_2026-11-27/README.md has the calls of 2026-11-27.
 # Nothing here is judged: docs/gpu.md says what the numbers should be set beside.
 set -uo pipefail
 out=${1:-${OUT:-gpu_check}}
@@ -125,7 +126,7 @@ precision() {
   # Each precision: auto and sequential, plans under the simulator's (FP32) cost so that nothing
   # is profiled; graph replay, medians of 100 runs, input and output copies included.
   for p in ${PRECISIONS:-fp16 fp32 bf16 tf32}; do
-    step "bench_$p" 50 "$braid" bench $models4 --device cuda:0 --cost sim:h100 --precision "$p" \
+    step "bench_$p" 90 "$braid" bench $models4 --device cuda:0 --cost sim:h100 --precision "$p" \
       --algos auto,sequential --iters 100 --warmup 10 --json-file "$out/bench_$p.json"
   done
   # FP16 again with each convolution's cuDNN algorithm chosen by timing (--cudnn-benchmark, as
@@ -133,6 +134,20 @@ precision() {
   step bench_fp16_cudnn_benchmark 90 "$braid" bench $models4 --device cuda:0 --cost sim:h100 \
     --precision fp16 --cudnn-benchmark --algos auto,sequential --iters 100 --warmup 10 \
     --json-file "$out/bench_fp16_cudnn_benchmark.json"
+}
+
+batch() {
+  # Issue 29: braid at batch 8 and 32 (auto and sequential, graph replay), each row's sim:h100
+  # prediction beside its measurement: the data a batch fit of the simulator needs
+  # (docs/simulator.md, "Batch >= 8 on the H100"), and the batch-8 rows of the peer table.
+  step device 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  for b in ${BATCHES:-8 32}; do
+    for p in ${BATCH_PRECISIONS:-fp32 fp16}; do
+      step "bench_b${b}_$p" 120 "$braid" bench $models4 --device cuda:0 --cost sim:h100 \
+        --precision "$p" --batch "$b" --algos auto,sequential --iters 50 --warmup 5 \
+        --json-file "$out/bench_b${b}_$p.json"
+    done
+  done
 }
 
 # start_server NAME ARGS...: `braid serve ARGS` in the background, its output in OUT/NAME.txt;
@@ -215,8 +230,8 @@ peers() {
 
 for part in $parts; do
   case $part in
-    tests | bench | eager | precision | peers | serve) "$part" ;;
-    *) echo "unknown part '$part' (known: tests, bench, eager, precision, peers, serve)"; exit 2 ;;
+    tests | bench | eager | precision | peers | serve | batch) "$part" ;;
+    *) echo "unknown part '$part' (known: tests, bench, eager, precision, peers, serve, batch)"; exit 2 ;;
   esac
 done
 echo "results in $out (summary.txt)"
