@@ -41,6 +41,7 @@ Needs Debian's python3-torch 1.13 and python3-torchvision 0.14 under /usr/bin/py
 """
 import argparse
 import collections
+import inspect
 import math
 import os
 import sys
@@ -346,10 +347,12 @@ def export(name, spec, out_dir):
     tmp = path + ".tmp"
     # Not under torch.no_grad(): there, torch 1.13's MultiheadAttention takes its fused fast path
     # (aten::_native_multi_head_attention), which has no ONNX export (ViT).
+    # Newer PyTorch (a GPU machine's) defaults to the dynamo exporter; this is the TorchScript one.
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(model, tuple(inputs.values()), tmp, opset_version=opset,
                       input_names=list(inputs), output_names=output_names,
                       dynamic_axes=dynamic_axes,
-                      do_constant_folding=True, training=torch.onnx.TrainingMode.EVAL)
+                      do_constant_folding=True, training=torch.onnx.TrainingMode.EVAL, **legacy)
     os.replace(tmp, path)  # never leave a half-written file that would be skipped next time
     if shape_path:  # last: its presence says the model and its input are complete
         with open(shape_path + ".tmp", "w") as f:

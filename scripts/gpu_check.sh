@@ -10,6 +10,7 @@
 #   bash scripts/gpu_check.sh OUT peers      # issue 29: PyTorch in FP16/BF16 beside braid
 #   bash scripts/gpu_check.sh OUT serve      # issue 29: braid serve and braid top on cuda:0
 #   bash scripts/gpu_check.sh OUT batch      # issue 29: batch 8 and 32, predicted beside measured
+#   bash scripts/gpu_check.sh OUT exported   # issue 29: 5 exported models in every precision
 # (no part: tests bench eager). Every step runs under its own time limit and the script goes on
 # when one fails; OUT/summary.txt lists each step's exit status and time, the other files what it
 # printed. The device tool brings back at most 8 files: write OUT elsewhere and tar it into $OUT.
@@ -19,7 +20,9 @@
 # SERVE_DEVICE (default cuda:0; `SERVE_DEVICE=cpu SERVE_PRECISIONS=fp32 BRAID_BIN_DIR=build` tries
 # the part on a machine without a GPU); peers:
 # PEER_PRECISIONS (default "fp16 bf16"), PEER_FLAGS (e.g. --channels-last, --batch 8), PEER_TAG
-# (file suffix); batch: BATCHES (default "8 32"), BATCH_PRECISIONS (default "fp32 fp16"). devices/measured/h100_2026-11-27/README.md has the calls of 2026-11-27.
+# (file suffix); batch: BATCHES (default "8 32"), BATCH_PRECISIONS (default "fp32 fp16");
+# exported: EXPORTED (default "resnet50 mobilenet_v3_large vit_b_16 swin_t bert_base"); its
+# models (about 1 GB) are written under OUT/exported: leave that folder out of the tar. devices/measured/h100_2026-11-27/README.md has the calls of 2026-11-27.
 # Nothing here is judged: docs/gpu.md says what the numbers should be set beside.
 set -uo pipefail
 out=${1:-${OUT:-gpu_check}}
@@ -150,6 +153,27 @@ batch() {
   done
 }
 
+exported() {
+  # Issue 29: torchvision models and BERT exported with this machine's PyTorch
+  # (scripts/export_torchvision.py, random weights, seeded inputs), then on cuda:0 in FP32, TF32,
+  # FP16 and BF16 against the CPU executor (exported_models_cuda_test), then timed under auto in
+  # FP16 and BF16. The export uses the machine's own libraries, as the peers part does.
+  step device 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  local dir=$out/exported names=${EXPORTED:-resnet50 mobilenet_v3_large vit_b_16 swin_t bert_base}
+  step export_models 240 env -u LD_LIBRARY_PATH python3 "$root/scripts/export_torchvision.py" \
+    --out "$dir" $names
+  step exported_cuda_test 300 env BRAID_EXPORTED_MODELS_DIR="$dir" BRAID_EXPORTED_MODELS="${names// /,}" \
+    "$BRAID_BIN_DIR/exported_models_cuda_test"
+  grep '^\[ exported \]' "$out/exported_cuda_test.txt"
+  local files=()
+  for n in $names; do [[ -f $dir/$n.onnx ]] && files+=("$dir/$n.onnx"); done
+  for p in fp16 bf16; do
+    step "bench_exported_$p" 150 "$braid" bench "${files[@]}" --device cuda:0 --cost sim:h100 \
+      --precision "$p" --algos auto,sequential --iters 50 --warmup 5 \
+      --json-file "$out/bench_exported_$p.json"
+  done
+}
+
 # start_server NAME ARGS...: `braid serve ARGS` in the background, its output in OUT/NAME.txt;
 # sets server_pid and server_url (HOST:PORT) once it listens, or fails after 240 s.
 start_server() {
@@ -230,8 +254,8 @@ peers() {
 
 for part in $parts; do
   case $part in
-    tests | bench | eager | precision | peers | serve | batch) "$part" ;;
-    *) echo "unknown part '$part' (known: tests, bench, eager, precision, peers, serve, batch)"; exit 2 ;;
+    tests | bench | eager | precision | peers | serve | batch | exported) "$part" ;;
+    *) echo "unknown part '$part' (known: tests, bench, eager, precision, peers, serve, batch, exported)"; exit 2 ;;
   esac
 done
 echo "results in $out (summary.txt)"
