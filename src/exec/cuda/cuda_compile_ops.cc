@@ -51,15 +51,38 @@ struct GemmShape {
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
 };
 
+// What cuBLASLt adds to a GEMM's D before storing it (gemm_epilogue.h): CUBLASLT_EPILOGUE_DEFAULT
+// (nothing), or a bias vector of one value per row of D, in D's type, then maybe a ReLU or GELU.
+struct LtEpilogue {
+  cublasLtEpilogue_t kind = CUBLASLT_EPILOGUE_DEFAULT;
+  const std::byte* bias = nullptr;  // device memory that lives as long as the compiled model
+};
+
+cublasLtEpilogue_t lt_epilogue(GemmEpilogue e) {
+  switch (e) {
+    case GemmEpilogue::kNone:
+      return CUBLASLT_EPILOGUE_DEFAULT;
+    case GemmEpilogue::kBias:
+      return CUBLASLT_EPILOGUE_BIAS;
+    case GemmEpilogue::kReluBias:
+      return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case GemmEpilogue::kGeluBias:
+      return CUBLASLT_EPILOGUE_GELU_BIAS;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
 // cuBLASLt's matmul for one GEMM of the plan, its algorithm chosen once here: the first that
 // cublasLtMatmulAlgoGetHeuristic ranks for these shapes, the storage type, FP32 accumulation
-// and scale (CUBLAS_COMPUTE_32F; _FAST_TF32 under kTf32), the lane's cuBLAS workspace and the
-// pointers' alignment. Where the heuristic offers none, the call is cuBLAS's gemm() above.
+// and scale (CUBLAS_COMPUTE_32F; _FAST_TF32 under kTf32), the epilogue, the lane's cuBLAS
+// workspace and the pointers' alignment. Where the heuristic offers none, the call is cuBLAS's
+// gemm() above; a call with an epilogue is then not used at all (has_algo() says so), since
+// gemm() has none: the caller compiles the GEMM without it and the fused ops after it.
 class GemmCall {
  public:
   GemmCall(std::shared_ptr<cublasLtContext> lt, Elem e, Precision precision, const GemmShape& s,
-           int64_t alignment)
-      : lt_(std::move(lt)), e_(e), s_(s) {
+           int64_t alignment, const LtEpilogue& epilogue = {})
+      : lt_(std::move(lt)), e_(e), s_(s), epilogue_(epilogue) {
     try {
       describe(precision, alignment);
     } catch (...) {
@@ -71,9 +94,13 @@ class GemmCall {
   GemmCall(const GemmCall&) = delete;
   GemmCall& operator=(const GemmCall&) = delete;
 
+  bool has_algo() const { return has_algo_; }
+
   void run(const LaneContext& lane, float alpha, const std::byte* a, const std::byte* b, float beta,
            std::byte* c) const {
     if (!has_algo_) {
+      BRAID_ASSERT(epilogue_.kind == CUBLASLT_EPILOGUE_DEFAULT,
+                   "cuda: a GEMM epilogue without a cuBLASLt algorithm");
       gemm(lane.cublas, e_, s_.trans_a, s_.trans_b, s_.m, s_.n, s_.k, alpha, a, s_.lda, b, s_.ldb,
            beta, c, s_.ldc);
       return;
@@ -93,6 +120,21 @@ class GemmCall {
     BRAID_CU(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
     // Layouts as stored (rows, columns, leading dimension), in the storage type; C is D.
     const cudaDataType_t t = cuda_type(e_);
+    if (epilogue_.kind != CUBLASLT_EPILOGUE_DEFAULT) {
+      // The bias: s_.m values (D's rows), packed, in D's type (cublasLt.h: the bias type is D's
+      // outside IMMA and FP8 kernels). Its pointer is set here, once: the heuristic reads its
+      // alignment from it, and the compiler keeps the vector as long as this call.
+      BRAID_ASSERT(epilogue_.bias != nullptr, "cuda: a bias epilogue without a bias");
+      const uint32_t kind = epilogue_.kind;
+      const void* bias = epilogue_.bias;
+      const int32_t bias_type = t;
+      BRAID_CU(
+          cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_EPILOGUE, &kind, sizeof(kind)));
+      BRAID_CU(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                              sizeof(bias)));
+      BRAID_CU(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                              sizeof(bias_type)));
+    }
     BRAID_CU(cublasLtMatrixLayoutCreate(&a_, t, uint64_t(s_.trans_a ? s_.k : s_.m),
                                         uint64_t(s_.trans_a ? s_.m : s_.k), s_.lda));
     BRAID_CU(cublasLtMatrixLayoutCreate(&b_, t, uint64_t(s_.trans_b ? s_.n : s_.k),
@@ -131,12 +173,83 @@ class GemmCall {
   std::shared_ptr<cublasLtContext> lt_;
   Elem e_;
   GemmShape s_;
+  LtEpilogue epilogue_;
   cublasLtMatmulDesc_t op_ = nullptr;
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
   cublasLtMatmulPreference_t preference_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
   bool has_algo_ = false;
 };
+
+// A MatMul as cuBLAS GEMMs: row-major Y[M,N] = A[M,K] B[K,N] is column-major Y^T = B^T A^T, so
+// each output matrix is one GEMM with B first and every leading dimension a row length. `pairs`
+// holds, per output matrix (in order), the element offsets of the A and B matrices it reads
+// (broadcast batch dims).
+struct MatmulGemms {
+  GemmShape shape;
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  int64_t y_stride = 0;  // elements between output matrices
+};
+
+MatmulGemms matmul_gemms(const ir::Node& n, const ir::Shape& as, const ir::Shape& bs,
+                         const ir::Shape& ys) {
+  BRAID_CHECK(as.size() >= 2 && bs.size() >= 2, ErrorCode::kUnsupported, "cuda: MatMul '", n.name,
+              "' with a 1-D operand");
+  const int64_t m = ys[ys.size() - 2], nn = ys.back(), k = as.back();
+  const ir::Shape batch(ys.begin(), ys.end() - 2);
+  const ir::Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
+  const int64_t batches = ir::num_elements(batch);
+  const Strided a_idx = broadcast_to(a_batch, batch), b_idx = broadcast_to(b_batch, batch);
+  MatmulGemms g{.shape = {.m = nn, .n = m, .k = k, .lda = nn, .ldb = k, .ldc = nn},
+                .y_stride = m * nn};
+  for (int64_t t = 0; t < batches; ++t) {
+    int64_t rest = t, ao = 0, bo = 0;
+    for (int d = a_idx.rank - 1; d >= 0 && !batch.empty(); --d) {
+      const int64_t at = rest % a_idx.dims[d];
+      rest /= a_idx.dims[d];
+      ao += at * a_idx.strides[d];
+      bo += at * b_idx.strides[d];
+    }
+    g.pairs.emplace_back(ao * m * k, bo * k * nn);
+  }
+  return g;
+}
+
+// The largest power of two up to 256 dividing every matrix's byte offset from its tensor's start.
+int64_t offsets_alignment(const MatmulGemms& g, int64_t esize) {
+  int64_t alignment = 256;
+  for (size_t t = 0; t < g.pairs.size(); ++t)
+    for (int64_t offset : {g.pairs[t].first, g.pairs[t].second, int64_t(t) * g.y_stride})
+      alignment = std::min(alignment, power_of_two_alignment(uint64_t(offset * esize)));
+  return alignment;
+}
+
+// The Op of a MatMul: each output matrix's GEMM by `call` (with its epilogue, if any).
+Op matmul_op(const MatmulGemms& g, Locator a, Locator b, Locator y, int64_t esize,
+             std::shared_ptr<const GemmCall> call) {
+  return [=, pairs = g.pairs, y_stride = g.y_stride](const LaneContext& l, std::byte* arena) {
+    const std::byte *pa = a(arena), *pb = b(arena);
+    std::byte* py = y(arena);
+    for (size_t t = 0; t < pairs.size(); ++t)
+      call->run(l, 1.0f, pb + pairs[t].second * esize, pa + pairs[t].first * esize, 0.0f,
+                py + int64_t(t) * y_stride * esize);
+  };
+}
+
+// A Gemm's one GEMM: row-major Y = op(A) op(B) is column-major Y^T = op(B)^T op(A)^T: B first,
+// with B's transposition, and the row lengths as leading dimensions.
+GemmShape gemm_shape(const ir::GemmAttrs& attrs, const ir::Shape& as, const ir::Shape& ys) {
+  const int64_t m = ys[0], nn = ys[1], k = attrs.trans_a ? as[0] : as[1];
+  const bool ta = attrs.trans_a, tb = attrs.trans_b;
+  return {.trans_a = tb,
+          .trans_b = ta,
+          .m = nn,
+          .n = m,
+          .k = k,
+          .lda = tb ? k : nn,
+          .ldb = ta ? m : k,
+          .ldc = nn};
+}
 
 }  // namespace
 
@@ -426,57 +539,23 @@ void Compiler::compile_softmax(const ir::Node& n, std::vector<Op>& out) {
   });
 }
 
-// Row-major C[M,N] = A[M,K] B[K,N] is column-major C^T = B^T A^T: cuBLAS gets B first.
 void Compiler::compile_matmul(const ir::Node& n, std::vector<Op>& out) {
-  const ir::Shape& as = shape(n.inputs[0]);
-  const ir::Shape& bs = shape(n.inputs[1]);
-  const ir::Shape& ys = shape(n.outputs[0]);
-  BRAID_CHECK(as.size() >= 2 && bs.size() >= 2, ErrorCode::kUnsupported, "cuda: MatMul '", n.name,
-              "' with a 1-D operand");
-  const int64_t m = ys[ys.size() - 2], nn = ys.back(), k = as.back();
-  const ir::Shape batch(ys.begin(), ys.end() - 2);
-  const ir::Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
-  const int64_t batches = ir::num_elements(batch);
-  // Per output matrix: the A and B matrices it reads (broadcast batch dims).
-  const Strided a_idx = broadcast_to(a_batch, batch), b_idx = broadcast_to(b_batch, batch);
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  for (int64_t t = 0; t < batches; ++t) {
-    int64_t rest = t, ao = 0, bo = 0;
-    for (int d = a_idx.rank - 1; d >= 0 && !batch.empty(); --d) {
-      const int64_t at = rest % a_idx.dims[d];
-      rest /= a_idx.dims[d];
-      ao += at * a_idx.strides[d];
-      bo += at * b_idx.strides[d];
-    }
-    pairs.emplace_back(ao * m * k, bo * k * nn);
-  }
-  auto a = locate(n.inputs[0]);
-  auto b = locate(n.inputs[1]);
-  auto y = locate(n.outputs[0]);
-  const int64_t es = esize_;
-  int64_t alignment =
-      std::min({alignment_of(n.inputs[0]), alignment_of(n.inputs[1]), alignment_of(n.outputs[0])});
-  for (size_t t = 0; t < pairs.size(); ++t)
-    for (int64_t offset : {pairs[t].first * es, pairs[t].second * es, int64_t(t) * m * nn * es})
-      alignment = std::min(alignment, power_of_two_alignment(uint64_t(offset)));
-  // Column-major C^T [nn, m] = B^T A^T: B first, every leading dimension a row length.
-  const auto call = std::make_shared<const GemmCall>(
-      cublas_lt(), elem_, options_.precision,
-      GemmShape{.m = nn, .n = m, .k = k, .lda = nn, .ldb = k, .ldc = nn}, alignment);
-  out.push_back([=](const LaneContext& l, std::byte* arena) {
-    const std::byte *pa = a(arena), *pb = b(arena);
-    std::byte* py = y(arena);
-    for (size_t t = 0; t < pairs.size(); ++t)
-      call->run(l, 1.0f, pb + pairs[t].second * es, pa + pairs[t].first * es, 0.0f,
-                py + int64_t(t) * m * nn * es);
-  });
+  const MatmulGemms g =
+      matmul_gemms(n, shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]));
+  const int64_t alignment = std::min({alignment_of(n.inputs[0]), alignment_of(n.inputs[1]),
+                                      alignment_of(n.outputs[0]), offsets_alignment(g, esize_)});
+  const auto call =
+      std::make_shared<const GemmCall>(cublas_lt(), elem_, options_.precision, g.shape, alignment);
+  out.push_back(
+      matmul_op(g, locate(n.inputs[0]), locate(n.inputs[1]), locate(n.outputs[0]), esize_, call));
 }
 
+// C, broadcast into Y first, is accumulated with beta: C may broadcast along either axis. A
+// per-column C ([N], [1, N]) is the bias epilogue instead (compile_gemm_chain), where cuBLASLt
+// has an algorithm for it.
 void Compiler::compile_gemm(const ir::Node& n, std::vector<Op>& out) {
   const auto& attrs = std::get<ir::GemmAttrs>(n.attrs);
-  const ir::Shape& as = shape(n.inputs[0]);
   const ir::Shape& ys = shape(n.outputs[0]);
-  const int64_t m = ys[0], nn = ys[1], k = attrs.trans_a ? as[0] : as[1];
   auto a = locate(n.inputs[0]);
   auto b = locate(n.inputs[1]);
   auto y = locate(n.outputs[0]);
@@ -487,27 +566,70 @@ void Compiler::compile_gemm(const ir::Node& n, std::vector<Op>& out) {
     c_layout = broadcast_to(shape(n.inputs[2]), ys);
   }
   const float alpha = attrs.alpha, beta = c ? attrs.beta : 0.0f;
-  const bool ta = attrs.trans_a, tb = attrs.trans_b;
   const Elem e = elem_;
-  // Row-major Y = op(A) op(B) is column-major Y^T = op(B)^T op(A)^T: B first, with B's
-  // transposition, and the row lengths as leading dimensions. C, broadcast into Y first, is
-  // accumulated with beta (no cuBLASLt bias epilogue: C may broadcast along either axis).
   const auto call = std::make_shared<const GemmCall>(
-      cublas_lt(), elem_, options_.precision,
-      GemmShape{.trans_a = tb,
-                .trans_b = ta,
-                .m = nn,
-                .n = m,
-                .k = k,
-                .lda = tb ? k : nn,
-                .ldb = ta ? m : k,
-                .ldc = nn},
+      cublas_lt(), elem_, options_.precision, gemm_shape(attrs, shape(n.inputs[0]), ys),
       std::min({alignment_of(n.inputs[0]), alignment_of(n.inputs[1]), alignment_of(n.outputs[0])}));
   out.push_back([=](const LaneContext& l, std::byte* arena) {
     std::byte* py = y(arena);
     if (c) cuda::strided_copy(e, py, y_layout, (*c)(arena), c_layout, l.stream);
     call->run(l, alpha, b(arena), a(arena), beta, py);
   });
+}
+
+// One cublasLtMatmul writes the chain's last value: the GEMM (alpha for a Gemm; beta 0, C read
+// as the bias), the bias vector added to every row and the activation, by the epilogue. The bias
+// is the parameter as stored (elem(), D's type), or a Gemm's C times beta uploaded once.
+size_t Compiler::compile_gemm_chain(std::span<const NodeId> ops, std::vector<Op>& out) {
+  const ir::Node& n = g_.node(ops[0]);
+  const GemmChain chain = match_gemm(g_, ops);
+  if (chain.epilogue != GemmEpilogue::kNone) {
+    const std::byte* bias = nullptr;
+    if (chain.bias_scale == 1.0f) {
+      bias = constant(*chain.bias);
+    } else {
+      const std::span<const float> c = host(*chain.bias, "Gemm C");
+      std::vector<float> scaled(c.begin(), c.end());
+      for (float& v : scaled) v *= chain.bias_scale;
+      bias = keep_as(scaled, elem_);
+    }
+    const LtEpilogue epilogue{.kind = lt_epilogue(chain.epilogue), .bias = bias};
+    auto a = locate(n.inputs[0]);
+    auto b = locate(n.inputs[1]);
+    auto y = locate(chain.y);
+    const int64_t alignment =
+        std::min({alignment_of(n.inputs[0]), alignment_of(n.inputs[1]), alignment_of(chain.y)});
+    if (n.kind == ir::OpKind::MatMul) {
+      const MatmulGemms g =
+          matmul_gemms(n, shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]));
+      const auto call = std::make_shared<const GemmCall>(
+          cublas_lt(), elem_, options_.precision, g.shape,
+          std::min(alignment, offsets_alignment(g, esize_)), epilogue);
+      if (call->has_algo()) {
+        out.push_back(matmul_op(g, a, b, y, esize_, call));
+        return chain.used;
+      }
+    } else {
+      const auto& attrs = std::get<ir::GemmAttrs>(n.attrs);
+      const auto call = std::make_shared<const GemmCall>(
+          cublas_lt(), elem_, options_.precision,
+          gemm_shape(attrs, shape(n.inputs[0]), shape(n.outputs[0])), alignment, epilogue);
+      if (call->has_algo()) {
+        const float alpha = attrs.alpha;
+        out.push_back([=](const LaneContext& l, std::byte* arena) {
+          call->run(l, alpha, b(arena), a(arena), 0.0f, y(arena));
+        });
+        return chain.used;
+      }
+    }
+    spdlog::debug("cuda: '{}' runs without cuBLASLt's {} epilogue (no algorithm for it)", n.name,
+                  to_string(chain.epilogue));
+  }
+  if (n.kind == ir::OpKind::MatMul)
+    compile_matmul(n, out);
+  else
+    compile_gemm(n, out);
+  return 1;
 }
 
 // Gather along an axis; the indices are the second input (int64 in the arena) or the node's

@@ -167,13 +167,18 @@ Compiler::~Compiler() {
   for (auto d : activation_descs_) cudnnDestroyActivationDescriptor(d);
 }
 
-// The ops of one unit, in order (fusing a Conv with its BatchNormalization and ReLU).
+// The ops of one unit, in order (fusing a Conv with its BatchNormalization and ReLU, a GEMM
+// with its bias and activation).
 std::vector<Op> Compiler::compile_unit(std::span<const NodeId> ops) {
   std::vector<Op> out;
   for (size_t i = 0; i < ops.size(); ++i) {
     const ir::Node& n = g_.node(ops[i]);
     if (n.kind == ir::OpKind::Conv) {
       i += compile_conv(ops.subspan(i), out) - 1;
+      continue;
+    }
+    if (n.kind == ir::OpKind::MatMul || n.kind == ir::OpKind::Gemm) {
+      i += compile_gemm_chain(ops.subspan(i), out) - 1;
       continue;
     }
     compile_op(n, out);

@@ -27,6 +27,7 @@
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/cuda_kernels.h"
+#include "exec/cuda/gemm_epilogue.h"
 #include "exec/memory_plan.h"
 #include "ir/graph.h"
 #include "ir/unit_graph.h"
@@ -286,6 +287,10 @@ class Compiler {
   void compile_softmax(const ir::Node& n, std::vector<Op>& out);
   void compile_matmul(const ir::Node& n, std::vector<Op>& out);
   void compile_gemm(const ir::Node& n, std::vector<Op>& out);
+  // The MatMul or Gemm at ops[0] with what match_gemm (gemm_epilogue.h) fuses after it, as one
+  // cuBLASLt matmul with that epilogue where the heuristic offers an algorithm for it; else
+  // compile_matmul / compile_gemm alone. Returns how many ops it took.
+  size_t compile_gemm_chain(std::span<const NodeId> ops, std::vector<Op>& out);
   void compile_copy(ValueId from, ValueId to, std::vector<Op>& out);
   // int64/bool tensors and index ops (issue 29).
   void compile_gather(const ir::Node& n, std::vector<Op>& out);

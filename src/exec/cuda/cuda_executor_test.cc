@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <random>
 
 #include "base/error.h"
@@ -725,6 +726,77 @@ TEST(CudaExecutor, LrnMatchesTheReference) {
                                           }),
                              1e-5);
   }
+}
+
+// Issue 29: GEMMs with cuBLASLt's bias epilogues (gemm_epilogue.h) against the CPU executor's
+// FP32, in every precision, eager and replayed: a Gemm whose C is a per-column bias (beta 0.5,
+// alpha 0.7) with a ReLU after it (RELU_BIAS), a MatMul + Add + Relu (RELU_BIAS), a batched
+// MatMul + Add + tanh Gelu (GELU_BIAS), a MatMul + Add + erf Gelu (BIAS, the Gelu our kernel)
+// and a Gemm whose C broadcasts along rows ([M, 1]: accumulated with beta, as before). Without a
+// GPU the graph's chains are matched and the CPU runs before the test skips.
+models::LoadedModel gemm_epilogue_model() {
+  ir::GraphBuilder b("gemm_epilogues");
+  const auto f32 = [](ir::Shape s) { return ir::TensorType{ir::DType::kFloat32, std::move(s)}; };
+  auto param = [&](const std::string& name, ir::Shape s) {
+    return b.add_parameter(name, f32(std::move(s)), ir::ParamInit::uniform(-0.5f, 0.5f));
+  };
+  const ValueId x = b.add_input("x", f32({6, 32}));
+  ValueId y =
+      b.add_op(ir::OpKind::Gemm, ir::GemmAttrs{.alpha = 0.7f, .beta = 0.5f, .trans_b = true},
+               {x, param("w1", {24, 32}), param("c1", {24})}, "gemm_bias");
+  y = b.add_op(ir::OpKind::Relu, {}, {y}, "gemm_bias/relu");
+  y = b.add_op(ir::OpKind::MatMul, {}, {y, param("w2", {24, 40})}, "linear");
+  y = b.add_op(ir::OpKind::Add, {}, {y, param("b2", {40})}, "linear/bias");
+  y = b.add_op(ir::OpKind::Relu, {}, {y}, "linear/relu");
+  b.mark_output(b.add_op(ir::OpKind::Gemm, ir::GemmAttrs{.beta = 2.0f},
+                         {y, param("w3", {40, 8}), param("c3", {6, 1})}, "gemm_rows"));
+  const ValueId t = b.add_input("t", f32({2, 3, 5, 16}));
+  ValueId z = b.add_op(ir::OpKind::MatMul, {}, {t, param("w4", {16, 12})}, "batched");
+  z = b.add_op(ir::OpKind::Add, {}, {param("b4", {1, 12}), z}, "batched/bias");
+  b.mark_output(
+      b.add_op(ir::OpKind::Gelu, ir::GeluAttrs{.tanh_approximation = true}, {z}, "batched/gelu"));
+  ValueId e = b.add_op(ir::OpKind::MatMul, {}, {t, param("w5", {16, 10})}, "erf");
+  e = b.add_op(ir::OpKind::Add, {}, {e, param("b5", {10})}, "erf/bias");
+  b.mark_output(b.add_op(ir::OpKind::Gelu, ir::GeluAttrs{}, {e}, "erf/gelu"));
+  models::LoadedModel m;
+  m.graph = std::make_shared<const ir::Graph>(std::move(b).build());
+  m.weights = ir::Weights::generate(*m.graph, 13);
+  m.units = ir::fuse(m.graph);
+  return m;
+}
+
+TEST(CudaExecutor, GemmEpiloguesMatchTheCpuExecutor) {
+  ZooCase z(gemm_epilogue_model());
+  models::LoadedModel& m = z.model;
+  std::map<std::string, cuda::GemmEpilogue> epilogues;
+  for (size_t u = 0; u < m.units.num_units(); ++u) {
+    const auto ops = m.units.unit(UnitId(u)).ops;
+    epilogues[m.graph->node(ops.front()).name] = cuda::match_gemm(*m.graph, ops).epilogue;
+  }
+  using E = cuda::GemmEpilogue;
+  EXPECT_EQ(epilogues, (std::map<std::string, E>{{"gemm_bias", E::kReluBias},
+                                                 {"linear", E::kReluBias},
+                                                 {"gemm_rows", E::kNone},
+                                                 {"batched", E::kGeluBias},
+                                                 {"erf", E::kBias}}));
+  cost::RooflineCostModel roofline(m.units);
+  const sched::Schedule s = sched::make_scheduler("sequential", {})->schedule(m.units, roofline);
+  const auto expected = run(*make_cpu_executor({}), m, z.weights, s, z.inputs, false);
+  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
+  for (Precision precision :
+       {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16})
+    for (bool graph : {false, true}) {
+      SCOPED_TRACE(to_string(precision) + (graph ? " graph" : " eager"));
+      const auto got =
+          run(*make_cuda_executor({.device = 0, .graph = graph, .precision = precision}), m,
+              z.weights, s, z.inputs, false);
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        const testing::Agreement a =
+            testing::compare(got[i], expected[i], testing::tolerance(precision));
+        EXPECT_TRUE(a.ok) << "output " << i << ": " << a.failure;
+      }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, CudaExecutorZoo,
