@@ -82,36 +82,57 @@ nb::object float_view(float* data, const std::vector<size_t>& shape, nb::capsule
 
 constexpr nb::dlpack::dtype kFloat16{uint8_t(nb::dlpack::dtype_code::Float), 16, 1};
 
-// An output of a type other than float32 (braid holds every value as float) converted into an
-// array of its own: int64, bool, float16 (rounded to nearest even); bfloat16 as float32 (NumPy
-// has no bfloat16), its values rounded to bfloat16.
-nb::object converted(std::span<const float> v, const std::vector<size_t>& shape,
-                     models::ElementType type) {
+// An int64, bool or float16 array of `shape`, its bytes (that type's) written by `fill`.
+template <typename Fill>
+nb::object typed_array(models::ElementType type, const std::vector<size_t>& shape, Fill fill) {
   using models::ElementType;
+  size_t n = 1;
+  for (size_t d : shape) n *= d;
+  // `data` (new T[n]) filled and handed to NumPy, or freed when fill() throws.
+  auto own = [&]<typename T>(T* data) {
+    std::unique_ptr<T[]> guard(data);
+    fill(std::span<std::byte>(reinterpret_cast<std::byte*>(data), n * sizeof(T)));
+    return nb::capsule(guard.release(), [](void* p) noexcept { delete[] static_cast<T*>(p); });
+  };
   if (type == ElementType::kFloat16) {
-    auto* data = new uint16_t[v.size()];
-    models::store_floats(type, v, reinterpret_cast<std::byte*>(data));
-    nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<uint16_t*>(p); });
+    auto* data = new uint16_t[n];
+    nb::capsule owner = own(data);
     return nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr, kFloat16)
         .cast();
   }
-  if (type == ElementType::kBFloat16) {
+  if (type == ElementType::kInt64) {
+    auto* data = new int64_t[n];
+    nb::capsule owner = own(data);
+    return nb::ndarray<nb::numpy, int64_t>(data, shape.size(), shape.data(), owner).cast();
+  }
+  static_assert(sizeof(bool) == 1, "bool values are one byte each");
+  auto* data = new bool[n];
+  nb::capsule owner = own(data);
+  return nb::ndarray<nb::numpy, bool>(data, shape.size(), shape.data(), owner).cast();
+}
+
+// Values of a type other than float32 (braid holds every value as float) converted into an
+// array of their own: int64, bool, float16 (rounded to nearest even); bfloat16 as float32 (NumPy
+// has no bfloat16), its values rounded to bfloat16.
+nb::object converted(std::span<const float> v, const std::vector<size_t>& shape,
+                     models::ElementType type) {
+  if (type == models::ElementType::kBFloat16) {
     auto* data = new float[v.size()];
     std::copy(v.begin(), v.end(), data);
     models::round_floats(type, {data, v.size()});
     nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<float*>(p); });
     return float_view(data, shape, owner);
   }
-  if (type == ElementType::kInt64) {
-    auto* data = new int64_t[v.size()];
-    for (size_t k = 0; k < v.size(); ++k) data[k] = int64_t(v[k]);
-    nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<int64_t*>(p); });
-    return nb::ndarray<nb::numpy, int64_t>(data, shape.size(), shape.data(), owner).cast();
-  }
-  auto* data = new bool[v.size()];
-  for (size_t k = 0; k < v.size(); ++k) data[k] = v[k] != 0;
-  nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<bool*>(p); });
-  return nb::ndarray<nb::numpy, bool>(data, shape.size(), shape.data(), owner).cast();
+  return typed_array(type, shape,
+                     [&](std::span<std::byte> dst) { models::store_floats(type, v, dst.data()); });
+}
+
+// Output i of a run, of a type other than float32, as the session writes it in its own type
+// (Outputs::write: on cuda:N a 16-bit output's bytes as the device gives them).
+nb::object converted(const session::Outputs& outputs, size_t i, const std::vector<size_t>& shape,
+                     models::ElementType type) {
+  if (type == models::ElementType::kBFloat16) return converted(outputs.values(i), shape, type);
+  return typed_array(type, shape, [&](std::span<std::byte> dst) { outputs.write(i, dst); });
 }
 
 // A read-only, C-contiguous NumPy array of any dtype (an input).
@@ -214,12 +235,12 @@ class PySession {
     nb::list result;
     const auto& infos = session_->outputs();
     for (size_t i = 0; i < infos.size(); ++i) {
-      const std::span<const float> v = outputs->values(i);
       std::vector<size_t> shape(infos[i].shape.begin(), infos[i].shape.end());
       if (infos[i].type != models::ElementType::kFloat32) {
-        result.append(converted(v, shape, infos[i].type));
+        result.append(converted(*outputs, i, shape, infos[i].type));
         continue;
       }
+      const std::span<const float> v = outputs->values(i);
       // The capsule holds this run's outputs: the request returns to the pool when the last
       // array viewing it is gone. The arena is this run's alone until then: writable.
       auto* keep = new SharedOutputs(outputs);
