@@ -17,8 +17,31 @@ std::unique_ptr<Policy> make_top_heuristic_policy(const PolicyOptions& options);
 
 namespace {
 
-constexpr std::array<std::string_view, 4> kNames = {"static", "static-serial", "sync",
-                                                    "top-heuristic"};
+std::unique_ptr<Policy> make_static(const PolicyOptions& o) {
+  return make_static_policy(o, /*serial=*/false);
+}
+std::unique_ptr<Policy> make_static_serial(const PolicyOptions& o) {
+  return make_static_policy(o, /*serial=*/true);
+}
+
+struct Entry {
+  std::string_view name;
+  std::unique_ptr<Policy> (*make)(const PolicyOptions&);
+};
+
+// Every built-in policy, in the order listings show them (learned:DIR is not a fixed name).
+constexpr Entry kPolicies[] = {
+    {"static", make_static},
+    {"static-serial", make_static_serial},
+    {"sync", make_sync_policy},
+    {"top-heuristic", make_top_heuristic_policy},
+};
+
+constexpr auto kNames = [] {
+  std::array<std::string_view, std::size(kPolicies)> names{};
+  for (size_t i = 0; i < names.size(); ++i) names[i] = kPolicies[i].name;
+  return names;
+}();
 
 }  // namespace
 
@@ -43,10 +66,8 @@ std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& 
               "H (max sub-blocks per combined block) must be >= 1, got ", options.max_sub_blocks);
   BRAID_CHECK(options.max_in_flight >= 1, ErrorCode::kInvalidArgument,
               "max in-flight instances must be >= 1");
-  if (name == "static") return make_static_policy(options, /*serial=*/false);
-  if (name == "static-serial") return make_static_policy(options, /*serial=*/true);
-  if (name == "sync") return make_sync_policy(options);
-  if (name == "top-heuristic") return make_top_heuristic_policy(options);
+  for (const Entry& e : kPolicies)
+    if (e.name == name) return e.make(options);
   if (name.starts_with(kLearnedPrefix)) {
     const std::string_view dir = name.substr(kLearnedPrefix.size());
     BRAID_CHECK(!dir.empty(), ErrorCode::kInvalidArgument,
