@@ -404,6 +404,10 @@ void Compiler::compile_reduce_mean(const ir::Node& n, std::vector<Op>& out) {
 }
 
 void Compiler::compile_concat(const ir::Node& n, std::vector<Op>& out) {
+  // Placed in their windows by the memory plan (memory_plan_options): the producers wrote there.
+  if (std::any_of(memory_.in_place_concats.begin(), memory_.in_place_concats.end(),
+                  [&](NodeId c) { return &g_.node(c) == &n; }))
+    return;
   const ir::Shape& ys = shape(n.outputs[0]);
   auto y = locate(n.outputs[0]);
   const ir::Shape& os = ys;

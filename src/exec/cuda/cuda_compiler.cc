@@ -114,22 +114,6 @@ std::optional<cuda::UnaryOp> unary_of(ir::Activation a) {
   return std::nullopt;
 }
 
-namespace {
-
-// The memory plan's options with every slot sized by its value's storage type (CompiledModel).
-MemoryPlanOptions sized_by_storage(const ir::Graph& g, const CudaExecutorOptions& options,
-                                   MemoryPlanOptions memory) {
-  const Elem floats = elem_of(options.precision);
-  memory.value_bytes = [&g, floats](ValueId v) {
-    const ir::TensorType& t = g.value(v).type;
-    return t.elements() * Bytes(elem_bytes(storage_elem(t.dtype, floats)));
-  };
-  memory.alignment = 256;
-  return memory;
-}
-
-}  // namespace
-
 Elem elem_of(Precision p) {
   switch (p) {
     case Precision::kFp16:
@@ -358,11 +342,35 @@ void Compiler::compile_copy(ValueId from, ValueId to, std::vector<Op>& out) {
   });
 }
 
+MemoryPlanOptions memory_plan_options(const ir::Graph& g, const CudaExecutorOptions& options,
+                                      MemoryPlanOptions memory) {
+  constexpr Bytes kAlignment = 256;
+  const Elem floats = elem_of(options.precision);
+  auto bytes_of = [&g, floats](ValueId v) {
+    const ir::TensorType& t = g.value(v).type;
+    return t.elements() * Bytes(elem_bytes(storage_elem(t.dtype, floats)));
+  };
+  memory.value_bytes = bytes_of;
+  memory.alignment = kAlignment;
+  // The planner asks only where the windows are contiguous (nothing before the axis but 1s).
+  // Every kernel then still gets 256-byte aligned pointers, as from its own slot; a concat input
+  // is never stored NHWC (conv_layout.h: a Concat is no convolution).
+  if (options.concat_in_place && !memory.concat_in_place)
+    memory.concat_in_place = [&g, bytes_of](ValueId, ValueId concat, int64_t offset) {
+      const ir::Shape& shape = g.value(concat).type.shape;
+      const int64_t axis = normalize(
+          std::get<ir::AxisAttrs>(g.node(g.value(concat).producer).attrs).axis, shape.size());
+      if (shape[axis] == 0) return false;
+      return offset * (bytes_of(concat) / shape[axis]) % kAlignment == 0;
+    };
+  return memory;
+}
+
 CompiledModel::CompiledModel(const ir::Graph& graph, const ir::Weights& weights,
                              const ir::UnitGraph& units, const sched::ExecutionPlan& plan,
                              const CudaExecutorOptions& options,
                              const MemoryPlanOptions& memory_options)
-    : memory(plan_memory(graph, units, plan, sized_by_storage(graph, options, memory_options))) {
+    : memory(plan_memory(graph, units, plan, memory_plan_options(graph, options, memory_options))) {
   BRAID_CU(cudaSetDevice(options.device));
   // A handle for choosing algorithms only: the lanes run with their own.
   cudnnHandle_t cudnn;

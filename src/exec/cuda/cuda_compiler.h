@@ -321,11 +321,17 @@ class Compiler {
   std::unordered_map<size_t, size_t> site_of_conv_;  // node index -> conv_sites_ index
 };
 
+// The memory plan's options for a CUDA plan of `graph` (what CompiledModel plans with): `base`
+// with every slot sized by how its value is stored (2 bytes an element for float32 values in
+// FP16/BF16 plans, 8 for int64, 1 for bool), every offset 256-byte aligned (cuDNN's and
+// cuBLASLt's preferred alignment), and, with options.concat_in_place, a Concat's inputs placed
+// in their windows of its output where each window starts 256-byte aligned.
+MemoryPlanOptions memory_plan_options(const ir::Graph& graph, const CudaExecutorOptions& options,
+                                      MemoryPlanOptions base = {});
+
 // A model compiled once for a device: its memory plan and every unit's Ops. Shared by the
 // executor's prepared model and the stage timer. Not movable: the compiler refers to `memory`.
-// The memory plan is the lowered plan's lifetimes with each slot sized by how the value is
-// stored (2 bytes an element for float32 values in FP16/BF16 plans, 8 for int64, 1 for bool),
-// every offset 256-byte aligned (cuDNN's and cuBLASLt's preferred alignment).
+// The memory plan is the lowered plan's lifetimes under memory_plan_options.
 struct CompiledModel {
   CompiledModel(const ir::Graph& graph, const ir::Weights& weights, const ir::UnitGraph& units,
                 const sched::ExecutionPlan& plan, const CudaExecutorOptions& options,

@@ -60,6 +60,10 @@ struct CudaExecutorOptions {
   // does), and runs in the faster counting the layout transforms at its boundaries; kNchw and
   // kNhwc force one. FP32 and TF32 plans run NCHW.
   cuda::ConvLayoutMode conv_layout = cuda::ConvLayoutMode::kMeasure;
+  // A Concat whose inputs can all lie in their windows of its output (batch 1 along channels, as
+  // Inception's and SqueezeNet's blocks, each window 256-byte aligned) copies nothing: their
+  // producers write there (MemoryPlanOptions::concat_in_place). false: every Concat copies.
+  bool concat_in_place = true;
 };
 
 // Whether the CUDA executor has kernels for `kind` (on float tensors; CudaExecutor::supports adds

@@ -15,7 +15,7 @@
 #include "base/error.h"
 #include "cost/roofline.h"
 #include "exec/cpu/cpu_executor.h"
-#include "exec/cuda/cuda_compiler.h"
+#include "exec/cuda/gemm_epilogue.h"
 #include "exec/ref/ref_executor.h"
 #include "ir/unit_graph.h"
 #include "models/element_type.h"
@@ -172,32 +172,6 @@ TEST_P(CudaExecutorPrecision, MatchesFp32WithinTheStatedBounds) {
 // Issue 14: under replay the run's timing events were captured into the graph and every run
 // failed in cudaEventElapsedTime. Timed replays of whole runs and of block ranges, and an
 // observed run (eager, per-unit times), each give a device time.
-// ResNet-50's units as the compiler fuses them (no GPU needed: a Compiler without a cuDNN handle
-// matches chains): every Conv unit is one convolution, and the 16 blocks' `out += identity`
-// with its ReLU are fused into the block's last convolution (cuDNN's z input, or one
-// channel_affine after it). On a GPU, CudaExecutorZoo and the NHWC test check their values.
-TEST(CudaCompiler, FusesResnetResidualAddsIntoTheirConvolutions) {
-  models::LoadedModel m = models::load_model("resnet50", {});
-  const MemoryPlan no_memory;
-  const cuda::Compiler compiler(*m.graph, m.weights, no_memory, {}, nullptr);
-  size_t convs = 0, residuals = 0;
-  for (size_t u = 0; u < m.units.num_units(); ++u) {
-    const auto ops = m.units.unit(UnitId(u)).ops;
-    if (m.graph->node(ops[0]).kind != ir::OpKind::Conv) continue;
-    const cuda::Compiler::ConvChain chain = compiler.match_conv(ops);
-    ++convs;
-    EXPECT_EQ(chain.used, ops.size()) << m.units.unit(UnitId(u)).name;
-    if (!chain.residual) continue;
-    ++residuals;
-    EXPECT_EQ(chain.activation, nullptr);
-    ASSERT_NE(chain.after, nullptr);
-    EXPECT_EQ(chain.after->kind, ir::OpKind::Relu);
-    EXPECT_NE(*chain.residual, m.graph->node(ops[0]).inputs[0]);
-  }
-  EXPECT_EQ(convs, 53u);
-  EXPECT_EQ(residuals, 16u);
-}
-
 TEST(CudaExecutor, ReplayedRunsAndBlockRangesAreTimed) {
   if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
   models::LoadOptions load;

@@ -1,0 +1,121 @@
+// What the CUDA compiler decides before it touches a GPU (no device needed: a Compiler without a
+// cuDNN handle matches chains, and memory_plan_options plans memory): which ops a convolution
+// takes in, and which Concats copy nothing. Their values on a GPU are checked by
+// cuda_executor_test's zoo tests.
+#include "exec/cuda/cuda_compiler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "cost/roofline.h"
+#include "exec/memory_plan.h"
+#include "models/loader.h"
+#include "sched/lower.h"
+#include "sched/registry.h"
+
+namespace braid::exec {
+namespace {
+
+// ResNet-50's units as the compiler fuses them: every Conv unit is one convolution, and the 16
+// blocks' `out += identity` with its ReLU are fused into the block's last convolution (cuDNN's z
+// input, or one channel_affine after it).
+TEST(CudaCompiler, FusesResnetResidualAddsIntoTheirConvolutions) {
+  models::LoadedModel m = models::load_model("resnet50", {});
+  const MemoryPlan no_memory;
+  const cuda::Compiler compiler(*m.graph, m.weights, no_memory, {}, nullptr);
+  size_t convs = 0, residuals = 0;
+  for (size_t u = 0; u < m.units.num_units(); ++u) {
+    const auto ops = m.units.unit(UnitId(u)).ops;
+    if (m.graph->node(ops[0]).kind != ir::OpKind::Conv) continue;
+    const cuda::Compiler::ConvChain chain = compiler.match_conv(ops);
+    ++convs;
+    EXPECT_EQ(chain.used, ops.size()) << m.units.unit(UnitId(u)).name;
+    if (!chain.residual) continue;
+    ++residuals;
+    EXPECT_EQ(chain.activation, nullptr);
+    ASSERT_NE(chain.after, nullptr);
+    EXPECT_EQ(chain.after->kind, ir::OpKind::Relu);
+    EXPECT_NE(*chain.residual, m.graph->node(ops[0]).inputs[0]);
+  }
+  EXPECT_EQ(convs, 53u);
+  EXPECT_EQ(residuals, 16u);
+}
+
+// SqueezeNet's Fire modules, GoogLeNet's and Inception V3's blocks end in a Concat along
+// channels at batch 1. A Concat copies nothing exactly where every window of its output starts
+// 256-byte aligned: in SqueezeNet's FP32 plan all 8 (64-channel multiples of whole planes), in
+// FP16 only some; with concat_in_place off, none. Each placed input lies at its window's offset
+// in the Concat's output, and the arena is no larger.
+TEST(CudaCompiler, PlacesConcatInputsInTheirAlignedWindows) {
+  for (const char* name : {"squeezenet", "googlenet", "tv_inception_v3"}) {
+    SCOPED_TRACE(name);
+    models::LoadedModel m = models::load_model(name, {.with_weights = false});
+    const ir::Graph& g = *m.graph;
+    cost::RooflineCostModel roofline(m.units);
+    const sched::ExecutionPlan plan =
+        sched::lower(m.units, sched::make_scheduler("sequential", {})->schedule(m.units, roofline));
+    size_t concats = 0;
+    for (const ir::Node& n : g.nodes()) concats += n.kind == ir::OpKind::Concat;
+    auto plan_for = [&](Precision p, bool in_place) {
+      return plan_memory(
+          g, m.units, plan,
+          cuda::memory_plan_options(g, {.precision = p, .concat_in_place = in_place}));
+    };
+    for (Precision p : {Precision::kFp32, Precision::kFp16}) {
+      SCOPED_TRACE(to_string(p));
+      const int64_t elem = p == Precision::kFp32 ? 4 : 2;
+      const MemoryPlan placed = plan_for(p, true), copied = plan_for(p, false);
+      EXPECT_TRUE(copied.in_place_concats.empty());
+      EXPECT_LE(placed.arena_bytes, copied.arena_bytes);
+      size_t aligned = 0;
+      for (size_t i = 0; i < g.num_nodes(); ++i) {
+        const ir::Node& n = g.node(make_id<NodeId>(i));
+        if (n.kind != ir::OpKind::Concat) continue;
+        const ir::Shape& ys = g.value(n.outputs[0]).type.shape;
+        ASSERT_EQ(ys.size(), 4u);
+        ASSERT_EQ(ys[0], 1);
+        const int64_t plane = ys[2] * ys[3] * elem;
+        bool windows_aligned = true;
+        int64_t at = 0;
+        for (ValueId v : n.inputs) {
+          windows_aligned = windows_aligned && at * plane % 256 == 0;
+          at += g.value(v).type.shape[1];
+        }
+        aligned += windows_aligned;
+        const bool in_place =
+            std::find(placed.in_place_concats.begin(), placed.in_place_concats.end(),
+                      make_id<NodeId>(i)) != placed.in_place_concats.end();
+        EXPECT_EQ(in_place, windows_aligned) << n.name;
+        if (!in_place) continue;
+        at = 0;
+        for (ValueId v : n.inputs) {
+          EXPECT_EQ(placed.offset[index(v)], placed.offset[index(n.outputs[0])] + at * plane)
+              << n.name;
+          EXPECT_EQ(placed.offset[index(v)] % 256, 0) << n.name;
+          at += g.value(v).type.shape[1];
+        }
+      }
+      EXPECT_EQ(placed.in_place_concats.size(), aligned);
+      std::printf(
+          "[ concat ] %s %s: %zu of %zu Concats in place, arena %lld bytes (copying: "
+          "%lld)\n",
+          name, to_string(p).c_str(), aligned, concats, static_cast<long long>(placed.arena_bytes),
+          static_cast<long long>(copied.arena_bytes));
+      if (std::string(name) == "squeezenet") {
+        EXPECT_EQ(concats, 8u);
+        if (p == Precision::kFp32) {
+          EXPECT_EQ(aligned, 8u);
+        } else {  // both kinds present: the alignment rule decides
+          EXPECT_GT(aligned, 0u);
+          EXPECT_LT(aligned, 8u);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace braid::exec
