@@ -322,32 +322,73 @@ void Compiler::compile_binary(const ir::Node& n, std::vector<Op>& out) {
   });
 }
 
-void Compiler::compile_pool(const ir::Node& n, std::vector<Op>& out) {
+cuda::Pool2d Compiler::pool_of(const ir::Node& n) const {
   const ir::Shape& ys = shape(n.outputs[0]);
-  auto y = locate(n.outputs[0]);
   const auto& a = std::get<ir::PoolAttrs>(n.attrs);
   const ir::Shape& xs = shape(n.inputs[0]);
   BRAID_CHECK(xs.size() == 4, ErrorCode::kUnsupported, "cuda: pooling '", n.name, "' is not 2-D");
-  cuda::Pool2d p{.planes = xs[0] * xs[1],
-                 .in_h = xs[2],
-                 .in_w = xs[3],
-                 .out_h = ys[2],
-                 .out_w = ys[3],
-                 .kernel_h = a.kernel[0],
-                 .kernel_w = a.kernel[1],
-                 .stride_h = a.stride[0],
-                 .stride_w = a.stride[1],
-                 .pad_top = a.pads[0],
-                 .pad_left = a.pads[1],
-                 .pad_bottom = a.pads[2],
-                 .pad_right = a.pads[3],
-                 .is_max = n.kind == ir::OpKind::MaxPool,
-                 .count_include_pad = a.count_include_pad};
-  auto x = locate(n.inputs[0]);
+  return {.planes = xs[0] * xs[1],
+          .in_h = xs[2],
+          .in_w = xs[3],
+          .out_h = ys[2],
+          .out_w = ys[3],
+          .kernel_h = a.kernel[0],
+          .kernel_w = a.kernel[1],
+          .stride_h = a.stride[0],
+          .stride_w = a.stride[1],
+          .pad_top = a.pads[0],
+          .pad_left = a.pads[1],
+          .pad_bottom = a.pads[2],
+          .pad_right = a.pads[3],
+          .is_max = n.kind == ir::OpKind::MaxPool,
+          .count_include_pad = a.count_include_pad};
+}
+
+void Compiler::compile_pool(const cuda::Pool2d& p, ValueId from, ValueId to, std::vector<Op>& out) {
+  auto x = locate(from);
+  auto y = locate(to);
   const Elem e = elem_;
   out.push_back([=](const LaneContext& l, std::byte* arena) {
     cuda::pool2d(e, x(arena), y(arena), p, l.stream);
   });
+}
+
+// A zero Pad of H and W then an AveragePool (torchvision's avg_pool2d(padding=1) as exported:
+// Inception V3's blocks) is one pool over the unpadded input with the pads added to its own and
+// the padded zeros counted (count_include_pad), as ONNX Runtime's Pad fusion does: the sum is
+// the same (the zeros add nothing) and so is the divisor, where the pool counts its own pads
+// too or has none. Anything else (a MaxPool, a nonzero value, pads on N or C, negative pads,
+// pads that would reach the kernel's size) takes nothing: 0.
+size_t Compiler::compile_padded_pool(std::span<const NodeId> ops, std::vector<Op>& out) {
+  if (ops.size() < 2) return 0;
+  const ir::Node& pad = g_.node(ops[0]);
+  const ir::Node& pool = g_.node(ops[1]);
+  if (pad.kind != ir::OpKind::Pad || pool.kind != ir::OpKind::AveragePool ||
+      pool.inputs[0] != pad.outputs[0] || !single_consumer(pad.outputs[0]))
+    return 0;
+  const auto& pa = std::get<ir::PadAttrs>(pad.attrs);
+  const auto& a = std::get<ir::PoolAttrs>(pool.attrs);
+  const ir::Shape& xs = shape(pad.inputs[0]);
+  if (xs.size() != 4 || pa.pads.size() != 8 || pa.value != 0.0f) return 0;
+  for (size_t d : {0, 1, 4, 5})
+    if (pa.pads[d] != 0) return 0;
+  if (std::any_of(pa.pads.begin(), pa.pads.end(), [](int64_t p) { return p < 0; })) return 0;
+  const bool own_pads = std::any_of(a.pads.begin(), a.pads.end(), [](int64_t p) { return p != 0; });
+  if (own_pads && !a.count_include_pad) return 0;
+  cuda::Pool2d p = pool_of(pool);
+  p.in_h = xs[2];
+  p.in_w = xs[3];
+  p.pad_top += pa.pads[2];
+  p.pad_left += pa.pads[3];
+  p.pad_bottom += pa.pads[6];
+  p.pad_right += pa.pads[7];
+  p.count_include_pad = true;
+  // ONNX bounds a pool's pads by its kernel; past it the pad stays its own kernel.
+  if (std::max(p.pad_top, p.pad_bottom) >= p.kernel_h ||
+      std::max(p.pad_left, p.pad_right) >= p.kernel_w)
+    return 0;
+  compile_pool(p, pad.inputs[0], pool.outputs[0], out);
+  return 2;
 }
 
 // LRN across channels by our kernel, ONNX's window for every size (oneDNN's is symmetric, so the

@@ -161,6 +161,10 @@ std::vector<Op> Compiler::compile_unit(std::span<const NodeId> ops) {
       i += compile_conv(ops.subspan(i), out) - 1;
       continue;
     }
+    if (const size_t used = compile_padded_pool(ops.subspan(i), out); used > 0) {
+      i += used - 1;
+      continue;
+    }
     if (n.kind == ir::OpKind::MatMul || n.kind == ir::OpKind::Gemm) {
       i += compile_gemm_chain(ops.subspan(i), out) - 1;
       continue;
@@ -274,7 +278,7 @@ void Compiler::compile_op(const ir::Node& n, std::vector<Op>& out) {
       return compile_binary(n, out);
     case ir::OpKind::MaxPool:
     case ir::OpKind::AveragePool:
-      return compile_pool(n, out);
+      return compile_pool(pool_of(n), n.inputs[0], n.outputs[0], out);
     case ir::OpKind::GlobalAveragePool:
       return compile_global_average_pool(n, out);
     case ir::OpKind::Concat:

@@ -275,7 +275,12 @@ class Compiler {
   void compile_unary(const ir::Node& n, std::vector<Op>& out);
   void compile_reduce_mean(const ir::Node& n, std::vector<Op>& out);
   void compile_binary(const ir::Node& n, std::vector<Op>& out);
-  void compile_pool(const ir::Node& n, std::vector<Op>& out);
+  // A pooling node's parameters over its input as it stands (compile_padded_pool widens them).
+  cuda::Pool2d pool_of(const ir::Node& n) const;
+  void compile_pool(const cuda::Pool2d& p, ValueId from, ValueId to, std::vector<Op>& out);
+  // Pad then AveragePool at the start of `ops` as one pool (cuda_compile_ops.cc): 2, or 0 when
+  // they do not fuse.
+  size_t compile_padded_pool(std::span<const NodeId> ops, std::vector<Op>& out);
   void compile_lrn(const ir::Node& n, std::vector<Op>& out);
   void compile_global_average_pool(const ir::Node& n, std::vector<Op>& out);
   void compile_concat(const ir::Node& n, std::vector<Op>& out);

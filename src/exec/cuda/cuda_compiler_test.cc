@@ -7,11 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <string>
 
 #include "cost/roofline.h"
 #include "exec/memory_plan.h"
+#include "exec/ref/ref_executor.h"
+#include "ir/graph.h"
+#include "ir/weights.h"
 #include "models/loader.h"
 #include "sched/lower.h"
 #include "sched/registry.h"
@@ -115,6 +119,89 @@ TEST(CudaCompiler, PlacesConcatInputsInTheirAlignedWindows) {
       }
     }
   }
+}
+
+// torchvision's Inception V3 exports avg_pool2d(padding=1) as Pad then AveragePool: each such
+// unit compiles to one pool (compile_padded_pool), where it used to be a pad kernel and a pool.
+// Compiling pools touches no GPU (their Ops only run there); CudaExecutorZoo checks the values.
+TEST(CudaCompiler, FusesAZeroPadIntoTheAveragePoolAfterIt) {
+  for (const char* name : {"tv_inception_v3", "inception_v3"}) {
+    SCOPED_TRACE(name);
+    models::LoadedModel m = models::load_model(name, {.with_weights = false});
+    const ir::Graph& g = *m.graph;
+    cost::RooflineCostModel roofline(m.units);
+    const sched::ExecutionPlan plan =
+        sched::lower(m.units, sched::make_scheduler("sequential", {})->schedule(m.units, roofline));
+    const MemoryPlan memory = plan_memory(g, m.units, plan, cuda::memory_plan_options(g, {}));
+    const ir::Weights no_weights;
+    cuda::Compiler compiler(g, no_weights, memory, {}, nullptr);
+    size_t padded_pools = 0;
+    for (size_t u = 0; u < m.units.num_units(); ++u) {
+      const auto ops = m.units.unit(UnitId(u)).ops;
+      if (ops.size() != 2 || g.node(ops[0]).kind != ir::OpKind::Pad ||
+          g.node(ops[1]).kind != ir::OpKind::AveragePool)
+        continue;
+      ++padded_pools;
+      EXPECT_EQ(compiler.compile_unit(ops).size(), 1u) << m.units.unit(UnitId(u)).name;
+    }
+    std::printf("[ pad+pool ] %s: %zu Pad+AveragePool units\n", name, padded_pools);
+    if (std::string(name) == "tv_inception_v3") {
+      EXPECT_EQ(padded_pools, 9u);
+    }
+  }
+}
+
+// The rule compile_padded_pool rests on, by the reference executor (the oracle; the CUDA pool
+// kernel follows the same ONNX semantics): a zero Pad of H and W then an AveragePool equals one
+// AveragePool over the unpadded input with the pads added to its own and count_include_pad set,
+// where the pool has no pads of its own or counts them and the sums stay below the kernel (ONNX's
+// bound); with strides, ceil mode and asymmetric pads. And it is not the same pool when the pool's
+// own pads are not counted (why that case is left unfused).
+TEST(CudaCompiler, PadThenAveragePoolIsOnePoolCountingThePads) {
+  struct Case {
+    std::array<int64_t, 4> pad;  // top, left, bottom, right
+    std::array<int64_t, 4> own;
+    bool count_include_pad, ceil_mode;
+    int64_t stride;
+  };
+  const Case cases[] = {{{1, 1, 1, 1}, {0, 0, 0, 0}, false, false, 1},
+                        {{1, 0, 2, 1}, {0, 0, 0, 0}, false, false, 2},
+                        {{1, 1, 1, 1}, {1, 1, 1, 1}, true, false, 1},
+                        {{1, 1, 0, 1}, {1, 0, 1, 0}, true, true, 2},
+                        {{0, 1, 1, 0}, {0, 0, 0, 0}, true, true, 2}};
+  const auto f32 = [](ir::Shape s) { return ir::TensorType{ir::DType::kFloat32, std::move(s)}; };
+  std::vector<float> x(2 * 3 * 9 * 9);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float((i * 37) % 17) - 8.0f;
+  auto run = [&](bool padded, const Case& c, bool count) {
+    ir::GraphBuilder b("pad_pool");
+    ValueId v = b.add_input("x", f32({2, 3, 9, 9}));
+    ir::PoolAttrs pool{.kernel = {3, 3}, .stride = {c.stride, c.stride}, .ceil_mode = c.ceil_mode};
+    if (padded) {
+      v = b.add_op(ir::OpKind::Pad,
+                   ir::PadAttrs{.pads = {0, 0, c.pad[0], c.pad[1], 0, 0, c.pad[2], c.pad[3]}}, {v},
+                   "pad");
+      pool.pads = c.own;
+      pool.count_include_pad = c.count_include_pad;
+    } else {
+      for (size_t d = 0; d < 4; ++d) pool.pads[d] = c.pad[d] + c.own[d];
+      pool.count_include_pad = count;
+    }
+    b.mark_output(b.add_op(ir::OpKind::AveragePool, pool, {v}, "pool"));
+    const ir::Graph g = std::move(b).build();
+    const std::vector<std::vector<float>> inputs{x};
+    return ref::run_reference(g, ir::Weights::generate(g, 1), inputs)[0];
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "pads " << c.pad[0] << c.pad[1] << c.pad[2] << c.pad[3]
+                                      << " own " << c.own[0] << c.own[1] << c.own[2] << c.own[3]
+                                      << " stride " << c.stride << " ceil " << c.ceil_mode);
+    const std::vector<float> want = run(true, c, false), got = run(false, c, true);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << i;
+  }
+  // Own pads not counted: the fused pool (which must count the Pad's zeros) differs.
+  const Case uncounted{{1, 1, 1, 1}, {1, 1, 1, 1}, false, false, 1};
+  EXPECT_NE(run(true, uncounted, false), run(false, uncounted, true));
 }
 
 }  // namespace

@@ -776,12 +776,14 @@ TEST(CudaExecutor, GemmEpiloguesMatchTheCpuExecutor) {
 INSTANTIATE_TEST_SUITE_P(Zoo, CudaExecutorZoo,
                          ::testing::Values(Case{"squeezenet", 0}, Case{"googlenet", 0},
                                            Case{"inception_v3", 0}, Case{"randwire", 0},
-                                           Case{"nasnet", 0}, Case{"resnet50", 0}, Case{"bert", 0}),
+                                           Case{"nasnet", 0}, Case{"resnet50", 0}, Case{"bert", 0},
+                                           Case{"tv_inception_v3", 0}),
                          [](const auto& info) { return std::string(info.param.model); });
 INSTANTIATE_TEST_SUITE_P(Zoo, CudaExecutorPrecision,
                          ::testing::Values(Case{"squeezenet", 0}, Case{"googlenet", 0},
                                            Case{"inception_v3", 0}, Case{"randwire", 0},
-                                           Case{"nasnet", 0}, Case{"resnet50", 0}, Case{"bert", 0}),
+                                           Case{"nasnet", 0}, Case{"resnet50", 0}, Case{"bert", 0},
+                                           Case{"tv_inception_v3", 0}),
                          [](const auto& info) { return std::string(info.param.model); });
 
 }  // namespace
