@@ -11,6 +11,7 @@
 #   bash scripts/gpu_check.sh OUT serve      # issue 29: braid serve and braid top on cuda:0
 #   bash scripts/gpu_check.sh OUT batch      # issue 29: batch 8 and 32, predicted beside measured
 #   bash scripts/gpu_check.sh OUT exported   # issue 29: 5 exported models in every precision
+#   bash scripts/gpu_check.sh OUT kernels    # Nsight Compute kernel lists, FP32 sequential
 # (no part: tests bench eager). Every step runs under its own time limit and the script goes on
 # when one fails; OUT/summary.txt lists each step's exit status and time, the other files what it
 # printed. The device tool brings back at most 8 files: write OUT elsewhere and tar it into $OUT.
@@ -175,6 +176,22 @@ exported() {
   done
 }
 
+kernels() {
+  # The kernels a sequential FP32 inference launches, each replayed alone by Nsight Compute, as
+  # devices/measured/h100_kernels.json was taken (its `how`): what shows the 2026-11-29 fusions
+  # (residual Add, bias epilogues, in-place Concats, Pad+AveragePool) and what the simulator's
+  # per_op_kernels should be refitted to (docs/simulator.md). One CSV per model.
+  step device 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  local ncu
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  for m in $models4; do
+    step "kernels.$m" 150 "$ncu" --clock-control none --cache-control none --csv \
+      --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,launch__shared_mem_per_block_static,launch__shared_mem_per_block_dynamic \
+      "$braid" run "$m" --device cuda:0 --algo sequential --cost sim:h100 --eager --iters 1 \
+      --warmup 0
+  done
+}
+
 # start_server NAME ARGS...: `braid serve ARGS` in the background, its output in OUT/NAME.txt;
 # sets server_pid and server_url (HOST:PORT) once it listens, or fails after 240 s.
 start_server() {
@@ -255,8 +272,8 @@ peers() {
 
 for part in $parts; do
   case $part in
-    tests | bench | eager | precision | peers | serve | batch | exported) "$part" ;;
-    *) echo "unknown part '$part' (known: tests, bench, eager, precision, peers, serve, batch, exported)"; exit 2 ;;
+    tests | bench | eager | precision | peers | serve | batch | exported | kernels) "$part" ;;
+    *) echo "unknown part '$part' (known: tests, bench, eager, precision, peers, serve, batch, exported, kernels)"; exit 2 ;;
   esac
 done
 echo "results in $out (summary.txt)"
