@@ -298,24 +298,24 @@ std::pair<cudnnConvolutionFwdAlgo_t, size_t> Compiler::conv_algo(
   return *algo;
 }
 
-cudnnActivationDescriptor_t Compiler::relu_descriptor() {
+cudnnActivationDescriptor_t Compiler::activation_descriptor(cudnnActivationMode_t mode) {
   cudnnActivationDescriptor_t act_desc = nullptr;
   BRAID_CU(cudnnCreateActivationDescriptor(&act_desc));
   activation_descs_.push_back(act_desc);
-  BRAID_CU(cudnnSetActivationDescriptor(act_desc, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+  BRAID_CU(cudnnSetActivationDescriptor(act_desc, mode, CUDNN_PROPAGATE_NAN, 0.0));
   return act_desc;
 }
 
-// The fused call takes its bias in the output's type. In 16-bit storage cuDNN may refuse a
-// configuration at run time, so it is tried once here on zeros; refused, the conv runs as
-// Forward + our bias/activation kernel.
-bool Compiler::fused_relu_runs(cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
+// The fused call takes its bias in the output's type. Where cuDNN may refuse the configuration
+// at run time it is tried once here on zeros; refused, the conv runs as Forward + our
+// bias/activation kernel.
+bool Compiler::fused_call_runs(cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
                                const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc,
                                cudnnConvolutionFwdAlgo_t algo, size_t workspace,
                                cudnnTensorDescriptor_t y_desc, cudnnTensorDescriptor_t b_desc,
-                               cudnnActivationDescriptor_t act_desc, const ir::Shape& xs,
+                               cudnnActivationDescriptor_t act_desc, bool relu, const ir::Shape& xs,
                                const ir::Shape& ys, bool add_z) {
-  if (elem_ == Elem::kF32 && !add_z) return true;
+  if (elem_ == Elem::kF32 && relu && !add_z) return true;
   const size_t x_bytes = size_t(ir::num_elements(xs) * esize_), b_bytes = size_t(ys[1] * esize_);
   const size_t y_bytes = size_t(ir::num_elements(ys) * esize_);
   DeviceBuffer px(x_bytes), py(y_bytes), pz(add_z ? y_bytes : 0), pb(b_bytes),
@@ -425,11 +425,13 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   BRAID_CHECK(n == ys[0] && c == ys[1] && h == ys[2] && wd == ys[3], ErrorCode::kInternal,
               "cuda: cuDNN's output shape of Conv '", conv.name, "' differs from the graph's");
 
-  // cuDNN's fused call adds a residual z before its ReLU: it takes a residual only with no
-  // activation before the Add, a ReLU after it (ResNet's blocks), and y computed as stored
-  // (NCHW: a residual's z and y are never stored NHWC, conv_layout.h).
-  bool fuse_relu = residual ? !activation && after && after->kind == cuda::Unary::kRelu && !nhwc
-                            : activation && activation->kind == cuda::Unary::kRelu;
+  // cuDNN's fused call: the bias, a residual z, then ReLU or identity. It takes a residual only
+  // with no activation before the Add and y computed as stored (NCHW: a residual's z and y are
+  // never stored NHWC, conv_layout.h); identity (a bias and no activation: ResNet's downsample
+  // convolutions, MobileNet's linear bottlenecks) only where cuDNN accepts it.
+  const std::optional<cuda::UnaryOp> last = residual ? after : activation;
+  const bool relu = last && last->kind == cuda::Unary::kRelu;
+  bool fused = residual ? !activation && !nhwc && (relu || !last) : relu || (!last && has_bias);
   std::byte* w_dev = keep_as(w, elem_);
   const auto algo = conv_algo(conv_key(padded, ws, a, layout), x_desc, w_desc, w_dev, c_desc,
                               y_desc, padded, ys, conv.name);
@@ -443,15 +445,17 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   const int64_t y_scratch_bytes = y_nchw ? ir::num_elements(ys) * esize_ : 0;
   scratch_bytes_ = std::max(scratch_bytes_, workspace_aligned + x_scratch_bytes + y_scratch_bytes);
 
-  cudnnActivationDescriptor_t act_desc = fuse_relu ? relu_descriptor() : nullptr;
-  if (fuse_relu)
-    fuse_relu = fused_relu_runs(x_desc, w_desc, w_dev, c_desc, chosen, workspace, y_desc, b_desc,
-                                act_desc, padded, ys, residual);
+  cudnnActivationDescriptor_t act_desc =
+      fused ? activation_descriptor(relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY)
+            : nullptr;
+  if (fused)
+    fused = fused_call_runs(x_desc, w_desc, w_dev, c_desc, chosen, workspace, y_desc, b_desc,
+                            act_desc, relu, padded, ys, residual);
   // A residual cuDNN did not fuse: the convolution alone, then one channel_affine on the stored
   // (NCHW) y with the bias, the activation, z and the activation after it.
-  const bool tail = residual && !fuse_relu;
+  const bool tail = residual && !fused;
   // Fused: the bias in elem() for cuDNN; otherwise FP32 for channel_affine.
-  std::byte* b_dev = fuse_relu ? keep_as(bias, elem_) : keep_as(bias, Elem::kF32);
+  std::byte* b_dev = fused ? keep_as(bias, elem_) : keep_as(bias, Elem::kF32);
   const float* tail_bias = tail ? reinterpret_cast<const float*>(b_dev) : nullptr;
   const Locator z = residual ? locate(*chain.residual) : Locator{};
   const Elem e = elem_;
@@ -467,11 +471,11 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
                           .algo = chosen,
                           .workspace = workspace,
                           .w_dev = w_dev,
-                          .fuse_relu = fuse_relu,
-                          .add_z = residual && fuse_relu,
+                          .fused = fused,
+                          .add_z = residual && fused,
                           .act_desc = act_desc,
-                          .b_dev = !tail && (fuse_relu || has_bias) ? b_dev : nullptr,
-                          .activation = tail ? std::nullopt : activation,
+                          .b_dev = !tail && (fused || has_bias) ? b_dev : nullptr,
+                          .activation = tail || fused ? std::nullopt : activation,
                           .elem = e,
                           // channel_affine's view: [N][C][H*W], or [N*H*W][C][1] in NHWC.
                           .outer = nhwc ? ys[0] * ys[2] * ys[3] : ys[0],

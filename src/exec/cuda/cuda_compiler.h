@@ -78,8 +78,10 @@ struct ConvLaunch {
   cudnnConvolutionFwdAlgo_t algo{};
   size_t workspace = 0;
   const std::byte* w_dev = nullptr;
-  bool fuse_relu = false;
-  // Fused: cuDNN adds run()'s z (a residual, stored like y) before its ReLU (alpha2 = 1).
+  // One cudnnConvolutionBiasActivationForward: the bias, then act_desc's activation (ReLU, or
+  // identity: a bias alone); with add_z, run()'s z (a residual, stored like y) added before it
+  // (alpha2 = 1).
+  bool fused = false;
   bool add_z = false;
   cudnnActivationDescriptor_t act_desc = nullptr;
   // Fused: the bias in the storage type, for cuDNN. Unfused: FP32 for channel_affine, or null
@@ -91,7 +93,7 @@ struct ConvLaunch {
 
   void run(const LaneContext& lane, const void* x, void* y, const void* z = nullptr) const {
     const float one = 1.0f, zero = 0.0f;
-    if (fuse_relu) {
+    if (fused) {
       BRAID_CU(cudnnConvolutionBiasActivationForward(
           lane.cudnn, &one, x_desc, x, w_desc, w_dev, c_desc, algo, lane.workspace, workspace,
           add_z ? &one : &zero, y_desc, add_z ? z : y, b_desc, b_dev, act_desc, y_desc, y));
@@ -248,14 +250,17 @@ class Compiler {
       const std::string& key, cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
       const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc, cudnnTensorDescriptor_t y_desc,
       const ir::Shape& xs, const ir::Shape& ys, const std::string& name);
-  cudnnActivationDescriptor_t relu_descriptor();
-  // Whether cudnnConvolutionBiasActivationForward runs this convolution (always in FP32; tried
-  // once on zeros in 16-bit storage, and in every precision when it adds a residual z).
-  bool fused_relu_runs(cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
+  // A cuDNN activation descriptor of `mode` (ReLU or identity), owned by the compiler.
+  cudnnActivationDescriptor_t activation_descriptor(cudnnActivationMode_t mode);
+  // Whether cudnnConvolutionBiasActivationForward runs this convolution: assumed for an FP32
+  // ReLU without z (as the H100 ran it), otherwise tried once on zeros (cuDNN may refuse a
+  // 16-bit configuration, a z, or an identity activation with another algorithm than
+  // IMPLICIT_PRECOMP_GEMM).
+  bool fused_call_runs(cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
                        const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc,
                        cudnnConvolutionFwdAlgo_t algo, size_t workspace,
                        cudnnTensorDescriptor_t y_desc, cudnnTensorDescriptor_t b_desc,
-                       cudnnActivationDescriptor_t act_desc, const ir::Shape& xs,
+                       cudnnActivationDescriptor_t act_desc, bool relu, const ir::Shape& xs,
                        const ir::Shape& ys, bool add_z = false);
   // Whether `v` lies in the arena as NHWC (conv_layout.h); never before choose_conv_layouts.
   bool stored_nhwc(ValueId v) const {

@@ -155,12 +155,13 @@ std::vector<Op> Compiler::compile_merge(std::span<const std::vector<NodeId>> uni
   // The shared activation fused as compile_conv fuses a single conv's: ReLU into cuDNN's call
   // where cuDNN runs it, anything else through channel_affine with the bias.
   const std::optional<UnaryOp> activation = parts[0].activation;
-  bool fuse_relu = activation && activation->kind == Unary::kRelu;
-  cudnnActivationDescriptor_t act_desc = fuse_relu ? relu_descriptor() : nullptr;
-  if (fuse_relu)
-    fuse_relu = fused_relu_runs(x_desc, w_desc, w_dev, c_desc, chosen, workspace, y_desc, b_desc,
-                                act_desc, xs, ys);
-  std::byte* b_dev = fuse_relu ? keep_as(merged.bias, elem_) : keep_as(merged.bias, Elem::kF32);
+  bool fused = activation && activation->kind == Unary::kRelu;
+  cudnnActivationDescriptor_t act_desc =
+      fused ? activation_descriptor(CUDNN_ACTIVATION_RELU) : nullptr;
+  if (fused)
+    fused = fused_call_runs(x_desc, w_desc, w_dev, c_desc, chosen, workspace, y_desc, b_desc,
+                            act_desc, /*relu=*/true, xs, ys);
+  std::byte* b_dev = fused ? keep_as(merged.bias, elem_) : keep_as(merged.bias, Elem::kF32);
   const int64_t outer = nhwc ? ys[0] * ys[2] * ys[3] : ys[0], channels = ys[1],
                 inner = nhwc ? 1 : ys[2] * ys[3];
 
@@ -208,7 +209,7 @@ std::vector<Op> Compiler::compile_merge(std::span<const std::vector<NodeId>> uni
                           .algo = chosen,
                           .workspace = workspace,
                           .w_dev = w_dev,
-                          .fuse_relu = fuse_relu,
+                          .fused = fused,
                           .act_desc = act_desc,
                           .b_dev = b_dev,
                           .activation = activation,
