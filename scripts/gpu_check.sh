@@ -21,7 +21,10 @@
 # SERVE_DEVICE (default cuda:0; `SERVE_DEVICE=cpu SERVE_PRECISIONS=fp32 BRAID_BIN_DIR=build` tries
 # the part on a machine without a GPU); peers:
 # PEER_PRECISIONS (default "fp16 bf16"), PEER_FLAGS (e.g. --channels-last, --batch 8), PEER_TAG
-# (file suffix); batch: BATCHES (default "8 32"), BATCH_PRECISIONS (default "fp32 fp16");
+# (file suffix), PEER_MODELS (torchvision names, default all four), PEER_LIMIT (seconds a step,
+# default 120; torch.compile's max-autotune compiled SqueezeNet alone for 223 s in FP16:
+# PEER_MODELS=squeezenet1_0 PEER_PRECISIONS=fp16 PEER_FLAGS="--compile-modes max-autotune"
+# PEER_LIMIT=450 PEER_TAG=_mat, one model a call); batch: BATCHES (default "8 32"), BATCH_PRECISIONS (default "fp32 fp16");
 # exported: EXPORTED (default "resnet50 mobilenet_v3_large vit_b_16 swin_t bert_base"); its
 # models (about 1 GB) are written under OUT/exported: leave that folder out of the tar. devices/measured/h100_2026-11-27/README.md has the calls of 2026-11-27.
 # Nothing here is judged: docs/gpu.md says what the numbers should be set beside.
@@ -263,7 +266,7 @@ peers() {
     "$LD_LIBRARY_PATH" "${BRAID_DEVICES_DIR:-}" "$BRAID_CACHE_DIR" "$braid" >"$wrap"
   chmod +x "$wrap"
   for p in ${PEER_PRECISIONS:-fp16 bf16}; do
-    step "peers_$p${PEER_TAG:-}" 120 env -u LD_LIBRARY_PATH python3 "$root/bench/gpu_peers.py" $tv_models \
+    step "peers_$p${PEER_TAG:-}" "${PEER_LIMIT:-120}" env -u LD_LIBRARY_PATH python3 "$root/bench/gpu_peers.py" ${PEER_MODELS:-$tv_models} \
       --braid "$wrap" --precision "$p" --algos auto --rounds 3 --iters 100 \
       --compile-modes none ${PEER_FLAGS:-} --json "$out/peers_$p${PEER_TAG:-}.json" \
       --markdown "$out/peers_$p${PEER_TAG:-}.md"
