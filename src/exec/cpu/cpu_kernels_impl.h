@@ -1,9 +1,13 @@
-// Internals of the CPU kernels, shared by cpu_kernels.cc (driver, data movement, normalization,
-// element-wise ops) and cpu_kernels_nn.cc (conv, pooling, matmul, gemm). Not a public header.
+// Internals of the CPU kernels, shared by cpu_kernels.cc (driver), cpu_kernels_dnnl.cc (oneDNN
+// helpers, DnnlKernel), cpu_kernels_fusion.cc (plan_chain), cpu_kernels_eltwise.cc,
+// cpu_kernels_norm.cc, cpu_kernels_data.cc, cpu_kernels_nn.cc (conv, pooling, matmul, gemm) and
+// cpu_kernels_tensor.cc. Not a public header.
 #pragma once
 
+#include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -35,6 +39,9 @@ memory::desc arena_md(const TensorRef& ref);
 bool is_reference(const dnnl::primitive_desc_base& pd);
 // Every primitive uses a user scratchpad, so it can run on any lane (ecosystem.md §2.5 B).
 dnnl::primitive_attr make_attr(const dnnl::post_ops& post_ops = {});
+int64_t normalize_axis(int64_t axis, size_t rank);
+// The product of s[begin, end).
+int64_t product(const ir::Shape& s, size_t begin, size_t end);
 
 // One or more oneDNN calls run back to back on the lane's stream and scratchpad, then an
 // optional plain-loop epilogue. Memories over arena tensors get their data handle at each
@@ -104,6 +111,44 @@ struct BuildContext {
   const ir::Shape& shape(ValueId v) const { return graph.value(v).type.shape; }
 };
 
+// Reshape/Flatten/Identity (and Sum of one input) when the output is not aliased to the input.
+class CopyKernel final : public Kernel {
+ public:
+  CopyKernel(TensorRef src, TensorRef dst) : src_(std::move(src)), dst_(std::move(dst)) {}
+  void execute(const KernelContext& context) const override {
+    const float* src = src_.data(context);
+    float* dst = dst_.data(context);
+    if (src != dst) std::memmove(dst, src, static_cast<size_t>(dst_.type.bytes()));
+  }
+
+ private:
+  TensorRef src_, dst_;
+};
+
+// Pad of a 4-D tensor on H and W in any layouts: fill the output, then reorder the input into
+// its window (a sub-tensor whose offsets stay clear of the channel blocks).
+class WindowPadKernel final : public Kernel {
+ public:
+  WindowPadKernel(const detail::BuildContext& c, const TensorRef& src, const TensorRef& dst,
+                  const std::vector<int64_t>& pads, float value)
+      : copy_(c.engine), dst_(dst), value_(value) {
+    const memory::desc window = arena_md(dst).submemory_desc(
+        to_dims(src.type.shape), Dims{pads[0], pads[1], pads[2], pads[3]});
+    copy_.add_reorder(copy_.bind(arena_md(src), src), copy_.bind(window, dst));
+  }
+  void execute(const KernelContext& context) const override {
+    std::fill_n(dst_.data(context), dst_.type.elements(), value_);
+    copy_.execute(context);
+  }
+  Bytes scratchpad_bytes() const { return copy_.scratchpad_bytes(); }
+  const std::vector<std::string>& implementations() const { return copy_.implementations(); }
+
+ private:
+  DnnlKernel copy_;
+  TensorRef dst_;
+  float value_;
+};
+
 // The ops one kernel computes: a head op plus the ops fused into it, all from one unit.
 struct Chain {
   const ir::Node* head = nullptr;
@@ -119,6 +164,21 @@ struct Chain {
   size_t length = 1;  // ops of the unit consumed
 };
 
+// One oneDNN eltwise operation: alg(alpha, beta).
+struct EltwiseStep {
+  dnnl::algorithm alg;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+};
+
+// An activation op as oneDNN eltwise steps applied in order. HardSigmoid is linear
+// (alpha * x + beta) then clip to [0, 1], the form from oneDNN 2.x, which had no hardsigmoid
+// (3.x's eltwise_hardsigmoid computes the same in one step; the two steps are kept so the
+// post-op chains, and the split joins_post_ops makes, stay as they were). 3.x's hardswish is
+// x * max(0, min(1, alpha * x + beta)): ONNX's with alpha = 1/6, beta = 1/2. Clip is
+// max(alpha, min(beta, x)).
+std::vector<EltwiseStep> eltwise_steps(const ir::Node& node);
+
 // Appends the eltwise post-op of an activation op (Relu, Sigmoid, Tanh, Gelu) or attribute.
 void append_activation(dnnl::post_ops& post_ops, const ir::Node& activation);
 void append_activation(dnnl::post_ops& post_ops, ir::Activation activation);
@@ -129,6 +189,33 @@ void append_activations(dnnl::post_ops& post_ops, const Chain& chain);
 // outlives the kernel).
 memory prepare_weights(const BuildContext& c, const memory& user, const memory::desc& wanted,
                        bool user_is_stable);
+
+// Which ops one kernel computes, starting at ops[at] (cpu_kernels_fusion.cc).
+Chain plan_chain(const BuildContext& c, std::span<const NodeId> ops, size_t at);
+
+// Builders in cpu_kernels_eltwise.cc.
+std::unique_ptr<Kernel> build_eltwise(const BuildContext& c, const Chain& chain);
+// Whether Add/Mul/Sub/Div maps onto oneDNN's binary primitive: src0 must have the output's
+// dims; src1 may broadcast. Returns the inputs in (src0, src1) order; Add and Mul commute, so
+// either input may be src0; Pow has no binary primitive.
+std::optional<std::pair<ValueId, ValueId>> binary_operands(const BuildContext& c,
+                                                           const ir::Node& node);
+std::unique_ptr<Kernel> build_binary(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_sum(const BuildContext& c, const Chain& chain);
+
+// Builders in cpu_kernels_norm.cc.
+std::unique_ptr<Kernel> build_reduce_mean(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_lrn(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_batch_norm(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_softmax(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_layer_norm(const BuildContext& c, const Chain& chain);
+
+// Builders in cpu_kernels_data.cc.
+std::unique_ptr<Kernel> build_view(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_pad(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_concat(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_transpose(const BuildContext& c, const Chain& chain);
+std::unique_ptr<Kernel> build_split(const BuildContext& c, const Chain& chain);
 
 // Builders in cpu_kernels_nn.cc.
 std::unique_ptr<Kernel> build_conv(const BuildContext& c, const Chain& chain);
