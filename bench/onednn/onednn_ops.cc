@@ -66,7 +66,7 @@ memory filled(const memory::desc& md, float scale = 1.0f) {
 
 dnnl::primitive_attr make_attr(const dnnl::post_ops& po) {
   dnnl::primitive_attr a;
-  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // as braid (cpu_kernels.cc make_attr)
+  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // as braid (cpu_kernels_dnnl.cc make_attr)
   a.set_post_ops(po);
   return a;
 }
@@ -181,7 +181,7 @@ Step make_conv(const ConvSpec& c, Post post) {
 }
 
 // braid today: the residual Add-Relu is a unit of its own after the conv (ir::fuse; a binary
-// add with a relu post-op over the flat tensor, cpu_kernels.cc build_binary).
+// add with a relu post-op over the flat tensor, cpu_kernels_eltwise.cc build_binary).
 Step make_conv_then_add(const ConvSpec& c) {
   Step s = make_conv(c, Post::kNone);
   const memory conv_dst = s.calls[0].second.at(DNNL_ARG_DST);
