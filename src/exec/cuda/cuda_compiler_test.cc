@@ -23,6 +23,17 @@
 namespace braid::exec {
 namespace {
 
+// A zoo model's graph and units (no weights) and its sequential plan, lowered.
+struct Sequential {
+  explicit Sequential(const char* name)
+      : model(models::load_model(name, {.with_weights = false})),
+        plan(sched::lower(model.units,
+                          sched::make_scheduler("sequential", {})
+                              ->schedule(model.units, cost::RooflineCostModel(model.units)))) {}
+  models::LoadedModel model;
+  sched::ExecutionPlan plan;
+};
+
 // ResNet-50's units as the compiler fuses them: every Conv unit is one convolution, and the 16
 // blocks' `out += identity` with its ReLU are fused into the block's last convolution (cuDNN's z
 // input, or one channel_affine after it).
@@ -56,11 +67,10 @@ TEST(CudaCompiler, FusesResnetResidualAddsIntoTheirConvolutions) {
 TEST(CudaCompiler, PlacesConcatInputsInTheirAlignedWindows) {
   for (const char* name : {"squeezenet", "googlenet", "tv_inception_v3"}) {
     SCOPED_TRACE(name);
-    models::LoadedModel m = models::load_model(name, {.with_weights = false});
+    const Sequential sq(name);
+    const models::LoadedModel& m = sq.model;
     const ir::Graph& g = *m.graph;
-    cost::RooflineCostModel roofline(m.units);
-    const sched::ExecutionPlan plan =
-        sched::lower(m.units, sched::make_scheduler("sequential", {})->schedule(m.units, roofline));
+    const sched::ExecutionPlan& plan = sq.plan;
     size_t concats = 0;
     for (const ir::Node& n : g.nodes()) concats += n.kind == ir::OpKind::Concat;
     auto plan_for = [&](Precision p, bool in_place) {
@@ -127,11 +137,10 @@ TEST(CudaCompiler, PlacesConcatInputsInTheirAlignedWindows) {
 TEST(CudaCompiler, FusesAZeroPadIntoTheAveragePoolAfterIt) {
   for (const char* name : {"tv_inception_v3", "inception_v3"}) {
     SCOPED_TRACE(name);
-    models::LoadedModel m = models::load_model(name, {.with_weights = false});
+    const Sequential sq(name);
+    const models::LoadedModel& m = sq.model;
     const ir::Graph& g = *m.graph;
-    cost::RooflineCostModel roofline(m.units);
-    const sched::ExecutionPlan plan =
-        sched::lower(m.units, sched::make_scheduler("sequential", {})->schedule(m.units, roofline));
+    const sched::ExecutionPlan& plan = sq.plan;
     const MemoryPlan memory = plan_memory(g, m.units, plan, cuda::memory_plan_options(g, {}));
     const ir::Weights no_weights;
     cuda::Compiler compiler(g, no_weights, memory, {}, nullptr);
