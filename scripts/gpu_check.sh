@@ -137,6 +137,14 @@ precision() {
     step "bench_$p" 90 "$braid" bench $models4 --device cuda:0 --cost sim:h100 --precision "$p" \
       --algos auto,sequential --iters 100 --warmup 10 --json-file "$out/bench_$p.json"
   done
+  # Beside the H100 run of 2026-11-27 (before NHWC, measured algorithms and the 2026-11-29
+  # fusions): same GPU model, another lease.
+  local stored=$root/devices/measured/h100_2026-11-27
+  for p in ${PRECISIONS:-fp16 fp32 bf16 tf32}; do
+    [[ -f $stored/bench_$p.json && -f $out/bench_$p.json ]] || continue
+    python3 "$root/scripts/compare_bench.py" "$stored/bench_$p.json" "$out/bench_$p.json" \
+      --labels "2026-11-27 $p" "now $p" | tee "$out/compare_$p.md"
+  done
   # FP16 again with each convolution's cuDNN algorithm chosen by timing (--cudnn-benchmark, as
   # PyTorch's cudnn.benchmark), never run on a GPU before 2026-11-28's build.
   step bench_fp16_cudnn_benchmark 90 "$braid" bench $models4 --device cuda:0 --cost sim:h100 \
