@@ -25,7 +25,7 @@
 #include "exec/cpu/cpu_executor.h"
 #include "exec/cuda/cuda_executor.h"
 #include "models/loader.h"
-#include "sched/lower.h"
+#include "run_plan.h"
 #include "sched/registry.h"
 #include "test_env.h"
 #include "tolerance.h"
@@ -58,22 +58,6 @@ std::vector<std::string> exported_models() {
   return names;
 }
 
-Outputs run(exec::Executor& executor, const models::LoadedModel& m,
-            std::shared_ptr<const ir::Weights> weights, const sched::Schedule& s,
-            const Outputs& inputs) {
-  const sched::ExecutionPlan plan = sched::lower(m.units, s);
-  auto model = executor.prepare({m.graph, weights, &m.units, &plan});
-  auto request = model->new_request();
-  for (size_t i = 0; i < inputs.size(); ++i) model->set_input(*request, i, inputs[i]);
-  for (int repeat = 0; repeat < 2; ++repeat) model->run(*request);  // captured, then replayed
-  Outputs outs;
-  for (size_t i = 0; i < m.graph->outputs().size(); ++i) {
-    auto o = model->output(*request, i);
-    outs.emplace_back(o.begin(), o.end());
-  }
-  return outs;
-}
-
 TEST(ExportedModelsCuda, MatchTheCpuExecutorInEveryPrecision) {
   if (exec::cuda_device_count() == 0) GTEST_SKIP() << exec::cuda_unavailable_reason();
   const std::vector<std::string> names = exported_models();
@@ -96,9 +80,9 @@ TEST(ExportedModelsCuda, MatchTheCpuExecutorInEveryPrecision) {
     const Outputs inputs = tune::read_inputs(*m.graph, specs);
     auto weights = std::make_shared<const ir::Weights>(std::move(m.weights));
     cost::RooflineCostModel roofline(m.units);
-    const Outputs expected =
-        run(*exec::make_cpu_executor({}), m, weights,
-            sched::make_scheduler("sequential", {})->schedule(m.units, roofline), inputs);
+    const Outputs expected = testing::run_plan(
+        *exec::make_cpu_executor({}), m, weights,
+        sched::make_scheduler("sequential", {})->schedule(m.units, roofline), inputs);
     std::vector<float> all;
     for (const auto& out : expected) all.insert(all.end(), out.begin(), out.end());
     const sched::Schedule s = sched::make_scheduler("ios", {})->schedule(m.units, roofline);
@@ -111,7 +95,7 @@ TEST(ExportedModelsCuda, MatchTheCpuExecutorInEveryPrecision) {
       }
       SCOPED_TRACE(to_string(precision));
       auto cuda = exec::make_cuda_executor({.device = 0, .graph = true, .precision = precision});
-      const Outputs got = run(*cuda, m, weights, s, inputs);
+      const Outputs got = testing::run_plan(*cuda, m, weights, s, inputs);
       ASSERT_EQ(got.size(), expected.size());
       // FP32 on the GPU sums in another order than oneDNN: CudaExecutorZoo's 1e-3 of the scale.
       const testing::Tolerance t =

@@ -20,6 +20,7 @@
 #include "ir/unit_graph.h"
 #include "models/element_type.h"
 #include "models/loader.h"
+#include "run_plan.h"
 #include "sched/lower.h"
 #include "sched/registry.h"
 #include "tolerance.h"
@@ -44,29 +45,6 @@ struct Case {
 };
 
 class CudaExecutorZoo : public ::testing::TestWithParam<Case> {};
-
-std::vector<std::vector<float>> run(Executor& executor, const models::LoadedModel& m,
-                                    std::shared_ptr<const ir::Weights> weights,
-                                    const sched::Schedule& s,
-                                    const std::vector<std::vector<float>>& inputs,
-                                    bool block_by_block) {
-  const sched::ExecutionPlan plan = sched::lower(m.units, s);
-  auto model = executor.prepare({m.graph, weights, &m.units, &plan});
-  auto request = model->new_request();
-  for (size_t i = 0; i < inputs.size(); ++i) model->set_input(*request, i, inputs[i]);
-  for (int repeat = 0; repeat < 2; ++repeat) {  // a graph is captured once, then replayed
-    if (block_by_block)
-      for (size_t b = 0; b < model->num_blocks(); ++b) model->run_blocks(*request, b, b + 1);
-    else
-      model->run(*request);
-  }
-  std::vector<std::vector<float>> outs;
-  for (size_t i = 0; i < m.graph->outputs().size(); ++i) {
-    auto o = model->output(*request, i);
-    outs.emplace_back(o.begin(), o.end());
-  }
-  return outs;
-}
 
 // A zoo model (or any) with its weights shared and uniform [-1, 1] inputs from seed 7.
 struct ZooCase {
@@ -99,16 +77,16 @@ TEST_P(CudaExecutorZoo, MatchesTheCpuExecutor) {
   const auto& inputs = z.inputs;
   cost::RooflineCostModel roofline(m.units);
   auto cpu = make_cpu_executor({});
-  const auto expected =
-      run(*cpu, m, weights, sched::make_scheduler("sequential", {})->schedule(m.units, roofline),
-          inputs, false);
+  const auto expected = testing::run_plan(
+      *cpu, m, weights, sched::make_scheduler("sequential", {})->schedule(m.units, roofline),
+      inputs, false);
   for (const char* algo : {"sequential", "ios", "lios", "opara"}) {
     const sched::Schedule s = sched::make_scheduler(algo, {})->schedule(m.units, roofline);
     for (bool graph : {false, true})
       for (bool blocks : {false, true}) {
         SCOPED_TRACE(std::string(algo) + (graph ? " graph" : "") + (blocks ? " blocks" : ""));
         auto cuda = make_cuda_executor({.device = 0, .graph = graph});
-        const auto got = run(*cuda, m, weights, s, inputs, blocks);
+        const auto got = testing::run_plan(*cuda, m, weights, s, inputs, blocks);
         ASSERT_EQ(got.size(), expected.size());
         for (size_t i = 0; i < got.size(); ++i) {
           double scale = 0, err = 0;
@@ -137,9 +115,9 @@ TEST_P(CudaExecutorPrecision, MatchesFp32WithinTheStatedBounds) {
   const auto& weights = z.weights;
   const auto& inputs = z.inputs;
   cost::RooflineCostModel roofline(m.units);
-  const auto expected =
-      run(*make_cpu_executor({}), m, weights,
-          sched::make_scheduler("sequential", {})->schedule(m.units, roofline), inputs, false);
+  const auto expected = testing::run_plan(
+      *make_cpu_executor({}), m, weights,
+      sched::make_scheduler("sequential", {})->schedule(m.units, roofline), inputs, false);
   const sched::Schedule s = sched::make_scheduler("ios", {})->schedule(m.units, roofline);
   // The zoo's random weights drive RandWire's and NASNet's outputs to 1e6..1e8 in FP32: past
   // FP16's largest finite value, so FP16 overflows there as it would in any framework (H100,
@@ -156,7 +134,7 @@ TEST_P(CudaExecutorPrecision, MatchesFp32WithinTheStatedBounds) {
       }
       SCOPED_TRACE(to_string(precision) + (graph ? " graph" : " eager"));
       auto cuda = make_cuda_executor({.device = 0, .graph = graph, .precision = precision});
-      const auto got = run(*cuda, m, weights, s, inputs, false);
+      const auto got = testing::run_plan(*cuda, m, weights, s, inputs, false);
       ASSERT_EQ(got.size(), expected.size());
       for (size_t i = 0; i < got.size(); ++i) {
         const testing::Agreement a =
@@ -258,8 +236,9 @@ TEST(CudaExecutor, CnnOpsMatchTheCpuExecutor) {
   for (float& v : inputs[0]) v = dist(rng);
   cost::RooflineCostModel roofline(m.units);
   const sched::Schedule s = sched::make_scheduler("sequential", {})->schedule(m.units, roofline);
-  const auto expected = run(*make_cpu_executor({}), m, weights, s, inputs, false);
-  const auto got = run(*make_cuda_executor({.device = 0}), m, weights, s, inputs, false);
+  const auto expected = testing::run_plan(*make_cpu_executor({}), m, weights, s, inputs, false);
+  const auto got =
+      testing::run_plan(*make_cuda_executor({.device = 0}), m, weights, s, inputs, false);
   ASSERT_EQ(got.size(), 1u);
   ASSERT_EQ(got[0].size(), expected[0].size());
   for (size_t j = 0; j < got[0].size(); ++j)
@@ -289,9 +268,9 @@ TEST(CudaExecutor, NhwcSixteenBitConvolutionsMatchTheCpuExecutor) {
     ZooCase z = name == "cnn_ops" ? ZooCase(cnn_ops_model(false)) : ZooCase(Case{name.c_str(), 64});
     models::LoadedModel& m = z.model;
     cost::RooflineCostModel roofline(m.units);
-    const auto expected =
-        run(*make_cpu_executor({}), m, z.weights,
-            sched::make_scheduler("sequential", {})->schedule(m.units, roofline), z.inputs, false);
+    const auto expected = testing::run_plan(
+        *make_cpu_executor({}), m, z.weights,
+        sched::make_scheduler("sequential", {})->schedule(m.units, roofline), z.inputs, false);
     const sched::Schedule s = sched::make_scheduler("ios", {})->schedule(m.units, roofline);
     for (cuda::ConvLayoutMode mode : {cuda::ConvLayoutMode::kNhwc, cuda::ConvLayoutMode::kMeasure})
       for (Precision precision : {Precision::kFp16, Precision::kBf16})
@@ -299,10 +278,10 @@ TEST(CudaExecutor, NhwcSixteenBitConvolutionsMatchTheCpuExecutor) {
           SCOPED_TRACE(name + " " + to_string(precision) +
                        (mode == cuda::ConvLayoutMode::kNhwc ? " NHWC" : " measured") +
                        (graph ? " graph" : " eager"));
-          const auto got =
-              run(*make_cuda_executor(
-                      {.device = 0, .graph = graph, .precision = precision, .conv_layout = mode}),
-                  m, z.weights, s, z.inputs, false);
+          const auto got = testing::run_plan(
+              *make_cuda_executor(
+                  {.device = 0, .graph = graph, .precision = precision, .conv_layout = mode}),
+              m, z.weights, s, z.inputs, false);
           ASSERT_EQ(got.size(), expected.size());
           for (size_t i = 0; i < got.size(); ++i) {
             const testing::Agreement a =
@@ -348,9 +327,9 @@ void expect_matches_reference(models::LoadedModel m, double tolerance) {
   for (const auto& [precision, tol] : precisions)
     for (bool graph : {false, true}) {
       SCOPED_TRACE(to_string(precision) + (graph ? " graph" : " eager"));
-      const auto got =
-          run(*make_cuda_executor({.device = 0, .graph = graph, .precision = precision}), m,
-              weights, s, inputs, false);
+      const auto got = testing::run_plan(
+          *make_cuda_executor({.device = 0, .graph = graph, .precision = precision}), m, weights, s,
+          inputs, false);
       ASSERT_EQ(got.size(), expected.size());
       for (size_t i = 0; i < got.size(); ++i) {
         ASSERT_EQ(got[i].size(), expected[i].size());
@@ -404,9 +383,9 @@ TEST(CudaExecutor, IndexOpsOnInt64AndBoolMatchTheReference) {
   for (Precision precision : {Precision::kFp32, Precision::kFp16, Precision::kBf16})
     for (bool graph : {false, true}) {
       SCOPED_TRACE(to_string(precision) + (graph ? " graph" : " eager"));
-      const auto got =
-          run(*make_cuda_executor({.device = 0, .graph = graph, .precision = precision}), m,
-              weights, s, inputs, false);
+      const auto got = testing::run_plan(
+          *make_cuda_executor({.device = 0, .graph = graph, .precision = precision}), m, weights, s,
+          inputs, false);
       ASSERT_EQ(got.size(), expected.size());
       // The bool and int64 outputs exactly; the float one at its storage's rounding.
       const double tol = precision == Precision::kFp32 ? 1e-6 : 2e-2;
@@ -521,9 +500,9 @@ TEST(CudaExecutor, Fp16ModelInputsAndOutputsMatchTheCpuExecutor) {
   std::vector<std::vector<float>> inputs = z.inputs;
   for (auto& x : inputs) models::round_floats(f16, x);
   cost::RooflineCostModel roofline(m.units);
-  const auto expected =
-      run(*make_cpu_executor({}), m, z.weights,
-          sched::make_scheduler("sequential", {})->schedule(m.units, roofline), inputs, false);
+  const auto expected = testing::run_plan(
+      *make_cpu_executor({}), m, z.weights,
+      sched::make_scheduler("sequential", {})->schedule(m.units, roofline), inputs, false);
   const sched::ExecutionPlan plan =
       sched::lower(m.units, sched::make_scheduler("ios", {})->schedule(m.units, roofline));
   for (Precision precision : {Precision::kFp16, Precision::kFp32, Precision::kBf16})
@@ -755,15 +734,15 @@ TEST(CudaExecutor, GemmEpiloguesMatchTheCpuExecutor) {
                                                  {"erf", E::kBias}}));
   cost::RooflineCostModel roofline(m.units);
   const sched::Schedule s = sched::make_scheduler("sequential", {})->schedule(m.units, roofline);
-  const auto expected = run(*make_cpu_executor({}), m, z.weights, s, z.inputs, false);
+  const auto expected = testing::run_plan(*make_cpu_executor({}), m, z.weights, s, z.inputs, false);
   if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
   for (Precision precision :
        {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16})
     for (bool graph : {false, true}) {
       SCOPED_TRACE(to_string(precision) + (graph ? " graph" : " eager"));
-      const auto got =
-          run(*make_cuda_executor({.device = 0, .graph = graph, .precision = precision}), m,
-              z.weights, s, z.inputs, false);
+      const auto got = testing::run_plan(
+          *make_cuda_executor({.device = 0, .graph = graph, .precision = precision}), m, z.weights,
+          s, z.inputs, false);
       ASSERT_EQ(got.size(), expected.size());
       for (size_t i = 0; i < got.size(); ++i) {
         const testing::Agreement a =

@@ -14,6 +14,7 @@
 #include "exec/merge_test_model.h"
 #include "exec/ref/ref_executor.h"
 #include "models/loader.h"
+#include "run_plan.h"
 #include "sched/lower.h"
 #include "sched/registry.h"
 #include "tolerance.h"
@@ -22,22 +23,6 @@ namespace braid::exec {
 namespace {
 
 using Outputs = std::vector<std::vector<float>>;
-
-Outputs run_cuda(const CudaExecutorOptions& options, std::shared_ptr<const ir::Graph> graph,
-                 std::shared_ptr<const ir::Weights> weights, const ir::UnitGraph& units,
-                 const sched::Schedule& s, const Outputs& inputs) {
-  const sched::ExecutionPlan plan = sched::lower(units, s);
-  auto model = make_cuda_executor(options)->prepare({graph, weights, &units, &plan});
-  auto request = model->new_request();
-  for (size_t i = 0; i < inputs.size(); ++i) model->set_input(*request, i, inputs[i]);
-  for (int repeat = 0; repeat < 2; ++repeat) model->run(*request);  // captured, then replayed
-  Outputs outs;
-  for (size_t i = 0; i < graph->outputs().size(); ++i) {
-    auto o = model->output(*request, i);
-    outs.emplace_back(o.begin(), o.end());
-  }
-  return outs;
-}
 
 void expect_agree(const Outputs& got, const Outputs& want, const testing::Tolerance& t,
                   const std::string& what) {
@@ -114,8 +99,10 @@ TEST(CudaMerge, MergedConvEqualsTheConvsOneByOne) {
                                  (graph ? " graph" : " eager");
         SCOPED_TRACE(what);
         const CudaExecutorOptions o{.graph = graph, .precision = p, .conv_layout = layout};
-        const Outputs got = run_cuda(o, m.graph, m.weights, m.units, merged, m.inputs);
-        const Outputs want = run_cuda(o, m.graph, m.weights, m.units, one_by_one, m.inputs);
+        const Outputs got = testing::run_plan(*make_cuda_executor(o), m.graph, m.weights, m.units,
+                                              merged, m.inputs);
+        const Outputs want = testing::run_plan(*make_cuda_executor(o), m.graph, m.weights, m.units,
+                                               one_by_one, m.inputs);
         // The same sums with zero terms added, but cuDNN may choose another algorithm for the
         // wider conv (FFT, Winograd): the precision's own tolerance, not bit equality.
         expect_agree(got, want, testing::tolerance(p), "merged vs one by one");
@@ -161,8 +148,10 @@ TEST_P(CudaMergesZoo, MergedConvsEqualSequential) {
   for (bool graph : {false, true}) {
     SCOPED_TRACE(graph ? "graph" : "eager");
     const CudaExecutorOptions o{.graph = graph};
-    const Outputs want = run_cuda(o, m.graph, weights, m.units, sequential, inputs);
-    const Outputs got = run_cuda(o, m.graph, weights, m.units, merged, inputs);
+    const Outputs want =
+        testing::run_plan(*make_cuda_executor(o), m.graph, weights, m.units, sequential, inputs);
+    const Outputs got =
+        testing::run_plan(*make_cuda_executor(o), m.graph, weights, m.units, merged, inputs);
     // As CudaExecutorZoo: within 1e-3 of each output's scale (FP32 FMA, other sums' order).
     expect_agree(got, want,
                  {.precision = Precision::kFp32, .max_error = 1e-3, .min_cosine = 0.9999},
