@@ -13,6 +13,7 @@
 // defined before its consumer), so index order is a valid execution order.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -30,8 +31,8 @@ enum class ValueKind : uint8_t { kInput, kParameter, kActivation };
 struct ParamInit {
   enum class Kind : uint8_t { kExternal, kNormal, kUniform, kConstant };
   Kind kind = Kind::kExternal;
-  float a = 0.0f;  // normal: stddev; uniform: low
-  float b = 0.0f;  // uniform: high
+  float a = 0.0f;             // normal: stddev; uniform: low
+  float b = 0.0f;             // uniform: high
   std::vector<float> values;  // constant: the values, or one value broadcast
 
   static ParamInit external() { return {}; }
@@ -56,6 +57,15 @@ struct Node {
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
 };
+
+// The input of a two-input node that is not `one` (the other operand of an Add a fusion folds
+// into the op producing `one`); nullopt unless the node has two distinct inputs and `one` is one.
+inline std::optional<ValueId> other_input(const Node& n, ValueId one) {
+  if (n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return std::nullopt;
+  if (n.inputs[0] == one) return n.inputs[1];
+  if (n.inputs[1] == one) return n.inputs[0];
+  return std::nullopt;
+}
 
 class Graph {
  public:

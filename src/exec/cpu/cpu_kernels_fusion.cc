@@ -27,9 +27,9 @@ const ir::Node* sole_next_consumer(const BuildContext& c, std::span<const NodeId
 
 // The parameter of an Add that adds a fixed tensor to `value` without changing its shape.
 std::optional<ValueId> bias_of(const BuildContext& c, const ir::Node& add, ValueId value) {
-  if (add.kind != ir::OpKind::Add || add.inputs.size() != 2) return std::nullopt;
-  const ValueId other = add.inputs[0] == value ? add.inputs[1] : add.inputs[0];
-  if (other == value || !c.is_fixed(other)) return std::nullopt;
+  const std::optional<ValueId> param = ir::other_input(add, value);
+  if (add.kind != ir::OpKind::Add || !param || !c.is_fixed(*param)) return std::nullopt;
+  const ValueId other = *param;
   if (c.shape(add.outputs[0]) != c.shape(value)) return std::nullopt;
   if (c.shape(other).size() > c.shape(value).size()) return std::nullopt;
   // oneDNN's matmul (2.6 and 3.2) has a real kernel (brgemm, gemm) only for a bias of shape
@@ -50,9 +50,9 @@ std::optional<ValueId> bias_of(const BuildContext& c, const ir::Node& add, Value
 // nChw16c below AVX-512: oneDNN 3.2's AVX2 kernels have no binary post-op there (ref:any for
 // every ResNet-50 conv3, seen here), only for nhwc and nChw8c.
 std::optional<ValueId> residual_of(const BuildContext& c, const ir::Node& add, ValueId value) {
-  if (add.kind != ir::OpKind::Add || add.inputs.size() != 2) return std::nullopt;
-  const ValueId other = add.inputs[0] == value ? add.inputs[1] : add.inputs[0];
-  if (other == value || c.is_fixed(other)) return std::nullopt;
+  const std::optional<ValueId> z = ir::other_input(add, value);
+  if (add.kind != ir::OpKind::Add || !z || c.is_fixed(*z)) return std::nullopt;
+  const ValueId other = *z;
   if (c.shape(other) != c.shape(value) || c.shape(add.outputs[0]) != c.shape(value))
     return std::nullopt;
   const TensorLayout layout = c.ref(add.outputs[0]).layout;
@@ -122,12 +122,13 @@ Chain plan_chain(const BuildContext& c, std::span<const NodeId> ops, size_t at) 
       if (!post_ops) break;
       const int64_t oc = c.shape(chain.output)[1];
       const ir::Node* n = next();
-      if (n != nullptr && n->kind == ir::OpKind::Add && n->inputs.size() == 2) {
-        const ValueId other = n->inputs[0] == chain.output ? n->inputs[1] : n->inputs[0];
-        const ir::Shape bias = c.shape(other);
-        const bool per_channel = other != chain.output && c.is_fixed(other) && bias.size() <= 4 &&
-                                 ir::num_elements(bias) == oc && bias.size() >= 3 &&
-                                 bias[bias.size() - 3] == oc &&
+      const std::optional<ValueId> other = n != nullptr && n->kind == ir::OpKind::Add
+                                               ? ir::other_input(*n, chain.output)
+                                               : std::nullopt;
+      if (other && c.is_fixed(*other)) {
+        const ir::Shape& bias = c.shape(*other);
+        const bool per_channel = bias.size() <= 4 && ir::num_elements(bias) == oc &&
+                                 bias.size() >= 3 && bias[bias.size() - 3] == oc &&
                                  c.shape(n->outputs[0]) == c.shape(chain.output);
         if (per_channel) {
           chain.bias_add = n;

@@ -453,7 +453,7 @@ std::unique_ptr<Kernel> build_conv_transpose(const BuildContext& c, const Chain&
       if (has_b) b[o] = fixed_data(c, node.inputs[2])[o];
       if (chain.bias_add != nullptr) {
         const ir::Node& add = *chain.bias_add;
-        b[o] += fixed_data(c, add.inputs[0] == node.outputs[0] ? add.inputs[1] : add.inputs[0])[o];
+        b[o] += fixed_data(c, *ir::other_input(add, node.outputs[0]))[o];
       }
     }
     if (chain.batch_norm != nullptr) s = fold_batch_norm(c, *chain.batch_norm, b);
@@ -639,7 +639,7 @@ std::unique_ptr<Kernel> build_matmul(const BuildContext& c, const Chain& chain) 
   Dims bias_dims;
   if (chain.bias_add != nullptr) {
     const ir::Node& add = *chain.bias_add;
-    bias = add.inputs[0] == node.outputs[0] ? add.inputs[1] : add.inputs[0];
+    bias = ir::other_input(add, node.outputs[0]);
     bias_dims = pad_front(to_dims(c.shape(*bias)), rank);
   }
   // Weights shared by every batch row (a linear layer: [B..., M, K] x [K, N]) are a 2-D
@@ -691,7 +691,7 @@ std::unique_ptr<Kernel> build_gemm(const BuildContext& c, const Chain& chain) {
     cv = node.inputs[2];
   } else if (chain.bias_add != nullptr) {
     const ir::Node& add = *chain.bias_add;
-    cv = add.inputs[0] == node.outputs[0] ? add.inputs[1] : add.inputs[0];
+    cv = ir::other_input(add, node.outputs[0]);
     beta = 1.0f;
   }
   if (beta == 0.0f) cv.reset();

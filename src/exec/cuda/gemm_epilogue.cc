@@ -64,12 +64,11 @@ GemmChain match_gemm(const ir::Graph& g, std::span<const NodeId> ops) {
     if (!float_parameter(g, c) || !per_column(g.value(c).type.shape, y.shape)) return chain;
     chain.bias = c;
     chain.bias_scale = std::get<ir::GemmAttrs>(head.attrs).beta;
-  } else if (const ir::Node* n = next();
-             n != nullptr && n->kind == ir::OpKind::Add && n->inputs.size() == 2) {
-    const ValueId other = n->inputs[0] == chain.y ? n->inputs[1] : n->inputs[0];
-    if (other != chain.y && float_parameter(g, other) &&
-        per_column(g.value(other).type.shape, y.shape) && g.value(n->outputs[0]).type == y) {
-      chain.bias = other;
+  } else if (const ir::Node* n = next(); n != nullptr && n->kind == ir::OpKind::Add) {
+    const std::optional<ValueId> other = ir::other_input(*n, chain.y);
+    if (other && float_parameter(g, *other) && per_column(g.value(*other).type.shape, y.shape) &&
+        g.value(n->outputs[0]).type == y) {
+      chain.bias = *other;
       chain.bias_add = take(n);
     }
   }
