@@ -111,11 +111,12 @@ precision() {
   step device 20 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
   # Every zoo model in TF32/FP16/BF16 against the CPU's FP32 (bounds in the test), then the
   # single-op cases in each precision, 16-bit I/O at the executor's edges (SixteenBit*,
-  # Fp16Model*), NHWC 16-bit convolutions (Nhwc*) and cuBLASLt's bias epilogues (GemmEpilogue*).
+  # Fp16Model*), NHWC 16-bit convolutions (Nhwc*) and cuBLASLt's bias epilogues (GemmEpilogue*
+  # for values, TakesCublasLtBiasEpilogues* for whether they are taken: its `[ epilogue ]` lines).
   # PRECISION_TEST=0 leaves it out.
   if [[ ${PRECISION_TEST:-1} == 1 ]]; then
     step precision_test 180 "$BRAID_BIN_DIR/exec_cuda_test" \
-      --gtest_filter='*Precision*:*ConvTranspose*:*Resize*:*CnnOps*:*IndexOps*:*SixteenBit*:*Fp16Model*:*Nhwc*:*GemmEpilogue*'
+      --gtest_filter='*Precision*:*ConvTranspose*:*Resize*:*CnnOps*:*IndexOps*:*SixteenBit*:*Fp16Model*:*Nhwc*:*Epilogue*'
   fi
   # The ONNX backend node tests on cuda:0 in every precision (tests/conformance/README.md),
   # packed by scripts/gpu_conformance_bundle.sh; its last lines are the per-backend summary.

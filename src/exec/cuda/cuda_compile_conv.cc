@@ -36,13 +36,20 @@ void log_layout_summary(const std::string& model, const std::string& precision, 
 }
 
 // A cuDNN algorithm is chosen once, at compile time: the fastest by cuDNN's heuristics that
-// fits the workspace limit.
+// fits the workspace limit. cuDNN ranks algorithm and math type as a pair and runs an algorithm
+// in the descriptor's math, so the pair's math goes on the descriptor (as PyTorch does), except
+// under FP32's FMA math, which must stay (a tensor-op math there would be TF32).
 template <typename Perf, typename Algo>
 std::optional<std::pair<Algo, size_t>> first_fitting(const Perf* perf, int found,
-                                                     int64_t workspace_limit) {
+                                                     int64_t workspace_limit,
+                                                     cudnnConvolutionDescriptor_t c_desc) {
+  cudnnMathType_t math;
+  BRAID_CU(cudnnGetConvolutionMathType(c_desc, &math));
   for (int i = 0; i < found; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && int64_t(perf[i].memory) <= workspace_limit)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && int64_t(perf[i].memory) <= workspace_limit) {
+      if (math != CUDNN_FMA_MATH) BRAID_CU(cudnnSetConvolutionMathType(c_desc, perf[i].mathType));
       return std::pair<Algo, size_t>{perf[i].algo, perf[i].memory};
+    }
   return std::nullopt;
 }
 
@@ -138,17 +145,21 @@ Compiler::ConvChain Compiler::match_conv(std::span<const NodeId> ops) const {
     return n != nullptr && ir::is_activation(n->kind) && n->inputs[0] == chain.y ? take(n)
                                                                                  : nullptr;
   };
-  if (const ir::Node* n = next();
-      n != nullptr && n->kind == ir::OpKind::BatchNormalization && n->inputs[0] == chain.y)
+  // A Conv applying its own activation (ConvAttrs::activation) ends there for a
+  // BatchNormalization: folded into the weights, it would compute act(BN(conv)), not BN(act(conv)).
+  const bool own_activation = unary_of(std::get<ir::ConvAttrs>(conv.attrs).activation).has_value();
+  if (const ir::Node* n = next(); !own_activation && n != nullptr &&
+                                  n->kind == ir::OpKind::BatchNormalization &&
+                                  n->inputs[0] == chain.y)
     take(n);
-  if (!unary_of(std::get<ir::ConvAttrs>(conv.attrs).activation)) chain.activation = activation();
+  if (!own_activation) chain.activation = activation();
   // A residual Add of another activation of the same shape and type, not broadcast.
-  if (const ir::Node* n = next(); n != nullptr && n->kind == ir::OpKind::Add &&
-                                  n->inputs.size() == 2 && n->inputs[0] != n->inputs[1]) {
-    const ValueId z = n->inputs[0] == chain.y ? n->inputs[1] : n->inputs[0];
-    const ir::Value& zv = g_.value(z);
-    if (zv.kind == ir::ValueKind::kActivation && zv.type == g_.value(chain.y).type) {
-      chain.residual = z;
+  const ir::Node* n = next();
+  if (n != nullptr && n->kind == ir::OpKind::Add) {
+    const std::optional<ValueId> z = ir::other_input(*n, chain.y);
+    if (z && g_.value(*z).kind == ir::ValueKind::kActivation &&
+        g_.value(*z).type == g_.value(chain.y).type) {
+      chain.residual = *z;
       take(n);
       chain.after = activation();
     }
@@ -291,7 +302,7 @@ std::pair<cudnnConvolutionFwdAlgo_t, size_t> Compiler::conv_algo(
     BRAID_CU(cudnnGetConvolutionForwardAlgorithm_v7(
         cudnn_, x_desc, w_desc, c_desc, y_desc, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
     algo = first_fitting<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(
-        perf, found, options_.workspace_bytes);
+        perf, found, options_.workspace_bytes, c_desc);
   }
   BRAID_CHECK(algo.has_value(), ErrorCode::kUnsupported, "cuda: no cuDNN algorithm for Conv '",
               name, "' within ", options_.workspace_bytes, " bytes of workspace");
@@ -307,8 +318,11 @@ cudnnActivationDescriptor_t Compiler::activation_descriptor(cudnnActivationMode_
 }
 
 // The fused call takes its bias in the output's type. Where cuDNN may refuse the configuration
-// at run time it is tried once here on zeros; refused, the conv runs as Forward + our
-// bias/activation kernel.
+// or compute something else it is tried once here on values whose result is known: x = 0 (so
+// the convolution gives 0 whatever the filter), the bias b, z = 0.25, y first all NaN (every
+// byte 0xFF, NaN in FP32, FP16 and BF16). Without a residual z is y itself with alpha2 = 0, as
+// the run passes it: a cuDNN that read it would give NaN. Every output must be act(b [+ 0.25]);
+// otherwise the conv runs as Forward + our bias/activation kernel.
 bool Compiler::fused_call_runs(cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
                                const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc,
                                cudnnConvolutionFwdAlgo_t algo, size_t workspace,
@@ -316,20 +330,37 @@ bool Compiler::fused_call_runs(cudnnTensorDescriptor_t x_desc, cudnnFilterDescri
                                cudnnActivationDescriptor_t act_desc, bool relu, const ir::Shape& xs,
                                const ir::Shape& ys, bool add_z) {
   if (elem_ == Elem::kF32 && relu && !add_z) return true;
-  const size_t x_bytes = size_t(ir::num_elements(xs) * esize_), b_bytes = size_t(ys[1] * esize_);
-  const size_t y_bytes = size_t(ir::num_elements(ys) * esize_);
-  DeviceBuffer px(x_bytes), py(y_bytes), pz(add_z ? y_bytes : 0), pb(b_bytes),
+  // cuDNN documents the identity activation for this one algorithm only, and other libraries
+  // (OpenVINO's NVIDIA plugin) found it computing wrong results with the others.
+  if (!relu && algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) return false;
+  // A negative bias tells identity from ReLU; a positive one that the bias and z are added.
+  const float b = relu ? 1.0f : -1.0f, z = 0.25f;
+  const float expected = b + (add_z ? z : 0.0f);  // exact in 16 bits, unchanged by the ReLU
+  const int64_t x_elements = ir::num_elements(xs), y_elements = ir::num_elements(ys);
+  DeviceBuffer px(size_t(x_elements * esize_)), py(size_t(y_elements * esize_)),
       pws(std::max<size_t>(workspace, 256));
-  BRAID_CU(cudaMemset(px.get(), 0, x_bytes));
-  BRAID_CU(cudaMemset(pb.get(), 0, b_bytes));
-  if (add_z) BRAID_CU(cudaMemset(pz.get(), 0, y_bytes));
+  BRAID_CU(cudaMemset(px.get(), 0, size_t(x_elements * esize_)));
+  BRAID_CU(cudaMemset(py.get(), 0xFF, size_t(y_elements * esize_)));
+  const DeviceBuffer pb = upload_as(std::vector<float>(size_t(ys[1]), b), elem_);
+  const DeviceBuffer pz =
+      add_z ? upload_as(std::vector<float>(size_t(y_elements), z), elem_) : DeviceBuffer();
   const float one = 1.0f, zero = 0.0f;
   const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
       cudnn_, &one, x_desc, px.get(), w_desc, w_dev, c_desc, algo, pws.get(), workspace,
       add_z ? &one : &zero, y_desc, add_z ? pz.get() : py.get(), b_desc, pb.get(), act_desc, y_desc,
       py.get());
-  BRAID_CU(cudaDeviceSynchronize());
-  return st == CUDNN_STATUS_SUCCESS;
+  // A refused or failed launch is cleared (a fault that poisons the context is not, and the
+  // next CUDA call reports it).
+  if (st != CUDNN_STATUS_SUCCESS || cudaDeviceSynchronize() != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  const std::vector<float> y = download_as(py.get(), y_elements, elem_);
+  const bool right = std::all_of(y.begin(), y.end(), [&](float v) { return v == expected; });
+  if (!right)
+    spdlog::debug("cuda: cuDNN's fused convolution (algorithm {}) computed a wrong probe: {}",
+                  int(algo), y.empty() ? 0.0f : y.front());
+  return right;
 }
 
 std::pair<std::vector<float>, std::vector<float>> Compiler::folded_conv(std::span<const NodeId> ops,
@@ -400,6 +431,11 @@ size_t Compiler::compile_conv(std::span<const NodeId> ops, std::vector<Op>& out)
   const bool x_nhwc = nhwc && conv_layouts_.stored_nhwc(conv.inputs[0]);
   const bool y_nhwc = nhwc && conv_layouts_.stored_nhwc(y);
   BRAID_ASSERT(!(residual && y_nhwc), "cuda: a residual convolution's output stored NHWC");
+  // A value lying in another's storage (a Concat's window) is read through that one's NCHW
+  // layout: conv_layout.h stores NHWC only what NHWC convolutions alone read, which a Concat is
+  // not, so this holds by construction; checked because a window would be silently wrong.
+  BRAID_ASSERT(!y_nhwc || memory_.storage_of.empty() || memory_.storage_of[index(y)] == y,
+               "cuda: an NHWC value placed in another value's storage");
   const cudnnTensorFormat_t format = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   if (nhwc) w = to_krsc(w, ws);
 
@@ -550,7 +586,7 @@ void Compiler::compile_conv_transpose(const ir::Node& n, std::vector<Op>& out) {
                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
                                                        &found, perf));
   const auto algo = first_fitting<cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t>(
-      perf, found, options_.workspace_bytes);
+      perf, found, options_.workspace_bytes, c_desc);
   BRAID_CHECK(algo.has_value(), ErrorCode::kUnsupported,
               "cuda: no cuDNN algorithm for ConvTranspose '", n.name, "' within ",
               options_.workspace_bytes, " bytes of workspace");

@@ -16,6 +16,7 @@
 
 #include "exec/cuda/cuda_compiler_impl.h"
 #include "exec/cuda/cuda_kernels.h"
+#include "exec/cuda/gemm_plan.h"
 #include "ir/resize.h"
 #include "ir/shape_inference.h"
 
@@ -26,30 +27,31 @@ namespace {
 
 // Column-major C[m,n] = alpha op(A) op(B) + beta C through cuBLAS: SGEMM in FP32 (the handle's
 // math mode says whether TF32 tensor cores may be used), GemmEx with FP32 accumulation for
-// 16-bit storage. GemmCall's fallback.
-void gemm(cublasHandle_t h, Elem e, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-          float alpha, const std::byte* a, int64_t lda, const std::byte* b, int64_t ldb, float beta,
-          std::byte* c, int64_t ldc) {
-  const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  if (e == Elem::kF32) {
-    BRAID_CU(cublasSgemm(
-        h, ta, tb, int(m), int(n), int(k), &alpha, reinterpret_cast<const float*>(a), int(lda),
-        reinterpret_cast<const float*>(b), int(ldb), &beta, reinterpret_cast<float*>(c), int(ldc)));
-    return;
-  }
+// 16-bit storage; their strided-batched forms for a batch. GemmCall's fallback.
+void gemm(cublasHandle_t h, Elem e, const GemmShape& s, float alpha, const std::byte* a,
+          const std::byte* b, float beta, std::byte* c) {
+  const cublasOperation_t ta = s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t tb = s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int m = int(s.m), n = int(s.n), k = int(s.k), lda = int(s.lda), ldb = int(s.ldb),
+            ldc = int(s.ldc);
+  const auto* fa = reinterpret_cast<const float*>(a);
+  const auto* fb = reinterpret_cast<const float*>(b);
+  auto* fc = reinterpret_cast<float*>(c);
   const cudaDataType_t t = cuda_type(e);
-  BRAID_CU(cublasGemmEx(h, ta, tb, int(m), int(n), int(k), &alpha, a, t, int(lda), b, t, int(ldb),
-                        &beta, c, t, int(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  if (s.batch == 1 && e == Elem::kF32) {
+    BRAID_CU(cublasSgemm(h, ta, tb, m, n, k, &alpha, fa, lda, fb, ldb, &beta, fc, ldc));
+  } else if (s.batch == 1) {
+    BRAID_CU(cublasGemmEx(h, ta, tb, m, n, k, &alpha, a, t, lda, b, t, ldb, &beta, c, t, ldc,
+                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  } else if (e == Elem::kF32) {
+    BRAID_CU(cublasSgemmStridedBatched(h, ta, tb, m, n, k, &alpha, fa, lda, s.stride_a, fb, ldb,
+                                       s.stride_b, &beta, fc, ldc, s.stride_c, int(s.batch)));
+  } else {
+    BRAID_CU(cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &alpha, a, t, lda, s.stride_a, b, t,
+                                        ldb, s.stride_b, &beta, c, t, ldc, s.stride_c, int(s.batch),
+                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
 }
-
-// The shape of a column-major GEMM, C[m,n] = alpha op(A) op(B) + beta C, as cuBLAS takes it:
-// op(A) is m x k (A stored k x m when transposed), op(B) k x n (B stored n x k when transposed),
-// each with its leading dimension.
-struct GemmShape {
-  bool trans_a = false, trans_b = false;
-  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
-};
 
 // What cuBLASLt adds to a GEMM's D before storing it (gemm_epilogue.h): CUBLASLT_EPILOGUE_DEFAULT
 // (nothing), or a bias vector of one value per row of D, in D's type, then maybe a ReLU or GELU.
@@ -101,8 +103,7 @@ class GemmCall {
     if (!has_algo_) {
       BRAID_ASSERT(epilogue_.kind == CUBLASLT_EPILOGUE_DEFAULT,
                    "cuda: a GEMM epilogue without a cuBLASLt algorithm");
-      gemm(lane.cublas, e_, s_.trans_a, s_.trans_b, s_.m, s_.n, s_.k, alpha, a, s_.lda, b, s_.ldb,
-           beta, c, s_.ldc);
+      gemm(lane.cublas, e_, s_, alpha, a, b, beta, c);
       return;
     }
     BRAID_CU(cublasLtMatmul(lt_.get(), op_, &alpha, a, a_, b, b_, &beta, c, c_, c, c_, &algo_,
@@ -140,6 +141,16 @@ class GemmCall {
     BRAID_CU(cublasLtMatrixLayoutCreate(&b_, t, uint64_t(s_.trans_b ? s_.n : s_.k),
                                         uint64_t(s_.trans_b ? s_.k : s_.n), s_.ldb));
     BRAID_CU(cublasLtMatrixLayoutCreate(&c_, t, uint64_t(s_.m), uint64_t(s_.n), s_.ldc));
+    if (s_.batch > 1) {  // one bias for every matrix: BIAS_BATCH_STRIDE stays 0
+      const int32_t count = int32_t(s_.batch);
+      for (auto [layout, stride] :
+           {std::pair{a_, s_.stride_a}, std::pair{b_, s_.stride_b}, std::pair{c_, s_.stride_c}}) {
+        BRAID_CU(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                  &count, sizeof(count)));
+        BRAID_CU(cublasLtMatrixLayoutSetAttribute(
+            layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+      }
+    }
     BRAID_CU(cublasLtMatmulPreferenceCreate(&preference_));
     const uint64_t workspace = uint64_t(kCublasWorkspace);
     BRAID_CU(cublasLtMatmulPreferenceSetAttribute(
@@ -157,7 +168,47 @@ class GemmCall {
     has_algo_ = status == CUBLAS_STATUS_SUCCESS && found > 0 &&
                 result.state == CUBLAS_STATUS_SUCCESS &&
                 result.workspaceSize <= size_t(kCublasWorkspace);
+    if (has_algo_) has_algo_ = runs(result.algo, result.workspaceSize, alignment);
     if (has_algo_) algo_ = result.algo;
+    if (!has_algo_)
+      spdlog::debug(
+          "cuda: no cuBLASLt algorithm for a {}x{}x{} GEMM (batch {}, epilogue {}, "
+          "{}-byte alignment): {}",
+          s_.m, s_.n, s_.k, s_.batch, int(epilogue_.kind), alignment,
+          status == CUBLAS_STATUS_SUCCESS && found > 0
+              ? "offered none that fits, or it failed when tried"
+              : cublasGetStatusString(status));
+  }
+
+  // The heuristic's algorithm tried once on scratch operands as aligned as the real ones (its
+  // values do not matter): cublasLtMatmul may still refuse a configuration the heuristic ranked
+  // (PyTorch falls back to cuBLAS on such failures), and a refusal at run time would come in
+  // the middle of a CUDA Graph capture.
+  bool runs(const cublasLtMatmulAlgo_t& algo, size_t workspace_bytes, int64_t alignment) const {
+    auto elements = [&](int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+      return ld * (cols - 1) + rows + (s_.batch - 1) * stride;
+    };
+    const int64_t esize = elem_bytes(e_);
+    const int64_t offset = alignment < 256 ? alignment : 0;  // exactly that aligned
+    DeviceBuffer pa(size_t(
+        elements(s_.trans_a ? s_.k : s_.m, s_.trans_a ? s_.m : s_.k, s_.lda, s_.stride_a) * esize +
+        256)),
+        pb(size_t(
+            elements(s_.trans_b ? s_.n : s_.k, s_.trans_b ? s_.k : s_.n, s_.ldb, s_.stride_b) *
+                esize +
+            256)),
+        pc(size_t(elements(s_.m, s_.n, s_.ldc, s_.stride_c) * esize + 256)),
+        workspace(std::max<size_t>(workspace_bytes, 256));
+    const float one = 1.0f, zero = 0.0f;
+    std::byte* c = pc.get() + offset;
+    const cublasStatus_t st =
+        cublasLtMatmul(lt_.get(), op_, &one, pa.get() + offset, a_, pb.get() + offset, b_, &zero, c,
+                       c_, c, c_, &algo, workspace.get(), workspace_bytes, nullptr);
+    if (st != CUBLAS_STATUS_SUCCESS || cudaDeviceSynchronize() != cudaSuccess) {
+      cudaGetLastError();  // a refused launch is not the next kernel's error
+      return false;
+    }
+    return true;
   }
   void release() {
     if (preference_ != nullptr) cublasLtMatmulPreferenceDestroy(preference_);
@@ -181,49 +232,6 @@ class GemmCall {
   bool has_algo_ = false;
 };
 
-// A MatMul as cuBLAS GEMMs: row-major Y[M,N] = A[M,K] B[K,N] is column-major Y^T = B^T A^T, so
-// each output matrix is one GEMM with B first and every leading dimension a row length. `pairs`
-// holds, per output matrix (in order), the element offsets of the A and B matrices it reads
-// (broadcast batch dims).
-struct MatmulGemms {
-  GemmShape shape;
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  int64_t y_stride = 0;  // elements between output matrices
-};
-
-MatmulGemms matmul_gemms(const ir::Node& n, const ir::Shape& as, const ir::Shape& bs,
-                         const ir::Shape& ys) {
-  BRAID_CHECK(as.size() >= 2 && bs.size() >= 2, ErrorCode::kUnsupported, "cuda: MatMul '", n.name,
-              "' with a 1-D operand");
-  const int64_t m = ys[ys.size() - 2], nn = ys.back(), k = as.back();
-  const ir::Shape batch(ys.begin(), ys.end() - 2);
-  const ir::Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
-  const int64_t batches = ir::num_elements(batch);
-  const Strided a_idx = broadcast_to(a_batch, batch), b_idx = broadcast_to(b_batch, batch);
-  MatmulGemms g{.shape = {.m = nn, .n = m, .k = k, .lda = nn, .ldb = k, .ldc = nn},
-                .y_stride = m * nn};
-  for (int64_t t = 0; t < batches; ++t) {
-    int64_t rest = t, ao = 0, bo = 0;
-    for (int d = a_idx.rank - 1; d >= 0 && !batch.empty(); --d) {
-      const int64_t at = rest % a_idx.dims[d];
-      rest /= a_idx.dims[d];
-      ao += at * a_idx.strides[d];
-      bo += at * b_idx.strides[d];
-    }
-    g.pairs.emplace_back(ao * m * k, bo * k * nn);
-  }
-  return g;
-}
-
-// The largest power of two up to 256 dividing every matrix's byte offset from its tensor's start.
-int64_t offsets_alignment(const MatmulGemms& g, int64_t esize) {
-  int64_t alignment = 256;
-  for (size_t t = 0; t < g.pairs.size(); ++t)
-    for (int64_t offset : {g.pairs[t].first, g.pairs[t].second, int64_t(t) * g.y_stride})
-      alignment = std::min(alignment, power_of_two_alignment(uint64_t(offset * esize)));
-  return alignment;
-}
-
 // The Op of a MatMul: each output matrix's GEMM by `call` (with its epilogue, if any).
 Op matmul_op(const MatmulGemms& g, Locator a, Locator b, Locator y, int64_t esize,
              std::shared_ptr<const GemmCall> call) {
@@ -234,21 +242,6 @@ Op matmul_op(const MatmulGemms& g, Locator a, Locator b, Locator y, int64_t esiz
       call->run(l, 1.0f, pb + pairs[t].second * esize, pa + pairs[t].first * esize, 0.0f,
                 py + int64_t(t) * y_stride * esize);
   };
-}
-
-// A Gemm's one GEMM: row-major Y = op(A) op(B) is column-major Y^T = op(B)^T op(A)^T: B first,
-// with B's transposition, and the row lengths as leading dimensions.
-GemmShape gemm_shape(const ir::GemmAttrs& attrs, const ir::Shape& as, const ir::Shape& ys) {
-  const int64_t m = ys[0], nn = ys[1], k = attrs.trans_a ? as[0] : as[1];
-  const bool ta = attrs.trans_a, tb = attrs.trans_b;
-  return {.trans_a = tb,
-          .trans_b = ta,
-          .m = nn,
-          .n = m,
-          .k = k,
-          .lda = tb ? k : nn,
-          .ldb = ta ? m : k,
-          .ldc = nn};
 }
 
 }  // namespace
@@ -585,10 +578,12 @@ void Compiler::compile_softmax(const ir::Node& n, std::vector<Op>& out) {
 }
 
 void Compiler::compile_matmul(const ir::Node& n, std::vector<Op>& out) {
+  BRAID_CHECK(shape(n.inputs[0]).size() >= 2 && shape(n.inputs[1]).size() >= 2,
+              ErrorCode::kUnsupported, "cuda: MatMul '", n.name, "' with a 1-D operand");
   const MatmulGemms g =
-      matmul_gemms(n, shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]));
+      matmul_gemms(shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), esize_);
   const int64_t alignment = std::min({alignment_of(n.inputs[0]), alignment_of(n.inputs[1]),
-                                      alignment_of(n.outputs[0]), offsets_alignment(g, esize_)});
+                                      alignment_of(n.outputs[0]), g.alignment});
   const auto call =
       std::make_shared<const GemmCall>(cublas_lt(), elem_, options_.precision, g.shape, alignment);
   out.push_back(
@@ -646,10 +641,10 @@ size_t Compiler::compile_gemm_chain(std::span<const NodeId> ops, std::vector<Op>
         std::min({alignment_of(n.inputs[0]), alignment_of(n.inputs[1]), alignment_of(chain.y)});
     if (n.kind == ir::OpKind::MatMul) {
       const MatmulGemms g =
-          matmul_gemms(n, shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]));
-      const auto call = std::make_shared<const GemmCall>(
-          cublas_lt(), elem_, options_.precision, g.shape,
-          std::min(alignment, offsets_alignment(g, esize_)), epilogue);
+          matmul_gemms(shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), esize_);
+      const auto call =
+          std::make_shared<const GemmCall>(cublas_lt(), elem_, options_.precision, g.shape,
+                                           std::min(alignment, g.alignment), epilogue);
       if (call->has_algo()) {
         out.push_back(matmul_op(g, a, b, y, esize_, call));
         return chain.used;

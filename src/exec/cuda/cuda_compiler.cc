@@ -10,10 +10,12 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <variant>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "base/float16.h"
 #include "exec/cuda/cuda_compiler_impl.h"
 #include "exec/cuda/cuda_kernels.h"
 #include "ir/resize.h"
@@ -64,8 +66,29 @@ DeviceBuffer upload(std::span<const float> data) {
   return b;
 }
 
-int64_t power_of_two_alignment(uint64_t address) {
-  return address == 0 ? 256 : std::min<int64_t>(256, int64_t(address & (~address + 1)));
+DeviceBuffer upload_as(std::span<const float> data, Elem as) {
+  if (as == Elem::kF32) return upload(data);
+  BRAID_CHECK(as == Elem::kF16 || as == Elem::kBF16, ErrorCode::kInternal,
+              "cuda: upload_as takes a float type");
+  std::vector<uint16_t> bits(data.size());
+  for (size_t i = 0; i < data.size(); ++i)
+    bits[i] = as == Elem::kF16 ? float_to_float16(data[i]) : float_to_bfloat16(data[i]);
+  return upload_array(bits);
+}
+
+std::vector<float> download_as(const std::byte* p, int64_t n, Elem as) {
+  std::vector<float> out(static_cast<size_t>(n));
+  if (as == Elem::kF32) {
+    BRAID_CU(cudaMemcpy(out.data(), p, size_t(n) * sizeof(float), cudaMemcpyDeviceToHost));
+    return out;
+  }
+  BRAID_CHECK(as == Elem::kF16 || as == Elem::kBF16, ErrorCode::kInternal,
+              "cuda: download_as takes a float type");
+  std::vector<uint16_t> bits(static_cast<size_t>(n));
+  BRAID_CU(cudaMemcpy(bits.data(), p, size_t(n) * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < bits.size(); ++i)
+    out[i] = as == Elem::kF16 ? float16_to_float(bits[i]) : bfloat16_to_float(bits[i]);
+  return out;
 }
 
 cuda::UnaryOp unary_of(ir::OpKind kind, const ir::OpAttrs& attrs) {
@@ -370,6 +393,29 @@ MemoryPlanOptions memory_plan_options(const ir::Graph& g, const CudaExecutorOpti
   return memory;
 }
 
+namespace {
+
+// Whether a Wait step comes between the launches of merge `m` on its lane. The merged op writes
+// every unit's output at the first launch, while the memory plan reuses storage by each unit's
+// own launch: a wait there could order a reader of memory a later unit's output takes before
+// that unit but after the first (sched::lower emits a merge's launches back to back, so none
+// is expected).
+bool waits_inside_merge(const sched::ExecutionPlan& plan, size_t m) {
+  const size_t units = plan.merges[m].size();
+  for (const sched::PlanLane& lane : plan.lanes) {
+    size_t launched = 0;
+    for (const sched::Step& step : lane.steps) {
+      if (const auto* l = std::get_if<sched::LaunchStep>(&step); l && l->merge == int32_t(m))
+        ++launched;
+      else if (std::holds_alternative<sched::WaitStep>(step) && launched > 0 && launched < units)
+        return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 CompiledModel::CompiledModel(const ir::Graph& graph, const ir::Weights& weights,
                              const ir::UnitGraph& units, const sched::ExecutionPlan& plan,
                              const CudaExecutorOptions& options,
@@ -396,6 +442,8 @@ CompiledModel::CompiledModel(const ir::Graph& graph, const ir::Weights& weights,
         if (plan.block_of_unit[index(u)] != plan.block_of_unit[index(merge[0])])
           why = "its units lie in different blocks";
       }
+      if (why.empty() && waits_inside_merge(plan, merge_ops.size()))
+        why = "its lane waits for an event between its launches";
       std::vector<Op> merged;
       if (merge.size() >= 2 && why.empty()) merged = compiler->compile_merge(ops, &why);
       if (merged.empty() && merge.size() >= 2)

@@ -107,8 +107,10 @@ struct ConvLaunch {
   }
 };
 
-// cuBLAS's own workspace per lane, set explicitly so that graph capture never allocates.
-constexpr int64_t kCublasWorkspace = 4 << 20;
+// cuBLAS's own workspace per lane, set explicitly so that graph capture never allocates: 32 MiB,
+// what cuBLAS's documentation recommends for Hopper (cublasSetWorkspace; 4 MiB before it, which
+// kept the split-K and stream-K algorithms that need more out of cuBLASLt's heuristic).
+constexpr int64_t kCublasWorkspace = 32 << 20;
 
 // One op of a unit, compiled: runs on a lane with the request's arena.
 using Op = std::function<void(const LaneContext&, std::byte* arena)>;
@@ -252,10 +254,11 @@ class Compiler {
       const ir::Shape& xs, const ir::Shape& ys, const std::string& name);
   // A cuDNN activation descriptor of `mode` (ReLU or identity), owned by the compiler.
   cudnnActivationDescriptor_t activation_descriptor(cudnnActivationMode_t mode);
-  // Whether cudnnConvolutionBiasActivationForward runs this convolution: assumed for an FP32
-  // ReLU without z (as the H100 ran it), otherwise tried once on zeros (cuDNN may refuse a
-  // 16-bit configuration, a z, or an identity activation with another algorithm than
-  // IMPLICIT_PRECOMP_GEMM).
+  // Whether cudnnConvolutionBiasActivationForward runs this convolution right: assumed for an
+  // FP32 ReLU without z (as the H100 ran it); refused for an identity activation with another
+  // algorithm than IMPLICIT_PRECOMP_GEMM (cuDNN documents no other); otherwise tried once on
+  // inputs whose result is known and its every output checked (cuDNN may refuse a 16-bit
+  // configuration or a z, or compute another function).
   bool fused_call_runs(cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
                        const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc,
                        cudnnConvolutionFwdAlgo_t algo, size_t workspace,

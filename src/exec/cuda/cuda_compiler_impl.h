@@ -8,6 +8,7 @@
 
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_kernels.h"
+#include "exec/cuda/gemm_plan.h"
 #include "ir/graph.h"
 
 namespace braid::exec::cuda {
@@ -18,10 +19,12 @@ Strided row_major(const ir::Shape& shape);
 Strided broadcast_to(const ir::Shape& shape, const ir::Shape& out);
 // A negative axis counted from the end.
 int64_t normalize(int64_t axis, size_t rank);
-// The largest power of two up to 256 dividing `address` (256 for null).
-int64_t power_of_two_alignment(uint64_t address);
 // A constant tensor uploaded once (weights, folded weights, biases).
 DeviceBuffer upload(std::span<const float> data);
+// `data` stored as `as` (FP32, FP16 or BF16; rounded to nearest on the host), and back: `n`
+// values of type `as` at device address `p` as floats (synchronous copies, for prepare).
+DeviceBuffer upload_as(std::span<const float> data, Elem as);
+std::vector<float> download_as(const std::byte* p, int64_t n, Elem as);
 template <typename T>
 DeviceBuffer upload_array(const std::vector<T>& data) {
   DeviceBuffer b(data.size() * sizeof(T));

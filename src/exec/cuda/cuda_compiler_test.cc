@@ -9,12 +9,16 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "cost/roofline.h"
+#include "exec/cuda/cuda_executor.h"
+#include "exec/cuda/gemm_epilogue.h"
 #include "exec/memory_plan.h"
 #include "exec/ref/ref_executor.h"
 #include "ir/graph.h"
+#include "ir/unit_graph.h"
 #include "ir/weights.h"
 #include "models/loader.h"
 #include "sched/lower.h"
@@ -57,6 +61,95 @@ TEST(CudaCompiler, FusesResnetResidualAddsIntoTheirConvolutions) {
   }
   EXPECT_EQ(convs, 53u);
   EXPECT_EQ(residuals, 16u);
+}
+
+// A Conv that applies its own ReLU (ConvAttrs::activation) and then a BatchNormalization: the
+// BatchNormalization cannot be folded into the convolution's weights (that would normalize
+// before the ReLU), so the chain stops at the Conv; without the ReLU it takes both. The CPU
+// executor's chain (cpu_kernels_fusion.cc) refuses the same fold.
+TEST(CudaCompiler, DoesNotFoldABatchNormalizationAfterAConvsOwnActivation) {
+  const auto f32 = [](ir::Shape s) { return ir::TensorType{ir::DType::kFloat32, std::move(s)}; };
+  for (const ir::Activation act : {ir::Activation::kRelu, ir::Activation::kNone}) {
+    ir::GraphBuilder b("conv_relu_bn");
+    const ValueId x = b.add_input("x", f32({1, 3, 8, 8}));
+    const ValueId w = b.add_parameter("w", f32({4, 3, 3, 3}));
+    std::vector<ValueId> bn{b.add_op(
+        ir::OpKind::Conv, ir::ConvAttrs{.kernel = {3, 3}, .pads = {1, 1, 1, 1}, .activation = act},
+        {x, w}, "conv")};
+    for (const char* p : {"scale", "shift", "mean", "var"})
+      bn.push_back(b.add_parameter(p, f32({4})));
+    b.mark_output(b.add_op(ir::OpKind::BatchNormalization, ir::BatchNormAttrs{}, bn, "bn"));
+    const ir::Graph g = std::move(b).build();
+    const MemoryPlan no_memory;
+    const ir::Weights no_weights;
+    const cuda::Compiler compiler(g, no_weights, no_memory, {}, nullptr);
+    const std::vector<NodeId> ops{NodeId(0), NodeId(1)};
+    EXPECT_EQ(compiler.match_conv(ops).used, act == ir::Activation::kNone ? 2u : 1u);
+  }
+}
+
+// On a GPU: the bias epilogues cuBLASLt has an algorithm for are taken. A linear layer with its
+// ReLU (RELU_BIAS), a Gemm whose C is a bias (BIAS) and attention-shaped batched MatMuls with a
+// bias (BIAS, one strided-batched call) each compile to ONE op in every precision; the fallback
+// (the GEMM, then our bias and activation kernels) gives the same values, so the value tests
+// cannot tell them apart. The tanh-GELU epilogue is printed, not required.
+TEST(CudaCompiler, TakesCublasLtBiasEpiloguesOnAGpu) {
+  const auto f32 = [](ir::Shape s) { return ir::TensorType{ir::DType::kFloat32, std::move(s)}; };
+  ir::GraphBuilder b("epilogues");
+  auto param = [&](const std::string& name, ir::Shape s) {
+    return b.add_parameter(name, f32(std::move(s)), ir::ParamInit::uniform(-0.5f, 0.5f));
+  };
+  const ValueId x = b.add_input("x", f32({2, 16, 64}));
+  ValueId y = b.add_op(ir::OpKind::MatMul, {}, {x, param("w1", {64, 128})}, "linear");
+  y = b.add_op(ir::OpKind::Add, {}, {y, param("b1", {128})}, "linear/bias");
+  y = b.add_op(ir::OpKind::Relu, {}, {y}, "linear/relu");
+  const ValueId r =
+      b.add_op(ir::OpKind::Reshape, ir::ReshapeAttrs{.shape = {32, 128}}, {y}, "rows");
+  b.mark_output(b.add_op(ir::OpKind::Gemm, ir::GemmAttrs{.trans_b = true},
+                         {r, param("w2", {64, 128}), param("c2", {64})}, "gemm_bias"));
+  const ValueId q = b.add_input("q", f32({2, 4, 16, 32}));
+  ValueId s =
+      b.add_op(ir::OpKind::MatMul, {}, {q, b.add_input("k", f32({2, 4, 32, 16}))}, "scores");
+  b.mark_output(b.add_op(ir::OpKind::Add, {}, {s, param("b3", {16})}, "scores/bias"));
+  ValueId t = b.add_op(ir::OpKind::MatMul, {}, {x, param("w4", {64, 32})}, "tanh");
+  t = b.add_op(ir::OpKind::Add, {}, {t, param("b4", {32})}, "tanh/bias");
+  b.mark_output(
+      b.add_op(ir::OpKind::Gelu, ir::GeluAttrs{.tanh_approximation = true}, {t}, "tanh/gelu"));
+  const auto graph = std::make_shared<const ir::Graph>(std::move(b).build());
+  const ir::UnitGraph units = ir::fuse(graph);
+  const ir::Weights weights = ir::Weights::generate(*graph, 3);
+  const sched::ExecutionPlan plan = sched::lower(
+      units,
+      sched::make_scheduler("sequential", {})->schedule(units, cost::RooflineCostModel(units)));
+  std::map<std::string, cuda::GemmEpilogue> wanted;
+  for (size_t u = 0; u < units.num_units(); ++u) {
+    const auto ops = units.unit(UnitId(u)).ops;
+    if (graph->node(ops[0]).kind == ir::OpKind::MatMul ||
+        graph->node(ops[0]).kind == ir::OpKind::Gemm)
+      wanted[graph->node(ops[0]).name] = cuda::match_gemm(*graph, ops).epilogue;
+  }
+  using E = cuda::GemmEpilogue;
+  ASSERT_EQ(wanted, (std::map<std::string, E>{{"linear", E::kReluBias},
+                                              {"gemm_bias", E::kBias},
+                                              {"scores", E::kBias},
+                                              {"tanh", E::kGeluBias}}));
+  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
+  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16}) {
+    const MemoryPlan memory =
+        plan_memory(*graph, units, plan, cuda::memory_plan_options(*graph, {.precision = p}));
+    cuda::Compiler compiler(*graph, weights, memory, {.precision = p}, nullptr);
+    for (size_t u = 0; u < units.num_units(); ++u) {
+      const auto ops = units.unit(UnitId(u)).ops;
+      const std::string& name = graph->node(ops[0]).name;
+      if (graph->node(ops[0]).kind != ir::OpKind::MatMul &&
+          graph->node(ops[0]).kind != ir::OpKind::Gemm)
+        continue;
+      const size_t compiled = compiler.compile_unit(ops).size();
+      std::printf("[ epilogue ] %s %s: %zu ops compiled to %zu\n",
+                  std::string(to_string(p)).c_str(), name.c_str(), ops.size(), compiled);
+      if (name != "tanh") EXPECT_EQ(compiled, 1u) << to_string(p) << " " << name;
+    }
+  }
 }
 
 // SqueezeNet's Fire modules, GoogLeNet's and Inception V3's blocks end in a Concat along

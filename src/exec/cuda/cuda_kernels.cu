@@ -7,6 +7,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "base/error.h"
+
 namespace braid::exec::cuda {
 namespace {
 
@@ -426,14 +428,25 @@ __global__ void spin(long long cycles) {
   }
 }
 
+// A launch the runtime refused (no kernel image for this GPU, a bad configuration) reports
+// nothing by itself: the kernel just does not run. The launchers check at once, so the error
+// names its kernel; cudaGetLastError is allowed while a stream is being captured.
+void launched(const char* kernel) {
+  const cudaError_t e = cudaGetLastError();
+  BRAID_CHECK(e == cudaSuccess, ErrorCode::kInternal, "CUDA: launch of ", kernel, ": ",
+              cudaGetErrorString(e));
+}
+
 }  // namespace
 
 void empty_kernels(int count, cudaStream_t stream) {
   for (int i = 0; i < count; ++i) empty_kernel<<<1, 1, 0, stream>>>();
+  launched("empty_kernel");
 }
 
 void spin_kernel(long long cycles, cudaStream_t stream) {
   spin<<<1, 1, 0, stream>>>(cycles);
+  launched("spin");
 }
 
 int elem_bytes(Elem e) {
@@ -459,6 +472,7 @@ void strided_copy(Elem e, void* dst, Strided dst_layout, const void* src, Stride
     using T = decltype(tag);
     strided_copy_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
         static_cast<T*>(dst), dst_layout, static_cast<const T*>(src), src_layout, n);
+    launched("strided_copy_kernel");
   });
 }
 
@@ -470,6 +484,7 @@ void convert(Elem from, const void* src, Elem to, void* dst, int64_t n, cudaStre
       using To = decltype(to_tag);
       convert_kernel<From, To><<<blocks_for(n), kThreads, 0, stream>>>(
           static_cast<const From*>(src), static_cast<To*>(dst), n);
+      launched("convert_kernel");
     });
   });
 }
@@ -482,6 +497,7 @@ void gather(Elem e, const void* data, int64_t outer, int64_t axis_dim, int64_t i
     using T = decltype(tag);
     gather_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
         static_cast<const T*>(data), axis_dim, inner, indices, num_indices, static_cast<T*>(y), n);
+    launched("gather_kernel");
   });
 }
 
@@ -494,6 +510,7 @@ void where(Elem e, const void* cond, Strided c_layout, const void* a, Strided a_
     where_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
         static_cast<const uint8_t*>(cond), c_layout, static_cast<const T*>(a), a_layout,
         static_cast<const T*>(b), b_layout, static_cast<T*>(y), n);
+    launched("where_kernel");
   });
 }
 
@@ -506,6 +523,7 @@ void equal(Elem e, const void* a, Strided a_layout, const void* b, Strided b_lay
     equal_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(a), a_layout,
                                                             static_cast<const T*>(b), b_layout,
                                                             static_cast<uint8_t*>(y), n);
+    launched("equal_kernel");
   });
 }
 
@@ -513,6 +531,7 @@ void logical_not(const void* x, void* y, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
   not_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint8_t*>(x),
                                                      static_cast<uint8_t*>(y), n);
+  launched("not_kernel");
 }
 
 void pad(Elem e, void* y, Strided y_layout, const void* x, Strided x_layout,
@@ -525,6 +544,7 @@ void pad(Elem e, void* y, Strided y_layout, const void* x, Strided x_layout,
     using T = decltype(tag);
     pad_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
         static_cast<T*>(y), y_layout, static_cast<const T*>(x), x_layout, pads, value, n);
+    launched("pad_kernel");
   });
 }
 
@@ -534,6 +554,7 @@ void unary(Elem e, UnaryOp op, const void* x, void* y, int64_t n, cudaStream_t s
     using T = decltype(tag);
     unary_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(op, static_cast<const T*>(x),
                                                             static_cast<T*>(y), n);
+    launched("unary_kernel");
   });
 }
 
@@ -546,6 +567,7 @@ void binary(Elem e, Binary op, const void* a, Strided a_layout, const void* b, S
     binary_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(op, static_cast<const T*>(a), a_layout,
                                                              static_cast<const T*>(b), b_layout,
                                                              static_cast<T*>(y), n);
+    launched("binary_kernel");
   });
 }
 
@@ -559,6 +581,7 @@ void channel_affine(Elem e, const void* x, void* y, const float* scale, const fl
     channel_affine_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
         static_cast<const T*>(x), static_cast<T*>(y), scale, shift, channels, inner, activation,
         has_activation, static_cast<const T*>(residual.z), residual.after, residual.has_after, n);
+    launched("channel_affine_kernel");
   });
 }
 
@@ -569,6 +592,7 @@ void pool2d(Elem e, const void* x, void* y, Pool2d p, cudaStream_t stream) {
     using T = decltype(tag);
     pool2d_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x),
                                                              static_cast<T*>(y), p, n);
+    launched("pool2d_kernel");
   });
 }
 
@@ -578,6 +602,7 @@ void mean_rows(Elem e, const void* x, void* y, int64_t rows, int64_t inner, cuda
     using T = decltype(tag);
     mean_rows_kernel<T>
         <<<rows, kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), inner);
+    launched("mean_rows_kernel");
   });
 }
 
@@ -586,6 +611,7 @@ void read_through(const float* data, int64_t n, float* sink, cudaStream_t stream
   if (n4 == 0) return;
   read_through_kernel<<<blocks_for(n4), kThreads, 0, stream>>>(
       reinterpret_cast<const float4*>(data), n4, sink);
+  launched("read_through_kernel");
 }
 
 void lrn(Elem e, const void* x, void* y, Lrn p, cudaStream_t stream) {
@@ -595,6 +621,7 @@ void lrn(Elem e, const void* x, void* y, Lrn p, cudaStream_t stream) {
     using T = decltype(tag);
     lrn_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x),
                                                           static_cast<T*>(y), p, n);
+    launched("lrn_kernel");
   });
 }
 
@@ -606,6 +633,7 @@ void resize(Elem e, const void* x, void* y, const ResizeTables& tables, cudaStre
     using T = decltype(tag);
     resize_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x),
                                                              static_cast<T*>(y), tables, n);
+    launched("resize_kernel");
   });
 }
 
@@ -617,6 +645,7 @@ void layer_norm(Elem e, const void* x, const void* scale, const void* bias, void
     layer_norm_kernel<T><<<outer, kThreads, 0, stream>>>(
         static_cast<const T*>(x), static_cast<const T*>(scale), static_cast<const T*>(bias),
         static_cast<T*>(y), inner, epsilon);
+    launched("layer_norm_kernel");
   });
 }
 
