@@ -9,8 +9,8 @@
 // parameter of an Add after a MatMul (BERT's and ViT's Linear layers: MatMul, then Add of a
 // [N] bias) or a Gemm's C of shape [N] or [1, N]. cuBLASLt computes the column-major D = Y^T
 // [N, M], so that bias is its CUBLASLT_EPILOGUE_BIAS vector: one value per row of D, broadcast
-// to every column of D, in D's type, added before the epilogue's activation. A batched MatMul is
-// one GEMM per output matrix, each adding the same vector. After the bias, a ReLU is
+// to every column of D, in D's type, added before the epilogue's activation. A batched MatMul's
+// matrices (gemm_plan.h) each add the same vector. After the bias, a ReLU is
 // CUBLASLT_EPILOGUE_RELU_BIAS and a Gelu with approximate="tanh" CUBLASLT_EPILOGUE_GELU_BIAS:
 // cuBLASLt's GELU is the tanh approximation (PyTorch runs gelu(x, "tanh") where it cannot use the
 // epilogue). ONNX's default Gelu (erf, BERT's) is not fused: the two differ by up to 4.7e-4 (at
