@@ -232,18 +232,6 @@ class GemmCall {
   bool has_algo_ = false;
 };
 
-// The Op of a MatMul: each output matrix's GEMM by `call` (with its epilogue, if any).
-Op matmul_op(const MatmulGemms& g, Locator a, Locator b, Locator y, int64_t esize,
-             std::shared_ptr<const GemmCall> call) {
-  return [=, pairs = g.pairs, y_stride = g.y_stride](const LaneContext& l, std::byte* arena) {
-    const std::byte *pa = a(arena), *pb = b(arena);
-    std::byte* py = y(arena);
-    for (size_t t = 0; t < pairs.size(); ++t)
-      call->run(l, 1.0f, pb + pairs[t].second * esize, pa + pairs[t].first * esize, 0.0f,
-                py + int64_t(t) * y_stride * esize);
-  };
-}
-
 }  // namespace
 
 // Resize from ir::resize_taps' tables, uploaded once: identity axes need none.
@@ -577,43 +565,64 @@ void Compiler::compile_softmax(const ir::Node& n, std::vector<Op>& out) {
   });
 }
 
+std::optional<Op> Compiler::gemm_op(const ir::Node& n, ValueId y, float beta, GemmEpilogue epilogue,
+                                    const std::byte* bias) {
+  const LtEpilogue lt{.kind = lt_epilogue(epilogue), .bias = bias};
+  auto a = locate(n.inputs[0]);
+  auto b = locate(n.inputs[1]);
+  auto out = locate(y);
+  int64_t alignment =
+      std::min({alignment_of(n.inputs[0]), alignment_of(n.inputs[1]), alignment_of(y)});
+  if (n.kind == ir::OpKind::MatMul) {
+    BRAID_CHECK(shape(n.inputs[0]).size() >= 2 && shape(n.inputs[1]).size() >= 2,
+                ErrorCode::kUnsupported, "cuda: MatMul '", n.name, "' with a 1-D operand");
+    const MatmulGemms g =
+        matmul_gemms(shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), esize_);
+    const auto call = std::make_shared<const GemmCall>(
+        cublas_lt(), elem_, options_.precision, g.shape, std::min(alignment, g.alignment), lt);
+    if (epilogue != GemmEpilogue::kNone && !call->has_algo()) return std::nullopt;
+    const int64_t esize = esize_;
+    return [=, pairs = g.pairs, y_stride = g.y_stride](const LaneContext& l, std::byte* arena) {
+      const std::byte *pa = a(arena), *pb = b(arena);
+      std::byte* py = out(arena);
+      for (size_t t = 0; t < pairs.size(); ++t)
+        call->run(l, 1.0f, pb + pairs[t].second * esize, pa + pairs[t].first * esize, beta,
+                  py + int64_t(t) * y_stride * esize);
+    };
+  }
+  const auto& attrs = std::get<ir::GemmAttrs>(n.attrs);
+  const auto call = std::make_shared<const GemmCall>(
+      cublas_lt(), elem_, options_.precision,
+      gemm_shape(attrs, shape(n.inputs[0]), shape(n.outputs[0])), alignment, lt);
+  if (epilogue != GemmEpilogue::kNone && !call->has_algo()) return std::nullopt;
+  const float alpha = attrs.alpha;
+  return [=](const LaneContext& l, std::byte* arena) {
+    call->run(l, alpha, b(arena), a(arena), beta, out(arena));
+  };
+}
+
 void Compiler::compile_matmul(const ir::Node& n, std::vector<Op>& out) {
-  BRAID_CHECK(shape(n.inputs[0]).size() >= 2 && shape(n.inputs[1]).size() >= 2,
-              ErrorCode::kUnsupported, "cuda: MatMul '", n.name, "' with a 1-D operand");
-  const MatmulGemms g =
-      matmul_gemms(shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), esize_);
-  const int64_t alignment = std::min({alignment_of(n.inputs[0]), alignment_of(n.inputs[1]),
-                                      alignment_of(n.outputs[0]), g.alignment});
-  const auto call =
-      std::make_shared<const GemmCall>(cublas_lt(), elem_, options_.precision, g.shape, alignment);
-  out.push_back(
-      matmul_op(g, locate(n.inputs[0]), locate(n.inputs[1]), locate(n.outputs[0]), esize_, call));
+  out.push_back(*gemm_op(n, n.outputs[0], 0.0f));
 }
 
 // C, broadcast into Y first, is accumulated with beta: C may broadcast along either axis. A
 // per-column C ([N], [1, N]) is the bias epilogue instead (compile_gemm_chain), where cuBLASLt
 // has an algorithm for it.
 void Compiler::compile_gemm(const ir::Node& n, std::vector<Op>& out) {
-  const auto& attrs = std::get<ir::GemmAttrs>(n.attrs);
   const ir::Shape& ys = shape(n.outputs[0]);
-  auto a = locate(n.inputs[0]);
-  auto b = locate(n.inputs[1]);
-  auto y = locate(n.outputs[0]);
-  std::optional<Locator> c;
-  Strided c_layout, y_layout = row_major(ys);
-  if (n.inputs.size() > 2) {
-    c = locate(n.inputs[2]);
-    c_layout = broadcast_to(shape(n.inputs[2]), ys);
+  const bool has_c = n.inputs.size() > 2;
+  const Op gemm = *gemm_op(n, n.outputs[0], has_c ? std::get<ir::GemmAttrs>(n.attrs).beta : 0.0f);
+  if (!has_c) {
+    out.push_back(gemm);
+    return;
   }
-  const float alpha = attrs.alpha, beta = c ? attrs.beta : 0.0f;
+  auto c = locate(n.inputs[2]);
+  auto y = locate(n.outputs[0]);
+  const Strided c_layout = broadcast_to(shape(n.inputs[2]), ys), y_layout = row_major(ys);
   const Elem e = elem_;
-  const auto call = std::make_shared<const GemmCall>(
-      cublas_lt(), elem_, options_.precision, gemm_shape(attrs, shape(n.inputs[0]), ys),
-      std::min({alignment_of(n.inputs[0]), alignment_of(n.inputs[1]), alignment_of(n.outputs[0])}));
   out.push_back([=](const LaneContext& l, std::byte* arena) {
-    std::byte* py = y(arena);
-    if (c) cuda::strided_copy(e, py, y_layout, (*c)(arena), c_layout, l.stream);
-    call->run(l, alpha, b(arena), a(arena), beta, py);
+    cuda::strided_copy(e, y(arena), y_layout, c(arena), c_layout, l.stream);
+    gemm(l, arena);
   });
 }
 
@@ -633,34 +642,9 @@ size_t Compiler::compile_gemm_chain(std::span<const NodeId> ops, std::vector<Op>
       for (float& v : scaled) v *= chain.bias_scale;
       bias = keep_as(scaled, elem_);
     }
-    const LtEpilogue epilogue{.kind = lt_epilogue(chain.epilogue), .bias = bias};
-    auto a = locate(n.inputs[0]);
-    auto b = locate(n.inputs[1]);
-    auto y = locate(chain.y);
-    const int64_t alignment =
-        std::min({alignment_of(n.inputs[0]), alignment_of(n.inputs[1]), alignment_of(chain.y)});
-    if (n.kind == ir::OpKind::MatMul) {
-      const MatmulGemms g =
-          matmul_gemms(shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), esize_);
-      const auto call =
-          std::make_shared<const GemmCall>(cublas_lt(), elem_, options_.precision, g.shape,
-                                           std::min(alignment, g.alignment), epilogue);
-      if (call->has_algo()) {
-        out.push_back(matmul_op(g, a, b, y, esize_, call));
-        return chain.used;
-      }
-    } else {
-      const auto& attrs = std::get<ir::GemmAttrs>(n.attrs);
-      const auto call = std::make_shared<const GemmCall>(
-          cublas_lt(), elem_, options_.precision,
-          gemm_shape(attrs, shape(n.inputs[0]), shape(n.outputs[0])), alignment, epilogue);
-      if (call->has_algo()) {
-        const float alpha = attrs.alpha;
-        out.push_back([=](const LaneContext& l, std::byte* arena) {
-          call->run(l, alpha, b(arena), a(arena), 0.0f, y(arena));
-        });
-        return chain.used;
-      }
+    if (std::optional<Op> op = gemm_op(n, chain.y, 0.0f, chain.epilogue, bias)) {
+      out.push_back(std::move(*op));
+      return chain.used;
     }
     spdlog::debug("cuda: '{}' runs without cuBLASLt's {} epilogue (no algorithm for it)", n.name,
                   to_string(chain.epilogue));

@@ -304,6 +304,12 @@ class Compiler {
   // cuBLASLt matmul with that epilogue where the heuristic offers an algorithm for it; else
   // compile_matmul / compile_gemm alone. Returns how many ops it took.
   size_t compile_gemm_chain(std::span<const NodeId> ops, std::vector<Op>& out);
+  // The GEMM calls of MatMul or Gemm `n` (gemm_plan.h) writing `y` (n's output, or the last op
+  // its epilogue takes in), C accumulated with `beta` (a Gemm's C, already in y). With an
+  // epilogue (`bias` D's vector), nullopt where cuBLASLt has no algorithm for it.
+  std::optional<Op> gemm_op(const ir::Node& n, ValueId y, float beta,
+                            GemmEpilogue epilogue = GemmEpilogue::kNone,
+                            const std::byte* bias = nullptr);
   void compile_copy(ValueId from, ValueId to, std::vector<Op>& out);
   // int64/bool tensors and index ops (issue 29).
   void compile_gather(const ir::Node& n, std::vector<Op>& out);
