@@ -631,7 +631,7 @@ void Compiler::compile_gemm(const ir::Node& n, std::vector<Op>& out) {
 // is the parameter as stored (elem(), D's type), or a Gemm's C times beta uploaded once.
 size_t Compiler::compile_gemm_chain(std::span<const NodeId> ops, std::vector<Op>& out) {
   const ir::Node& n = g_.node(ops[0]);
-  const GemmChain chain = match_gemm(g_, ops);
+  const GemmChain chain = match_gemm(g_, ops, options_.precision != Precision::kFp32);
   if (chain.epilogue != GemmEpilogue::kNone) {
     const std::byte* bias = nullptr;
     if (chain.bias_scale == 1.0f) {

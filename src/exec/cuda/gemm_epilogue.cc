@@ -36,7 +36,7 @@ std::string_view to_string(GemmEpilogue e) {
   return "?";
 }
 
-GemmChain match_gemm(const ir::Graph& g, std::span<const NodeId> ops) {
+GemmChain match_gemm(const ir::Graph& g, std::span<const NodeId> ops, bool tanh_gelu) {
   const ir::Node& head = g.node(ops[0]);
   GemmChain chain{.used = 1, .y = head.outputs[0]};
   if (head.kind != ir::OpKind::MatMul && head.kind != ir::OpKind::Gemm) return chain;
@@ -78,7 +78,7 @@ GemmChain match_gemm(const ir::Graph& g, std::span<const NodeId> ops) {
     if (n->kind == ir::OpKind::Relu) {
       chain.activation = take(n);
       chain.epilogue = GemmEpilogue::kReluBias;
-    } else if (n->kind == ir::OpKind::Gelu &&
+    } else if (tanh_gelu && n->kind == ir::OpKind::Gelu &&
                std::get<ir::GeluAttrs>(n->attrs).tanh_approximation) {
       chain.activation = take(n);
       chain.epilogue = GemmEpilogue::kGeluBias;

@@ -49,7 +49,8 @@ struct GemmChain {
 // nothing is taken). An op joins only when it is the unit's next op and the sole reader of the
 // chain's value, which is no graph output. A Gemm with a C that is no per-column parameter (a
 // [M, N] or [M, 1] C, a scalar, an activation) takes nothing: C is then broadcast into Y and
-// accumulated with beta, as before.
-GemmChain match_gemm(const ir::Graph& g, std::span<const NodeId> ops);
+// accumulated with beta, as before. `tanh_gelu` false: a tanh Gelu does not join (FP32 plans:
+// cuBLASLt documents no error bound for its GELU, and FP32 is held to 1e-4 of the CPU's).
+GemmChain match_gemm(const ir::Graph& g, std::span<const NodeId> ops, bool tanh_gelu = true);
 
 }  // namespace braid::exec::cuda

@@ -162,6 +162,11 @@ TEST(GemmEpilogue, OnlyATanhGeluJoinsTheEpilogue) {
     EXPECT_EQ(c.epilogue, tanh ? GemmEpilogue::kGeluBias : GemmEpilogue::kBias);
     EXPECT_EQ(c.used, tanh ? 3u : 2u);
     EXPECT_EQ(c.y, tanh ? out : y);
+    // FP32 plans keep the Gelu out (tanh_gelu false): the bias alone.
+    const GemmChain fp32 = match_gemm(*n.graph, n.ops, false);
+    EXPECT_EQ(fp32.epilogue, GemmEpilogue::kBias);
+    EXPECT_EQ(fp32.used, 2u);
+    EXPECT_EQ(fp32.y, y);
   }
 }
 
