@@ -14,7 +14,11 @@
 #   bash scripts/gpu_check.sh OUT kernels    # Nsight Compute kernel lists, FP32 sequential
 # (no part: tests bench eager). Every step runs under its own time limit and the script goes on
 # when one fails; OUT/summary.txt lists each step's exit status and time, the other files what it
-# printed. The device tool brings back at most 8 files: write OUT elsewhere and tar it into $OUT.
+# printed. The device tool brings back at most 8 files: write OUT elsewhere and tar it into $OUT;
+# TAR_TO=FILE does that at the end (OUT/exported left out), and PART_LIMIT=S (seconds) cuts every
+# step's limit to what is left of S, skipping steps once under 10 s are left, so that a part
+# always ends, and is packed, inside one device call:
+#   PART_LIMIT=540 TAR_TO=$OUT/gc.tar.xz bash scripts/gpu_check.sh /tmp/gc precision
 # The script exits 1 when any step failed (its summary line says which), 0 otherwise.
 # precision: PRECISIONS (default "fp16 fp32 bf16 tf32"), PRECISION_TEST=0 skips the test; serve:
 # SERVE_PRECISIONS (default "fp32 fp16"), SERVE_MODELS (default "googlenet,resnet50"),
@@ -53,6 +57,16 @@ failed=0
 step() {  # step NAME LIMIT_S COMMAND...: runs it, its output in OUT/NAME.txt
   local name=$1 limit=$2
   shift 2
+  if [[ -n ${PART_LIMIT:-} ]]; then
+    local left=$((PART_LIMIT - SECONDS))
+    if ((left < 10)); then
+      failed=1
+      printf '%-28s rc=%-3s %4ss  skipped: PART_LIMIT=%s reached\n' "$name" "-" 0 "$PART_LIMIT" |
+        tee -a "$out/summary.txt"
+      return
+    fi
+    ((limit > left)) && limit=$left
+  fi
   local t0=$SECONDS
   timeout "$limit" "$@" >"$out/$name.txt" 2>&1
   local rc=$?
@@ -290,4 +304,8 @@ for part in $parts; do
 done
 echo "results in $out (summary.txt)"
 cat "$out/summary.txt"
+if [[ -n ${TAR_TO:-} ]]; then
+  tar -C "$(dirname "$out")" --exclude="$(basename "$out")/exported" -cJf "$TAR_TO" "$(basename "$out")" &&
+    echo "packed into $TAR_TO"
+fi
 exit $failed
