@@ -421,9 +421,9 @@ CompiledModel::CompiledModel(const ir::Graph& graph, const ir::Weights& weights,
                              const CudaExecutorOptions& options,
                              const MemoryPlanOptions& memory_options)
     : memory(plan_memory(graph, units, plan, memory_plan_options(graph, options, memory_options))) {
+  std::unique_lock lock(device_sync_mutex());
   BRAID_CU(cudaSetDevice(options.device));
-  // A handle for choosing algorithms only: the lanes run with their own.
-  cudnnHandle_t cudnn;
+  // A handle for choosing algorithms and probing: the lanes run with their own.
   BRAID_CU(cudnnCreate(&cudnn));
   try {
     compiler = std::make_unique<Compiler>(graph, weights, memory, options, cudnn);
@@ -451,11 +451,26 @@ CompiledModel::CompiledModel(const ir::Graph& graph, const ir::Weights& weights,
                      units.unit(merge[0]).name, merge.size(), why);
       merge_ops.push_back(std::move(merged));
     }
+    // Everything uploaded and converted at prepare has landed before the model runs.
+    BRAID_CU(cudaDeviceSynchronize());
   } catch (...) {
+    compiler.reset();
     cudnnDestroy(cudnn);
     throw;
   }
+}
+
+CompiledModel::~CompiledModel() {
+  std::unique_lock lock(device_sync_mutex());
+  merge_ops.clear();
+  unit_ops.clear();
+  compiler.reset();  // frees device memory: under the lock
   cudnnDestroy(cudnn);
+}
+
+std::shared_mutex& device_sync_mutex() {
+  static std::shared_mutex mutex;
+  return mutex;
 }
 
 const std::vector<Op>& CompiledModel::ops_of_launch(const sched::LaunchStep& launch,

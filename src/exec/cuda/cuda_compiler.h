@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -351,14 +352,27 @@ MemoryPlanOptions memory_plan_options(const ir::Graph& graph, const CudaExecutor
 // A model compiled once for a device: its memory plan and every unit's Ops. Shared by the
 // executor's prepared model and the stage timer. Not movable: the compiler refers to `memory`.
 // The memory plan is the lowered plan's lifetimes under memory_plan_options.
+// Graph captures against device-wide synchronization across threads: synchronizing a device
+// while any of its streams is capturing invalidates that capture, whatever the capture mode
+// (CUDA Programming Guide, "Prohibited and Unhandled Operations"), and cudaDeviceSynchronize,
+// cudnnDestroy and cudaFree may. A request's capture holds this shared; what may synchronize
+// the device while other models serve (compiling a model, making or freeing a request or a
+// compiled model: a server loading models in explicit mode) holds it exclusively. One for the
+// process: those are rare, and captures only once per request and block range.
+std::shared_mutex& device_sync_mutex();
+
 struct CompiledModel {
   CompiledModel(const ir::Graph& graph, const ir::Weights& weights, const ir::UnitGraph& units,
                 const sched::ExecutionPlan& plan, const CudaExecutorOptions& options,
                 const MemoryPlanOptions& memory_options = {});
+  ~CompiledModel();
   CompiledModel(const CompiledModel&) = delete;
   CompiledModel& operator=(const CompiledModel&) = delete;
 
   MemoryPlan memory;
+  // The cuDNN handle the compiler chooses algorithms and probes with: it lives as long as the
+  // compiler, which compile_merge still uses after prepare (the stage timer's time_merge).
+  cudnnHandle_t cudnn = nullptr;
   std::unique_ptr<Compiler> compiler;
   std::vector<std::vector<Op>> unit_ops;  // by UnitId
   // By plan.merges index: the merge as one convolution (Compiler::compile_merge), which the

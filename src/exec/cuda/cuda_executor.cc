@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <shared_mutex>
 #include <variant>
 
 #include "base/error.h"
@@ -51,6 +53,7 @@ class CudaPrepared final : public PreparedModel {
   }
 
   std::unique_ptr<Request> new_request() const override {
+    std::unique_lock lock(cuda::device_sync_mutex());  // its allocations and handles
     cuda::RequestLayout layout{.device = options_.device,
                                .arena_bytes = compiled_.memory.arena_bytes,
                                .scratch_bytes = compiled_.compiler->scratch_bytes(),
@@ -128,7 +131,15 @@ class CudaPrepared final : public PreparedModel {
                                     .graph = options_.graph,
                                     .time_units = observer != nullptr,
                                     .captured = r.graphs.contains(range)});
-    walk(r, program);
+    {
+      // A capturing walk keeps other threads from synchronizing the device under it.
+      const bool captures =
+          std::any_of(program.commands.begin(), program.commands.end(),
+                      [](const Command& c) { return c.kind == Command::Kind::kBeginCapture; });
+      std::shared_lock lock(cuda::device_sync_mutex(), std::defer_lock);
+      if (captures) lock.lock();
+      walk(r, program);
+    }
     BRAID_CU(cudaStreamSynchronize(r.main));
     const RunStats stats{.device_time = Micros(cuda::elapsed_us(r.started, r.finished))};
     if (observer == nullptr) return stats;
@@ -140,22 +151,35 @@ class CudaPrepared final : public PreparedModel {
 
  private:
   // Issues the program's commands, one CUDA call (or a few) each. A failure inside a capture
-  // ends the capture first, so the stream stays usable.
+  // joins the lanes a fork brought into it back to the main stream (a capture with an unjoined
+  // fork cannot end cleanly) and ends it; after any failure the request's streams are drained,
+  // so that the request can be reused. Errors met while cleaning up are dropped: the first one
+  // is the one reported.
   void walk(CudaRequest& r, const cuda::IssueProgram& program) const {
     r.unit_events.clear();
-    bool capturing = false;
+    bool capturing = false, forked = false;
     try {
       for (const Command& c : program.commands) {
         capturing = capturing ? c.kind != Command::Kind::kEndCapture
                               : c.kind == Command::Kind::kBeginCapture;
+        if (c.kind == Command::Kind::kFork) forked = true;
+        if (c.kind == Command::Kind::kJoin) forked = false;
         issue(r, program.range, c);
       }
     } catch (...) {
       if (capturing) {
+        if (forked)
+          for (size_t i = 0; i < r.lanes.size(); ++i) {
+            cudaEventRecord(r.joins[i], r.lanes[i].stream);
+            cudaStreamWaitEvent(r.main, r.joins[i], 0);
+          }
         cudaGraph_t partial = nullptr;
         cudaStreamEndCapture(r.main, &partial);
         if (partial != nullptr) cudaGraphDestroy(partial);
       }
+      for (const cuda::LaneContext& l : r.lanes) cudaStreamSynchronize(l.stream);
+      cudaStreamSynchronize(r.main);
+      cudaGetLastError();
       throw;
     }
   }

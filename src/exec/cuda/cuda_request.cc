@@ -1,6 +1,7 @@
 #include "exec/cuda/cuda_request.h"
 
 #include <algorithm>
+#include <mutex>
 
 namespace braid::exec::cuda {
 
@@ -62,6 +63,7 @@ void CudaRequest::clear_graphs() {
 }
 
 CudaRequest::~CudaRequest() {
+  std::unique_lock lock(device_sync_mutex());  // cudnnDestroy and cudaFree may sync the device
   cudaSetDevice(device);
   if (main != nullptr) cudaStreamSynchronize(main);
   clear_graphs();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <random>
 #include <string>
 
@@ -141,6 +142,7 @@ class StageTimer final : public CudaStageTimer {
         ops.emplace_back(unit_ops.begin(), unit_ops.end());
       }
       std::string why;
+      std::unique_lock lock(cuda::device_sync_mutex());  // compiling probes and synchronizes
       Merge m{.ops = compiled_.compiler->compile_merge(ops, &why)};
       if (m.ops.empty()) spdlog::debug("merge timing: units one after another: {}", why);
       // The merged conv's scratch (workspace and merged output) may exceed the request's.
