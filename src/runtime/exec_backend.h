@@ -33,9 +33,9 @@
 // blocks) over the step's wall clock: a busy fraction, not an occupancy (no counter is read).
 //
 // begin_instance takes one vector per graph input, or none: the request's input buffers are
-// then left as they are (zeros in a new request, leftovers of the last task in a reused one), for
-// runs that time the device and never read outputs. Not thread-safe: one caller (the runtime's
-// loop) at a time.
+// then left as they are (whatever a new request's memory held, leftovers of the last task in a
+// reused one), for runs that time the device and never read outputs. Not thread-safe: one
+// caller (the runtime's loop) at a time.
 //
 //   runtime::ExecBackend cpu(set, {.threads_per_stream = 1, .pin_threads = false});
 //   cpu.begin_instance(7, 0, inputs);

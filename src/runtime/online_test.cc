@@ -288,6 +288,44 @@ TEST(Online, AFailedStepFailsItsTasksAndTheLoopGoesOn) {
   EXPECT_GE(done, 6u);
 }
 
+// An instance the backend cannot start (no device memory for another request, say) fails its
+// task; the loop answers it and serves the others.
+class StartFailingBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "start-failing"; }
+  bool virtual_time() const override { return false; }
+  void begin_instance(InstanceId, uint32_t model, std::span<const std::vector<float>>) override {
+    if (model == 1) throw Error(ErrorCode::kInternal, "out of device memory");
+  }
+  StepResult run(const Step&) override { return {Micros{50}, 0.5}; }
+  std::vector<std::vector<float>> end_instance(InstanceId) override { return {{1.0f}}; }
+};
+
+TEST(Online, AnInstanceThatCannotStartFailsItsTaskAndTheLoopGoesOn) {
+  const ModelSet set = two_models();
+  StartFailingBackend backend;
+  auto p = make_policy("static-serial");
+  Runtime rt(set, backend, *p, nullptr, {});
+  Inbox inbox(set.size());
+  Answers answers;
+  for (uint64_t key = 0; key < 6; ++key)
+    inbox.submit({.model = key % 2 == 0 ? 1u : 0u, .done = answers.callback(key)});
+  std::thread loop([&] { rt.serve(inbox); });
+  inbox.close();
+  loop.join();
+  ASSERT_EQ(answers.by_key.size(), 6u);
+  for (auto& [key, outcomes] : answers.by_key) {
+    ASSERT_EQ(outcomes.size(), 1u);
+    const TaskOutcome& o = outcomes[0];
+    if (key % 2 == 0) {
+      EXPECT_EQ(o.status, TaskOutcome::Status::kFailed) << "task " << key;
+      EXPECT_NE(o.error.find("out of device memory"), std::string::npos) << o.error;
+    } else {
+      EXPECT_EQ(o.status, TaskOutcome::Status::kDone) << "task " << key << ": " << o.error;
+    }
+  }
+}
+
 TEST(Online, VirtualTimeCannotServe) {
   ModelSet set;
   set.add("squeezenet", {.load = {.zoo = {.image_size = 48}, .with_weights = false}});

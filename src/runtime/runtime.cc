@@ -278,7 +278,17 @@ class Run {
     } else if (options_.input_of) {
       inputs = options_.input_of(m, task_id);
     }
-    backend_.begin_instance(slot, m, inputs);
+    try {
+      backend_.begin_instance(slot, m, inputs);
+    } catch (const std::exception& e) {
+      // Serving: the task fails (a request the device has no memory for, say), not the loop.
+      if (inbox_ == nullptr) throw;
+      instances_[slot].in_use = false;
+      order_.pop_back();
+      log(fmt::format("fail dequeue m{} t{}: {}", m, task_id, e.what()));
+      answer(task_id, {.status = TaskOutcome::Status::kFailed, .error = e.what()});
+      return;
+    }
     log(fmt::format("dequeue m{} t{} i{}", m, task_id, slot));
   }
 

@@ -139,7 +139,7 @@ void add_top_command(CLI::App& app) {
             "{}/{} hits, final queue variance {:.1f}, {:.2f} s of {} in {:.2f} s wall\n",
             p, seed, r.throughput_fps, 100 * r.utilization, 100 * r.busy, r.steps, r.decisions,
             r.combine.hits, r.combine.lookups, r.final_variance, r.duration_us / 1e6,
-            r.backend == "cpu" ? "wall time" : "virtual time", r.wall_seconds);
+            runner.backend().virtual_time() ? "virtual time" : "wall time", r.wall_seconds);
         nlohmann::json j = runtime::to_json(r);
         j["seed"] = seed;
         all.push_back(std::move(j));
