@@ -189,7 +189,7 @@ def braid_command(args, zoo_name: str, algo: str, eager: bool) -> list[str]:
 
 def braid_run(args, zoo_name: str, algo: str, eager: bool) -> dict:
     cmd = braid_command(args, zoo_name, algo, eager)
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.braid_timeout)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: exit {done.returncode}: {done.stderr.strip()}")
     return json.loads(done.stdout)
@@ -246,7 +246,7 @@ def bench_model(args, name: str) -> list[dict]:
     extra = {label: {} for label, _ in plan}
     failed = {}
 
-    def fail(label: str, error: Exception) -> None:  # a compiler's failure costs only its row
+    def fail(label: str, error: Exception) -> None:  # a failure costs only its row
         failed[label] = f"{type(error).__name__}: {error}".strip()[:4000]  # Inductor's run long
         log(f"{name}: {label} failed: {failed[label].splitlines()[0][:300]}")
 
@@ -282,9 +282,13 @@ def bench_model(args, name: str) -> list[dict]:
                            "graph": torch_model.cuda_graph,
                            "graph_copies": torch_model.cuda_graph_with_copies}[config["mode"]]
                     ms = run(args.iters)
-            else:
-                result = braid_run(args, zoo_name, config["algo"], config["eager"])
-                ms = result["latency_ms"]["median"]
+            else:  # a braid failure or hang costs its row, not the table
+                try:
+                    result = braid_run(args, zoo_name, config["algo"], config["eager"])
+                    ms = result["latency_ms"]["median"]
+                except (RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as error:
+                    fail(label, error)
+                    continue
                 if "auto" in result:
                     extra[label]["auto"] = result["auto"]
                 extra[label]["algorithm"] = result.get("algorithm")
@@ -347,6 +351,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--iters", type=int, default=200, help="timed runs per config and round")
     parser.add_argument("--warmup", type=int, default=20, help="braid's untimed runs")
+    parser.add_argument("--braid-timeout", type=float, default=90,
+                        help="seconds one `braid run` may take before its row is failed")
     parser.add_argument("--precision", choices=list(PRECISIONS),
                         help="both sides' arithmetic (default fp32: TF32 off)")
     parser.add_argument("--tf32", action="store_true",

@@ -188,6 +188,7 @@ exported() {
   # FP16 and BF16. The export uses the machine's own libraries, as the peers part does.
   step device 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   local dir=$out/exported names=${EXPORTED:-resnet50 mobilenet_v3_large vit_b_16 swin_t bert_base}
+  step python_versions 30 env -u LD_LIBRARY_PATH python3 -c "import importlib.util as u, torch, torchvision; print('torch', torch.__version__, 'torchvision', torchvision.__version__, 'onnx', 'present' if u.find_spec('onnx') else 'absent')"
   step export_models 240 env -u LD_LIBRARY_PATH python3 "$root/scripts/export_torchvision.py" \
     --out "$dir" $names
   step exported_cuda_test 300 env BRAID_EXPORTED_MODELS_DIR="$dir" BRAID_EXPORTED_MODELS="${names// /,}" \
@@ -195,6 +196,7 @@ exported() {
   grep '^\[ exported \]' "$out/exported_cuda_test.txt"
   local files=()
   for n in $names; do [[ -f $dir/$n.onnx ]] && files+=("$dir/$n.onnx"); done
+  ((${#files[@]} > 0)) || { echo "bench_exported: no model was exported" | tee -a "$out/summary.txt"; failed=1; return; }
   for p in fp16 bf16; do
     step "bench_exported_$p" 150 "$braid" bench "${files[@]}" --device cuda:0 --cost sim:h100 \
       --precision "$p" --algos auto,sequential --iters 50 --warmup 5 \
@@ -286,7 +288,7 @@ peers() {
   # schedules under the simulator's cost (nothing profiled: the lease is short).
   local wrap=$out/braid.sh
   printf '#!/bin/sh\nexport LD_LIBRARY_PATH=%s BRAID_DEVICES_DIR=%s BRAID_CACHE_DIR=%s\nexec %s "$@" --cost sim:h100\n' \
-    "$LD_LIBRARY_PATH" "${BRAID_DEVICES_DIR:-}" "$BRAID_CACHE_DIR" "$braid" >"$wrap"
+    "${LD_LIBRARY_PATH:-}" "${BRAID_DEVICES_DIR:-}" "$BRAID_CACHE_DIR" "$braid" >"$wrap"
   chmod +x "$wrap"
   for p in ${PEER_PRECISIONS:-fp16 bf16}; do
     step "peers_$p${PEER_TAG:-}" "${PEER_LIMIT:-120}" env -u LD_LIBRARY_PATH python3 "$root/bench/gpu_peers.py" ${PEER_MODELS:-$tv_models} \
