@@ -129,7 +129,7 @@ precision() {
   # for values, TakesCublasLtBiasEpilogues* for whether they are taken: its `[ epilogue ]` lines).
   # PRECISION_TEST=0 leaves it out.
   if [[ ${PRECISION_TEST:-1} == 1 ]]; then
-    step precision_test 180 "$BRAID_BIN_DIR/exec_cuda_test" \
+    step precision_test 300 "$BRAID_BIN_DIR/exec_cuda_test" \
       --gtest_filter='*Precision*:*ConvTranspose*:*Resize*:*CnnOps*:*IndexOps*:*SixteenBit*:*Fp16Model*:*Nhwc*:*Epilogue*'
   fi
   # The ONNX backend node tests on cuda:0 in every precision (tests/conformance/README.md),
