@@ -54,6 +54,15 @@ models4="tv_inception_v3 googlenet resnet50 tv_squeezenet1_0"
 tv_models="inception_v3 googlenet resnet50 squeezenet1_0"
 
 failed=0
+# A GPU test binary whose CUDA runtime sees no device skips every test and exits 0: that step
+# is marked failed here (its output names the reason, "no CUDA device (...)").
+require_device() {  # require_device NAME: after step NAME
+  if grep -q 'no CUDA device' "$out/$1.txt" 2>/dev/null; then
+    failed=1
+    printf '%-28s rc=%-3s %4ss  %s\n' "$1.device" 1 0 "skipped its tests: no CUDA device" |
+      tee -a "$out/summary.txt"
+  fi
+}
 step() {  # step NAME LIMIT_S COMMAND...: runs it, its output in OUT/NAME.txt
   local name=$1 limit=$2
   shift 2
@@ -77,6 +86,7 @@ step() {  # step NAME LIMIT_S COMMAND...: runs it, its output in OUT/NAME.txt
 tests() {
   step device 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   step exec_cuda_test 180 "$BRAID_BIN_DIR/exec_cuda_test"
+  require_device exec_cuda_test
   step gpu_profiler_test 120 "$BRAID_BIN_DIR/gpu_profiler_test"
   step cuda_issue_program_test 60 "$BRAID_BIN_DIR/cuda_issue_program_test"
   # `braid run MODEL --device cuda:0`, no other flag: auto, graph replay (within 3% of the best).
@@ -131,16 +141,22 @@ precision() {
   if [[ ${PRECISION_TEST:-1} == 1 ]]; then
     step precision_test 300 "$BRAID_BIN_DIR/exec_cuda_test" \
       --gtest_filter='*Precision*:*ConvTranspose*:*Resize*:*CnnOps*:*IndexOps*:*SixteenBit*:*Fp16Model*:*Nhwc*:*Epilogue*'
+    require_device precision_test
   fi
   # The ONNX backend node tests on cuda:0 in every precision (tests/conformance/README.md),
   # packed by scripts/gpu_conformance_bundle.sh; its last lines are the per-backend summary.
-  if [[ -f $root/.gpu/conformance.tar.xz ]]; then
+  if [[ -f $root/.gpu/conformance.tar.xz && $root/.gpu/conformance.tar.xz -ot $root/.gpu/bundle.tar.xz ]]; then
+    failed=1
+    echo "conformance_cuda: .gpu/conformance.tar.xz is older than the bundle: it would test old code (bash scripts/gpu_conformance_bundle.sh)" |
+      tee -a "$out/summary.txt"
+  elif [[ -f $root/.gpu/conformance.tar.xz ]]; then
     local c
     c=$(mktemp -d)
     tar -C "$c" -xJf "$root/.gpu/conformance.tar.xz"
     step conformance_cuda 150 env BRAID_ONNX_NODE_TEST_DIR="$c/node" \
       BRAID_CONFORMANCE_BACKENDS=cuda0_fp32,cuda0_tf32,cuda0_fp16,cuda0_bf16 \
       "$c/bin/onnx_node_test" --gtest_brief=1
+    require_device conformance_cuda
     tail -30 "$out/conformance_cuda.txt"
   else
     echo "conformance_cuda: no .gpu/conformance.tar.xz (bash scripts/gpu_conformance_bundle.sh)" |
@@ -193,6 +209,7 @@ exported() {
     --out "$dir" $names
   step exported_cuda_test 300 env BRAID_EXPORTED_MODELS_DIR="$dir" BRAID_EXPORTED_MODELS="${names// /,}" \
     "$BRAID_BIN_DIR/exported_models_cuda_test"
+  require_device exported_cuda_test
   grep '^\[ exported \]' "$out/exported_cuda_test.txt"
   local files=()
   for n in $names; do [[ -f $dir/$n.onnx ]] && files+=("$dir/$n.onnx"); done
