@@ -89,10 +89,11 @@ TEST(CudaCompiler, DoesNotFoldABatchNormalizationAfterAConvsOwnActivation) {
 }
 
 // On a GPU: the bias epilogues cuBLASLt has an algorithm for are taken. A linear layer with its
-// ReLU (RELU_BIAS), a Gemm whose C is a bias (BIAS) and attention-shaped batched MatMuls with a
-// bias (BIAS, one strided-batched call) each compile to ONE op in every precision; the fallback
-// (the GEMM, then our bias and activation kernels) gives the same values, so the value tests
-// cannot tell them apart. The tanh-GELU epilogue is printed, not required.
+// ReLU (RELU_BIAS) and a Gemm whose C is a bias (BIAS), the epilogues PyTorch's addmm relies on,
+// each compile to ONE op in every precision; the fallback (the GEMM, then our bias and
+// activation kernels) gives the same values, so the value tests cannot tell them apart.
+// Attention-shaped batched MatMuls with a bias (one strided-batched call) and the tanh-GELU
+// epilogue are printed, not required: what a first GPU run should show.
 TEST(CudaCompiler, TakesCublasLtBiasEpiloguesOnAGpu) {
   const auto f32 = [](ir::Shape s) { return ir::TensorType{ir::DType::kFloat32, std::move(s)}; };
   ir::GraphBuilder b("epilogues");
@@ -147,7 +148,7 @@ TEST(CudaCompiler, TakesCublasLtBiasEpiloguesOnAGpu) {
       const size_t compiled = compiler.compile_unit(ops).size();
       std::printf("[ epilogue ] %s %s: %zu ops compiled to %zu\n",
                   std::string(to_string(p)).c_str(), name.c_str(), ops.size(), compiled);
-      if (name != "tanh") {
+      if (name == "linear" || name == "gemm_bias") {
         EXPECT_EQ(compiled, 1u) << to_string(p) << " " << name;
       }
     }
