@@ -210,8 +210,9 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
     auto model_cost = tune::make_plan_cost(m.units(), weights, plan);
     impl_->models.set_schedule(impl_->models.size() - 1,
                                tune::plan_model(m.units(), weights, *model_cost, plan).schedule);
-    // The combined stages: never measured in the serving loop (see Scenario::cost).
-    if (s.device.is_cpu() && s.cost.empty())
+    // The combined stages: never measured in the serving loop (see Scenario::cost), on the CPU
+    // or a GPU.
+    if (!s.device.is_sim() && s.cost.empty())
       model_cost = tune::make_cost_model({.name = "roofline"}, m.units(), weights);
     impl_->costs.push_back(std::move(model_cost));
   }

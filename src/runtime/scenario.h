@@ -56,8 +56,8 @@ struct Scenario {
   // as every front end plans.
   std::string scheduler = "ios";
   // The cost model of those plans and of the combined stages; empty: the planner's default for
-  // the device (tune::default_cost_name). On the cpu the combined stages are then priced by the
-  // roofline: a measured cost model would run stages inside the serving loop.
+  // the device (tune::default_cost_name). On the cpu and cuda:N the combined stages are then
+  // priced by the roofline: a measured cost model would run stages inside the serving loop.
   std::string cost;
   double variance_threshold = 16;
   double sample_period_s = 0.1;
