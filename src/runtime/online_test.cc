@@ -242,88 +242,74 @@ TEST(Online, StopAnswersWhatIsLeftCancelled) {
   EXPECT_EQ(inbox.submit({.model = 0, .done = answers.callback(99)}), SubmitStatus::kClosed);
 }
 
-// A step that throws fails the tasks it advanced (the backend does not say which of its pieces
-// finished, so all of them); the loop answers them and goes on with the others.
+// A backend that fails model 1's work: its steps, or (at_start) its instances' starts, as a
+// CUDA request without device memory would.
 class FailingBackend final : public Backend {
  public:
+  explicit FailingBackend(bool at_start) : at_start_(at_start) {}
   std::string_view name() const override { return "failing"; }
   bool virtual_time() const override { return false; }
-  void begin_instance(InstanceId, uint32_t, std::span<const std::vector<float>>) override {}
+  void begin_instance(InstanceId, uint32_t model, std::span<const std::vector<float>>) override {
+    if (at_start_ && model == 1) throw Error(ErrorCode::kInternal, "out of device memory");
+  }
   StepResult run(const Step& step) override {
     for (const Piece& p : step.pieces)
-      if (p.model == 1) throw Error(ErrorCode::kInternal, "model 1's kernel failed");
+      if (!at_start_ && p.model == 1) throw Error(ErrorCode::kInternal, "model 1's kernel failed");
     return {Micros{50}, 0.5};
   }
   std::vector<std::vector<float>> end_instance(InstanceId) override { return {{1.0f}}; }
+
+ private:
+  bool at_start_;
 };
 
-TEST(Online, AFailedStepFailsItsTasksAndTheLoopGoesOn) {
+// One task per entry of `models` (its index the key), served on `backend` to the end; each
+// answer checked: model 1's tasks failed with `error`, the others done unless `may_fail` lets
+// a model-0 task share a failed step. Returns how many were done.
+size_t serve_and_check(Backend& backend, const std::vector<uint32_t>& models,
+                       const std::string& error, bool may_fail) {
   const ModelSet set = two_models();
-  FailingBackend backend;
   auto p = make_policy("static-serial");
   Runtime rt(set, backend, *p, nullptr, {});
   Inbox inbox(set.size());
   Answers answers;
-  // Two tasks of model 1 first, then eight of model 0: the first two steps hold a task of
-  // each model and fail; the six model-0 tasks after them run alone.
-  for (uint64_t key = 0; key < 10; ++key)
-    inbox.submit({.model = key < 2 ? 1u : 0u, .done = answers.callback(key)});
+  for (uint64_t key = 0; key < models.size(); ++key)
+    inbox.submit({.model = models[key], .done = answers.callback(key)});
   std::thread loop([&] { rt.serve(inbox); });
   inbox.close();
   loop.join();
-  ASSERT_EQ(answers.by_key.size(), 10u);
+  EXPECT_EQ(answers.by_key.size(), models.size());
   size_t done = 0;
   for (auto& [key, outcomes] : answers.by_key) {
-    ASSERT_EQ(outcomes.size(), 1u);
+    EXPECT_EQ(outcomes.size(), 1u);
     const TaskOutcome& o = outcomes[0];
-    if (key < 2 || o.status == TaskOutcome::Status::kFailed) {
+    if (models[key] == 1 || (may_fail && o.status == TaskOutcome::Status::kFailed)) {
       EXPECT_EQ(o.status, TaskOutcome::Status::kFailed) << "task " << key;
-      EXPECT_NE(o.error.find("model 1's kernel failed"), std::string::npos) << o.error;
+      EXPECT_NE(o.error.find(error), std::string::npos) << o.error;
     } else {
-      EXPECT_EQ(o.status, TaskOutcome::Status::kDone) << o.error;
+      EXPECT_EQ(o.status, TaskOutcome::Status::kDone) << "task " << key << ": " << o.error;
       EXPECT_EQ(o.outputs, Outputs{{1.0f}});
       ++done;
     }
   }
-  EXPECT_GE(done, 6u);
+  return done;
 }
 
-// An instance the backend cannot start (no device memory for another request, say) fails its
-// task; the loop answers it and serves the others.
-class StartFailingBackend final : public Backend {
- public:
-  std::string_view name() const override { return "start-failing"; }
-  bool virtual_time() const override { return false; }
-  void begin_instance(InstanceId, uint32_t model, std::span<const std::vector<float>>) override {
-    if (model == 1) throw Error(ErrorCode::kInternal, "out of device memory");
-  }
-  StepResult run(const Step&) override { return {Micros{50}, 0.5}; }
-  std::vector<std::vector<float>> end_instance(InstanceId) override { return {{1.0f}}; }
-};
+// A step that throws fails the tasks it advanced (the backend does not say which of its pieces
+// finished, so all of them); the loop answers them and goes on with the others. Two tasks of
+// model 1 first, then eight of model 0: the first two steps hold a task of each model and fail;
+// the six model-0 tasks after them run alone.
+TEST(Online, AFailedStepFailsItsTasksAndTheLoopGoesOn) {
+  FailingBackend backend(false);
+  EXPECT_GE(
+      serve_and_check(backend, {1, 1, 0, 0, 0, 0, 0, 0, 0, 0}, "model 1's kernel failed", true),
+      6u);
+}
 
+// An instance the backend cannot start fails its task; the loop answers it and serves the others.
 TEST(Online, AnInstanceThatCannotStartFailsItsTaskAndTheLoopGoesOn) {
-  const ModelSet set = two_models();
-  StartFailingBackend backend;
-  auto p = make_policy("static-serial");
-  Runtime rt(set, backend, *p, nullptr, {});
-  Inbox inbox(set.size());
-  Answers answers;
-  for (uint64_t key = 0; key < 6; ++key)
-    inbox.submit({.model = key % 2 == 0 ? 1u : 0u, .done = answers.callback(key)});
-  std::thread loop([&] { rt.serve(inbox); });
-  inbox.close();
-  loop.join();
-  ASSERT_EQ(answers.by_key.size(), 6u);
-  for (auto& [key, outcomes] : answers.by_key) {
-    ASSERT_EQ(outcomes.size(), 1u);
-    const TaskOutcome& o = outcomes[0];
-    if (key % 2 == 0) {
-      EXPECT_EQ(o.status, TaskOutcome::Status::kFailed) << "task " << key;
-      EXPECT_NE(o.error.find("out of device memory"), std::string::npos) << o.error;
-    } else {
-      EXPECT_EQ(o.status, TaskOutcome::Status::kDone) << "task " << key << ": " << o.error;
-    }
-  }
+  FailingBackend backend(true);
+  EXPECT_EQ(serve_and_check(backend, {1, 0, 1, 0, 1, 0}, "out of device memory", false), 3u);
 }
 
 TEST(Online, VirtualTimeCannotServe) {
