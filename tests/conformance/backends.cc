@@ -86,7 +86,10 @@ std::vector<std::optional<std::vector<float>>> run(const Backend& b,
   for (size_t i = 0; i < inputs.size(); ++i) model->set_input(*request, i, inputs[i]);
   model->run(*request);
   for (size_t i = 0; i < graph->outputs().size(); ++i) {
-    if (graph->value(graph->outputs()[i]).type.dtype != ir::DType::kFloat32) {
+    // The CPU executor gives float32 outputs only; the CUDA one int64 and bool ones too (stored
+    // so, read back as exact floats).
+    if (graph->value(graph->outputs()[i]).type.dtype != ir::DType::kFloat32 &&
+        b.kind != Backend::Kind::kCuda) {
       outputs.emplace_back(std::nullopt);
       continue;
     }

@@ -62,9 +62,9 @@ std::vector<Backend> selected_backends(std::vector<std::string>* unknown = nullp
 std::string unavailable_reason(const Backend& b, const ir::Graph& graph);
 
 // Runs `graph` once on `b` (a sequential schedule) with `inputs` in graph input order. One entry
-// per graph output; nullopt for outputs `b` does not return (the executors return float32 ones
-// only, the reference every dtype as float). Throws what prepare throws (kUnsupported for a
-// case the backend cannot run).
+// per graph output; nullopt for outputs `b` does not return (the CPU and simulated executors
+// return float32 ones only; the reference and CUDA every dtype as float). Throws what prepare
+// throws (kUnsupported for a case the backend cannot run).
 std::vector<std::optional<std::vector<float>>> run(const Backend& b,
                                                    std::shared_ptr<const ir::Graph> graph,
                                                    std::shared_ptr<const ir::Weights> weights,
