@@ -319,9 +319,11 @@ cudnnActivationDescriptor_t Compiler::activation_descriptor(cudnnActivationMode_
 
 // The fused call takes its bias in the output's type. Where cuDNN may refuse the configuration
 // or compute something else it is tried once here on values whose result is known: x = 0 (so
-// the convolution gives 0 whatever the filter), the bias b, z = 0.25, y first all NaN (every
-// byte 0xFF, NaN in FP32, FP16 and BF16). Without a residual z is y itself with alpha2 = 0, as
-// the run passes it: a cuDNN that read it would give NaN. Every output must be act(b [+ 0.25]);
+// the convolution gives 0 whatever the filter), the bias b, z = 0.25, y first all 3 (so an
+// output left unwritten shows). Without a residual z is y itself with alpha2 = 0, as the run
+// passes it (as PyTorch's conv+ReLU does): y then holds the arena's old, finite values, which
+// alpha2 = 0 cancels whether or not cuDNN reads them, so the probe's y is finite too (a NaN
+// there would reject a call that is right at run time). Every output must be act(b [+ 0.25]);
 // otherwise the conv runs as Forward + our bias/activation kernel.
 bool Compiler::fused_call_runs(cudnnTensorDescriptor_t x_desc, cudnnFilterDescriptor_t w_desc,
                                const std::byte* w_dev, cudnnConvolutionDescriptor_t c_desc,
@@ -337,10 +339,9 @@ bool Compiler::fused_call_runs(cudnnTensorDescriptor_t x_desc, cudnnFilterDescri
   const float b = relu ? 1.0f : -1.0f, z = 0.25f;
   const float expected = b + (add_z ? z : 0.0f);  // exact in 16 bits, unchanged by the ReLU
   const int64_t x_elements = ir::num_elements(xs), y_elements = ir::num_elements(ys);
-  DeviceBuffer px(size_t(x_elements * esize_)), py(size_t(y_elements * esize_)),
-      pws(std::max<size_t>(workspace, 256));
+  DeviceBuffer px(size_t(x_elements * esize_)), pws(std::max<size_t>(workspace, 256));
   BRAID_CU(cudaMemset(px.get(), 0, size_t(x_elements * esize_)));
-  BRAID_CU(cudaMemset(py.get(), 0xFF, size_t(y_elements * esize_)));
+  DeviceBuffer py = upload_as(std::vector<float>(size_t(y_elements), 3.0f), elem_);
   const DeviceBuffer pb = upload_as(std::vector<float>(size_t(ys[1]), b), elem_);
   const DeviceBuffer pz =
       add_z ? upload_as(std::vector<float>(size_t(y_elements), z), elem_) : DeviceBuffer();
