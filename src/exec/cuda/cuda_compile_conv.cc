@@ -350,12 +350,7 @@ bool Compiler::fused_call_runs(cudnnTensorDescriptor_t x_desc, cudnnFilterDescri
       cudnn_, &one, x_desc, px.get(), w_desc, w_dev, c_desc, algo, pws.get(), workspace,
       add_z ? &one : &zero, y_desc, add_z ? pz.get() : py.get(), b_desc, pb.get(), act_desc, y_desc,
       py.get());
-  // A refused or failed launch is cleared (a fault that poisons the context is not, and the
-  // next CUDA call reports it).
-  if (st != CUDNN_STATUS_SUCCESS || cudaDeviceSynchronize() != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
+  if (!ran_on_device(st == CUDNN_STATUS_SUCCESS)) return false;
   const std::vector<float> y = download_as(py.get(), y_elements, elem_);
   const bool right = std::all_of(y.begin(), y.end(), [&](float v) { return v == expected; });
   if (!right)

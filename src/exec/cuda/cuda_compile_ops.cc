@@ -136,10 +136,10 @@ class GemmCall {
       BRAID_CU(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                               sizeof(bias_type)));
     }
-    BRAID_CU(cublasLtMatrixLayoutCreate(&a_, t, uint64_t(s_.trans_a ? s_.k : s_.m),
-                                        uint64_t(s_.trans_a ? s_.m : s_.k), s_.lda));
-    BRAID_CU(cublasLtMatrixLayoutCreate(&b_, t, uint64_t(s_.trans_b ? s_.n : s_.k),
-                                        uint64_t(s_.trans_b ? s_.k : s_.n), s_.ldb));
+    BRAID_CU(
+        cublasLtMatrixLayoutCreate(&a_, t, uint64_t(s_.a_rows()), uint64_t(s_.a_cols()), s_.lda));
+    BRAID_CU(
+        cublasLtMatrixLayoutCreate(&b_, t, uint64_t(s_.b_rows()), uint64_t(s_.b_cols()), s_.ldb));
     BRAID_CU(cublasLtMatrixLayoutCreate(&c_, t, uint64_t(s_.m), uint64_t(s_.n), s_.ldc));
     if (s_.batch > 1) {  // one bias for every matrix: BIAS_BATCH_STRIDE stays 0
       const int32_t count = int32_t(s_.batch);
@@ -185,30 +185,22 @@ class GemmCall {
   // (PyTorch falls back to cuBLAS on such failures), and a refusal at run time would come in
   // the middle of a CUDA Graph capture.
   bool runs(const cublasLtMatmulAlgo_t& algo, size_t workspace_bytes, int64_t alignment) const {
-    auto elements = [&](int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
-      return ld * (cols - 1) + rows + (s_.batch - 1) * stride;
-    };
+    // An operand's bytes, every matrix of the batch, and room to offset it.
     const int64_t esize = elem_bytes(e_);
+    auto bytes = [&](int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+      return size_t((ld * (cols - 1) + rows + (s_.batch - 1) * stride) * esize + 256);
+    };
     const int64_t offset = alignment < 256 ? alignment : 0;  // exactly that aligned
-    DeviceBuffer pa(size_t(
-        elements(s_.trans_a ? s_.k : s_.m, s_.trans_a ? s_.m : s_.k, s_.lda, s_.stride_a) * esize +
-        256)),
-        pb(size_t(
-            elements(s_.trans_b ? s_.n : s_.k, s_.trans_b ? s_.k : s_.n, s_.ldb, s_.stride_b) *
-                esize +
-            256)),
-        pc(size_t(elements(s_.m, s_.n, s_.ldc, s_.stride_c) * esize + 256)),
+    DeviceBuffer pa(bytes(s_.a_rows(), s_.a_cols(), s_.lda, s_.stride_a)),
+        pb(bytes(s_.b_rows(), s_.b_cols(), s_.ldb, s_.stride_b)),
+        pc(bytes(s_.m, s_.n, s_.ldc, s_.stride_c)),
         workspace(std::max<size_t>(workspace_bytes, 256));
     const float one = 1.0f, zero = 0.0f;
     std::byte* c = pc.get() + offset;
     const cublasStatus_t st =
         cublasLtMatmul(lt_.get(), op_, &one, pa.get() + offset, a_, pb.get() + offset, b_, &zero, c,
                        c_, c, c_, &algo, workspace.get(), workspace_bytes, nullptr);
-    if (st != CUBLAS_STATUS_SUCCESS || cudaDeviceSynchronize() != cudaSuccess) {
-      cudaGetLastError();  // a refused launch is not the next kernel's error
-      return false;
-    }
-    return true;
+    return ran_on_device(st == CUBLAS_STATUS_SUCCESS);
   }
   void release() {
     if (preference_ != nullptr) cublasLtMatmulPreferenceDestroy(preference_);
@@ -571,7 +563,7 @@ std::optional<Op> Compiler::gemm_op(const ir::Node& n, ValueId y, float beta, Ge
   auto a = locate(n.inputs[0]);
   auto b = locate(n.inputs[1]);
   auto out = locate(y);
-  int64_t alignment =
+  const int64_t alignment =
       std::min({alignment_of(n.inputs[0]), alignment_of(n.inputs[1]), alignment_of(y)});
   if (n.kind == ir::OpKind::MatMul) {
     BRAID_CHECK(shape(n.inputs[0]).size() >= 2 && shape(n.inputs[1]).size() >= 2,

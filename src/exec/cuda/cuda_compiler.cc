@@ -15,7 +15,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "base/float16.h"
 #include "exec/cuda/cuda_compiler_impl.h"
 #include "exec/cuda/cuda_kernels.h"
 #include "ir/resize.h"
@@ -67,28 +66,23 @@ DeviceBuffer upload(std::span<const float> data) {
 }
 
 DeviceBuffer upload_as(std::span<const float> data, Elem as) {
-  if (as == Elem::kF32) return upload(data);
-  BRAID_CHECK(as == Elem::kF16 || as == Elem::kBF16, ErrorCode::kInternal,
-              "cuda: upload_as takes a float type");
-  std::vector<uint16_t> bits(data.size());
-  for (size_t i = 0; i < data.size(); ++i)
-    bits[i] = as == Elem::kF16 ? float_to_float16(data[i]) : float_to_bfloat16(data[i]);
-  return upload_array(bits);
+  std::vector<std::byte> bytes(data.size() * size_t(elem_bytes(as)));
+  models::store_floats(element_type(as), data, bytes.data());
+  return upload_array(bytes);
 }
 
 std::vector<float> download_as(const std::byte* p, int64_t n, Elem as) {
+  std::vector<std::byte> bytes(size_t(n) * size_t(elem_bytes(as)));
+  BRAID_CU(cudaMemcpy(bytes.data(), p, bytes.size(), cudaMemcpyDeviceToHost));
   std::vector<float> out(static_cast<size_t>(n));
-  if (as == Elem::kF32) {
-    BRAID_CU(cudaMemcpy(out.data(), p, size_t(n) * sizeof(float), cudaMemcpyDeviceToHost));
-    return out;
-  }
-  BRAID_CHECK(as == Elem::kF16 || as == Elem::kBF16, ErrorCode::kInternal,
-              "cuda: download_as takes a float type");
-  std::vector<uint16_t> bits(static_cast<size_t>(n));
-  BRAID_CU(cudaMemcpy(bits.data(), p, size_t(n) * sizeof(uint16_t), cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < bits.size(); ++i)
-    out[i] = as == Elem::kF16 ? float16_to_float(bits[i]) : bfloat16_to_float(bits[i]);
+  models::load_floats(element_type(as), bytes.data(), out);
   return out;
+}
+
+bool ran_on_device(bool accepted) {
+  if (accepted && cudaDeviceSynchronize() == cudaSuccess) return true;
+  cudaGetLastError();
+  return false;
 }
 
 cuda::UnaryOp unary_of(ir::OpKind kind, const ir::OpAttrs& attrs) {
@@ -156,6 +150,22 @@ cudnnDataType_t cudnn_type(Elem e) {
 }
 cudaDataType_t cuda_type(Elem e) {
   return e == Elem::kF16 ? CUDA_R_16F : e == Elem::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+models::ElementType element_type(Elem e) {
+  switch (e) {
+    case Elem::kF32:
+      return models::ElementType::kFloat32;
+    case Elem::kF16:
+      return models::ElementType::kFloat16;
+    case Elem::kBF16:
+      return models::ElementType::kBFloat16;
+    case Elem::kI64:
+      return models::ElementType::kInt64;
+    case Elem::kBool:
+      return models::ElementType::kBool;
+  }
+  return models::ElementType::kFloat32;
 }
 
 Compiler::Compiler(const ir::Graph& graph, const ir::Weights& weights, const MemoryPlan& memory,

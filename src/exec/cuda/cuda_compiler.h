@@ -33,6 +33,7 @@
 #include "ir/graph.h"
 #include "ir/unit_graph.h"
 #include "ir/weights.h"
+#include "models/element_type.h"
 #include "sched/lower.h"
 #include "sched/merge.h"
 
@@ -126,6 +127,9 @@ Elem elem_of(Precision p);
 Elem storage_elem(ir::DType dtype, Elem floats);
 cudnnDataType_t cudnn_type(Elem e);
 cudaDataType_t cuda_type(Elem e);
+// The host-side type of a storage type: models::store_floats / load_floats convert floats to and
+// from its bytes (16-bit ones rounded to nearest, ties to even).
+models::ElementType element_type(Elem e);
 // The elementwise op an activation node (kCopy for other kinds) or a fused attribute runs.
 UnaryOp unary_of(ir::OpKind kind, const ir::OpAttrs& attrs);
 std::optional<UnaryOp> unary_of(ir::Activation a);

@@ -21,10 +21,14 @@ Strided broadcast_to(const ir::Shape& shape, const ir::Shape& out);
 int64_t normalize(int64_t axis, size_t rank);
 // A constant tensor uploaded once (weights, folded weights, biases).
 DeviceBuffer upload(std::span<const float> data);
-// `data` stored as `as` (FP32, FP16 or BF16; rounded to nearest on the host), and back: `n`
-// values of type `as` at device address `p` as floats (synchronous copies, for prepare).
+// `data` stored as `as` (converted on the host: element_type), and back: `n` values of type
+// `as` at device address `p` as floats (synchronous copies, for prepare).
 DeviceBuffer upload_as(std::span<const float> data, Elem as);
 std::vector<float> download_as(const std::byte* p, int64_t n, Elem as);
+// Whether a call tried at prepare (`accepted`: it returned success) also ran on the device. A
+// refusal or a failed launch is cleared from the runtime's last error, so the next call does not
+// inherit it; a fault that poisons the context stays, and the next CUDA call reports it.
+bool ran_on_device(bool accepted);
 template <typename T>
 DeviceBuffer upload_array(const std::vector<T>& data) {
   DeviceBuffer b(data.size() * sizeof(T));

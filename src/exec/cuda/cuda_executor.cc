@@ -100,7 +100,7 @@ class CudaPrepared final : public PreparedModel {
     // Given in 16 bits: widened (exactly) only for a caller that asks for floats.
     std::vector<float>& wide = r.widened[i];
     wide.resize(n);
-    models::load_floats(exchanged_type(exchanged_[k]),
+    models::load_floats(cuda::element_type(exchanged_[k]),
                         reinterpret_cast<const std::byte*>(r.pinned[k]), wide);
     return wide;
   }
@@ -308,11 +308,6 @@ class CudaPrepared final : public PreparedModel {
     return t == models::ElementType::kFloat16    ? cuda::Elem::kF16
            : t == models::ElementType::kBFloat16 ? cuda::Elem::kBF16
                                                  : cuda::Elem::kF32;
-  }
-  static models::ElementType exchanged_type(cuda::Elem e) {
-    return e == cuda::Elem::kF16    ? models::ElementType::kFloat16
-           : e == cuda::Elem::kBF16 ? models::ElementType::kBFloat16
-                                    : models::ElementType::kFloat32;
   }
 
   // The bytes of `v` as the interface's floats.

@@ -9,7 +9,6 @@
 #include <spdlog/spdlog.h>
 
 #include "base/error.h"
-#include "base/float16.h"
 #include "exec/cuda/cuda_compiler.h"
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/cuda_kernels.h"
@@ -234,15 +233,10 @@ class StageTimer final : public CudaStageTimer {
         BRAID_CU(cudaMemset(slot, 0, size_t(x.size()) * size_t(cuda::elem_bytes(e))));
         continue;
       }
-      if (e == cuda::Elem::kF32) {
-        BRAID_CU(cudaMemcpy(slot, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
-        continue;
-      }
-      // 16-bit storage: the arena holds the input in its element type.
-      std::vector<uint16_t> h(x.size());
-      for (size_t i = 0; i < x.size(); ++i)
-        h[i] = e == cuda::Elem::kF16 ? float_to_float16(x[i]) : float_to_bfloat16(x[i]);
-      BRAID_CU(cudaMemcpy(slot, h.data(), h.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
+      // The arena holds the input in its storage type (16 bits in 16-bit plans).
+      std::vector<std::byte> bytes(x.size() * size_t(cuda::elem_bytes(e)));
+      models::store_floats(cuda::element_type(e), x, bytes.data());
+      BRAID_CU(cudaMemcpy(slot, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
     }
     const cuda::LaneContext& lane = request_.lanes[0];
     for (const std::vector<cuda::Op>& ops : compiled_.unit_ops)

@@ -24,6 +24,11 @@ struct GemmShape {
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+  // A and B as stored (rows x columns, column-major): op(A) m x k, op(B) k x n.
+  int64_t a_rows() const { return trans_a ? k : m; }
+  int64_t a_cols() const { return trans_a ? m : k; }
+  int64_t b_rows() const { return trans_b ? n : k; }
+  int64_t b_cols() const { return trans_b ? k : n; }
 };
 
 // A MatMul as cuBLAS GEMMs: row-major Y[M,N] = A[M,K] B[K,N] is column-major Y^T = B^T A^T, so
