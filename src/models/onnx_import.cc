@@ -1,7 +1,8 @@
 // ONNX import, the graph walk: reads the model's inputs, initializers and nodes in topological
 // order and builds braid's graph through ir::GraphBuilder. What each op type becomes is in the
 // op table (onnx_ops.cc); constants are read by onnx_tensor.cc, attributes by
-// onnx_attributes.cc, and the shapes are cross-checked by onnx_shape_check.cc.
+// onnx_attributes.cc, node patterns that become one braid node are found by onnx_patterns.cc,
+// and the shapes are cross-checked by onnx_shape_check.cc.
 #include "models/onnx_import.h"
 
 #include <onnx/onnx_pb.h>
@@ -12,7 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <numbers>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -23,6 +23,7 @@
 #include "models/onnx_attributes.h"
 #include "models/onnx_fold.h"
 #include "models/onnx_ops.h"
+#include "models/onnx_patterns.h"
 #include "models/onnx_shape_check.h"
 #include "models/onnx_tensor.h"
 
@@ -31,6 +32,7 @@ namespace {
 
 using ir::OpKind;
 using onnx_detail::Constant;
+using onnx_detail::is_default_domain;
 using onnx_detail::NodeAttributes;
 using onnx_detail::onnx_type_name;
 using onnx_detail::OnnxOp;
@@ -38,23 +40,6 @@ using onnx_detail::OnnxOpRole;
 using onnx_detail::Tensor;
 constexpr auto kBad = ErrorCode::kInvalidModel;
 constexpr auto kUnsupported = ErrorCode::kUnsupported;
-
-bool is_default_domain(const std::string& d) {
-  return d.empty() || d == "ai.onnx";
-}
-
-std::optional<ir::Activation> activation_of(const onnx::NodeProto& n) {
-  if (!is_default_domain(n.domain())) return std::nullopt;
-  if (n.op_type() == "Relu") return ir::Activation::kRelu;
-  if (n.op_type() == "Sigmoid") return ir::Activation::kSigmoid;
-  if (n.op_type() == "Tanh") return ir::Activation::kTanh;
-  if (n.op_type() == "Gelu") {
-    for (const auto& a : n.attribute())
-      if (a.name() == "approximate" && a.s() != "none") return std::nullopt;
-    return ir::Activation::kGelu;
-  }
-  return std::nullopt;
-}
 
 // True when every element of a bool/float/int tensor constant is zero (false).
 bool is_all_zero(const onnx::TensorProto& t) {
@@ -96,8 +81,7 @@ class Importer {
     add_graph_inputs();
     std::vector<int> order = topological_order();
     check_op_types(order);
-    plan_fused_activations();
-    plan_erf_gelus();
+    patterns_ = onnx_detail::find_node_patterns(m_, producer_, uses_, consts_);
     for (int i : order) import_node(i);
     add_graph_outputs();
     std::shared_ptr<const ir::Graph> graph = build_with_hints();
@@ -114,11 +98,7 @@ class Importer {
 
  private:
   // "node 'conv1'", or "node #3 (Conv)" for an unnamed node.
-  std::string describe(int i) const {
-    const onnx::NodeProto& n = g_.node(i);
-    if (!n.name().empty()) return "node '" + n.name() + "'";
-    return "node #" + std::to_string(i) + " (" + n.op_type() + ")";
-  }
+  std::string describe(int i) const { return onnx_detail::describe_node(g_, i); }
 
   void read_opset() {
     bool found = false;
@@ -332,31 +312,6 @@ class Importer {
     for (int k = static_cast<int>(walk.size()) - 1; k >= seen_at[at]; --k)
       path += " -> " + describe(walk[k]).substr(5);
     BRAID_THROW(kBad, "the graph has a cycle through ", describe(at), " (", path, ")");
-  }
-
-  // Conv + activation pairs that braid exported from one Conv with a fused activation.
-  void plan_fused_activations() {
-    std::unordered_set<std::string> names;
-    try {
-      for (const auto& p : m_.metadata_props())
-        if (p.key() == "braid.fused_activations")
-          for (const auto& n : nlohmann::json::parse(p.value())) names.insert(n.get<std::string>());
-    } catch (const nlohmann::json::exception&) {
-      return;  // foreign or damaged metadata: import the nodes as they are
-    }
-    for (int i = 0; i < g_.node_size(); ++i) {
-      const onnx::NodeProto& act = g_.node(i);
-      if (act.name().empty() || !names.count(act.name()) || !activation_of(act)) continue;
-      if (act.input_size() != 1 || act.output_size() != 1 || act.output(0).empty()) continue;
-      auto p = producer_.find(act.input(0));
-      if (p == producer_.end() || uses_[act.input(0)] != 1) continue;
-      const onnx::NodeProto& conv = g_.node(p->second);
-      if (conv.op_type() != "Conv" || !is_default_domain(conv.domain()) ||
-          conv.output_size() != 1 || fused_activation_.count(p->second))
-        continue;
-      fused_activation_[p->second] = i;
-      fused_nodes_.insert(i);
-    }
   }
 
   // ---- inputs ----
@@ -593,9 +548,9 @@ class Importer {
                 "' (braid only folds it, when its inputs are constants)");
     const OnnxOp& op = *found;
     attrs.check_known(op.attributes);
-    if (fused_nodes_.count(i)) return;     // its Conv already wrote its output
-    if (erf_gelu_parts_.count(i)) return;  // folded into the Gelu its pattern's end writes
-    if (auto g = erf_gelu_input_.find(i); g != erf_gelu_input_.end())
+    if (patterns_.fused_nodes.count(i)) return;     // its Conv already wrote its output
+    if (patterns_.erf_gelu_parts.count(i)) return;  // folded into the Gelu its pattern's end writes
+    if (auto g = patterns_.erf_gelu_input.find(i); g != patterns_.erf_gelu_input.end())
       return import_erf_gelu(i, g->second);
     if (op.role == OnnxOpRole::kConstant) return import_constant(i, attrs);
     if (op.role == OnnxOpRole::kRewrite) return import_rewrite(i, op, attrs);
@@ -622,8 +577,9 @@ class Importer {
     const int num_outputs = op.output_per_onnx_output ? n.output_size() : 1;
     check_extra_outputs(i, num_outputs);
     std::vector<std::string> out_names(n.output().begin(), n.output().begin() + num_outputs);
-    if (auto f = fused_activation_.find(i); f != fused_activation_.end()) {
-      std::get<ir::ConvAttrs>(op_attrs).activation = *activation_of(g_.node(f->second));
+    if (auto f = patterns_.fused_activation.find(i); f != patterns_.fused_activation.end()) {
+      std::get<ir::ConvAttrs>(op_attrs).activation =
+          *onnx_detail::activation_of(g_.node(f->second));
       out_names[0] = g_.node(f->second).output(0);
     }
     const std::string name = n.name().empty() ? out_names[0] : n.name();
@@ -638,93 +594,6 @@ class Importer {
       values_[out_names[k]] = b_.output(id, k);
     }
     node_ids_[b_.node(id).name] = id;
-  }
-
-  // ---- the erf GELU ----
-  // A float scalar constant's value (GELU's sqrt(2), 1 and 0.5): an initializer, or a Constant
-  // node (planning runs before the walk has read those).
-  std::optional<float> scalar_constant(const std::string& name) const {
-    Tensor t;
-    if (const Constant* c = constant(name)) {
-      t = onnx_detail::read_constant(*c);
-    } else if (auto p = producer_.find(name); p != producer_.end()) {
-      const onnx::NodeProto& n = g_.node(p->second);
-      if (n.op_type() != "Constant" || !is_default_domain(n.domain()) || n.attribute_size() != 1)
-        return std::nullopt;
-      const onnx::AttributeProto& a = n.attribute(0);
-      if (a.name() == "value_float" && a.type() == onnx::AttributeProto::FLOAT) return a.f();
-      if (a.name() != "value" || a.type() != onnx::AttributeProto::TENSOR) return std::nullopt;
-      t = onnx_detail::read_tensor(a.t(), "Constant " + describe(p->second));
-    } else {
-      return std::nullopt;
-    }
-    if (t.dtype != ir::DType::kFloat32 || t.floats.size() != 1) return std::nullopt;
-    return t.floats[0];
-  }
-
-  // PyTorch before opset 20 exports the exact GELU as Div(x, sqrt 2) -> Erf -> Add(1) ->
-  // Mul(x) -> Mul(0.5) (nn.GELU) or with the 0.5 applied to x first (HF BERT's
-  // x * 0.5 * (1 + erf(x / sqrt 2))). Each match becomes one braid Gelu written by the last
-  // Mul; its other nodes are skipped. Intermediate values must have no other reader.
-  void plan_erf_gelus() {
-    std::unordered_map<std::string, std::vector<int>> readers;
-    for (int i = 0; i < g_.node_size(); ++i)
-      for (const std::string& in : g_.node(i).input()) readers[in].push_back(i);
-    auto is_op = [&](int i, const char* op) {
-      return g_.node(i).op_type() == op && is_default_domain(g_.node(i).domain()) &&
-             g_.node(i).output_size() == 1 && g_.node(i).input_size() == 2;
-    };
-    // The only reader of node i's output, when it is op `op`.
-    auto sole_reader = [&](int i, const char* op) -> std::optional<int> {
-      const std::string& out = g_.node(i).output(0);
-      auto it = readers.find(out);
-      if (uses_[out] != 1 || it == readers.end() || it->second.size() != 1) return std::nullopt;
-      if (!is_op(it->second[0], op)) return std::nullopt;
-      return it->second[0];
-    };
-    // The input of binary node i other than `operand`, when it is the scalar `value`.
-    auto other_is = [&](int i, const std::string& operand, float value) {
-      const onnx::NodeProto& n = g_.node(i);
-      const std::string& other = n.input(0) == operand ? n.input(1) : n.input(0);
-      std::optional<float> c = scalar_constant(other);
-      return (n.input(0) == operand || n.input(1) == operand) && c &&
-             std::abs(*c - value) <= 1e-6f * std::max(1.0f, value);
-    };
-    for (int erf = 0; erf < g_.node_size(); ++erf) {
-      const onnx::NodeProto& e = g_.node(erf);
-      if (e.op_type() != "Erf" || !is_default_domain(e.domain()) || e.input_size() != 1 ||
-          e.output_size() != 1)
-        continue;
-      auto p = producer_.find(e.input(0));
-      if (p == producer_.end() || !is_op(p->second, "Div") || uses_[e.input(0)] != 1) continue;
-      const int div = p->second;
-      const std::string& x = g_.node(div).input(0);
-      if (g_.node(div).input(1) == x || !other_is(div, x, std::numbers::sqrt2_v<float>)) continue;
-      auto add = sole_reader(erf, "Add");
-      if (!add || !other_is(*add, e.output(0), 1.0f)) continue;
-      auto mul = sole_reader(*add, "Mul");
-      if (!mul) continue;
-      const onnx::NodeProto& m = g_.node(*mul);
-      const std::string& other = m.input(0) == g_.node(*add).output(0) ? m.input(1) : m.input(0);
-      std::vector<int> parts = {div, erf, *add};
-      int last = -1;
-      if (other == x) {  // (x * (1 + erf)) * 0.5
-        auto half = sole_reader(*mul, "Mul");
-        if (!half || !other_is(*half, m.output(0), 0.5f)) continue;
-        parts.push_back(*mul);
-        last = *half;
-      } else if (auto h = producer_.find(other); h != producer_.end() && is_op(h->second, "Mul") &&
-                                                 uses_[other] == 1 &&
-                                                 other_is(h->second, x, 0.5f)) {
-        parts.push_back(h->second);  // (x * 0.5) * (1 + erf)
-        last = *mul;
-      } else {
-        continue;
-      }
-      if (fused_nodes_.count(last) || erf_gelu_input_.count(last)) continue;
-      erf_gelu_input_[last] = x;
-      erf_gelu_parts_.insert(parts.begin(), parts.end());
-    }
   }
 
   void import_erf_gelu(int last, const std::string& x) {
@@ -787,14 +656,11 @@ class Importer {
   OnnxImportOptions options_;
   ir::GraphBuilder b_;
   int64_t opset_ = 0;
-  std::unordered_map<std::string, ValueId> values_;      // ONNX name -> braid value
-  onnx_detail::Constants consts_;                        // ONNX name -> constant not (yet) a value
-  std::unordered_map<std::string, int> producer_;        // ONNX name -> node index
-  std::unordered_map<std::string, int> uses_;            // input references plus graph outputs
-  std::unordered_map<int, int> fused_activation_;        // Conv node -> its activation node
-  std::unordered_set<int> fused_nodes_;                  // activation nodes folded into a Conv
-  std::unordered_map<int, std::string> erf_gelu_input_;  // a GELU pattern's last node -> its x
-  std::unordered_set<int> erf_gelu_parts_;               // the other nodes of those patterns
+  std::unordered_map<std::string, ValueId> values_;  // ONNX name -> braid value
+  onnx_detail::Constants consts_;                    // ONNX name -> constant not (yet) a value
+  std::unordered_map<std::string, int> producer_;    // ONNX name -> node index
+  std::unordered_map<std::string, int> uses_;        // input references plus graph outputs
+  onnx_detail::NodePatterns patterns_;
   std::unordered_map<std::string, NodeId> node_ids_;
   std::vector<std::pair<ValueId, std::vector<float>>> weights_;
 };

@@ -76,6 +76,11 @@ struct OnnxOp {
   std::vector<ir::OpKind> rewrite_kinds = {};
 };
 
+// Import functions of rows whose ops have a file of their own (onnx_ops_upsampling.cc).
+ir::OpAttrs import_conv_transpose(const OpContext& c);
+ir::OpAttrs import_resize(const OpContext& c);
+std::vector<RewriteStep> import_upsample(const OpContext& c);
+
 // Every ONNX op type braid imports, in the order `braid ops` lists them.
 std::span<const OnnxOp> onnx_ops();
 const OnnxOp* find_onnx_op(std::string_view op_type);

@@ -197,6 +197,7 @@ LoadReport run_load(const LoadOptions& o) {
   const std::vector<runtime::Arrival> arrivals = runtime::make_arrivals(pattern);
 
   struct Result {
+    bool sent = false;
     int status = 0;
     double latency_us = 0;
   };
@@ -230,13 +231,14 @@ LoadReport run_load(const LoadOptions& o) {
         const Prepared& p = requests[arrivals[i].model];
         auto r = client.Post(p.path, p.headers, p.body, p.content_type);
         results[i] = {
+            .sent = true,
             .status = r ? r->status : 0,
             .latency_us =
                 std::chrono::duration<double, std::micro>(Clock::now() - due_time(i)).count()};
       }
     });
 
-  LoadReport report{.url = o.url};
+  LoadReport report{.url = o.url, .concurrency = o.concurrency};
   std::atomic<bool> sampling{true};
   std::thread sampler([&] {
     httplib::Client client(host, port);
@@ -261,8 +263,12 @@ LoadReport run_load(const LoadOptions& o) {
     }
     cv.notify_one();
   }
+  // The window closes: what no sender has taken by then stays unsent (Result::sent false).
+  std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(o.duration_s)));
   {
     std::lock_guard lock(mutex);
+    due.clear();
     dispatched_all = true;
   }
   cv.notify_all();
@@ -276,6 +282,11 @@ LoadReport run_load(const LoadOptions& o) {
     std::vector<double> latencies;
     for (size_t i = 0; i < arrivals.size(); ++i) {
       if (arrivals[i].model != m) continue;
+      ++ml.due;
+      if (!results[i].sent) {
+        ++ml.unsent;
+        continue;
+      }
       ++ml.sent;
       if (results[i].status == 200) {
         ++ml.ok;
@@ -303,16 +314,38 @@ LoadReport run_load(const LoadOptions& o) {
   return report;
 }
 
+uint64_t LoadReport::unsent() const {
+  uint64_t n = 0;
+  for (const ModelLoad& m : models) n += m.unsent;
+  return n;
+}
+
+uint64_t LoadReport::failed() const {
+  uint64_t n = 0;
+  for (const ModelLoad& m : models) n += m.sent - m.ok;
+  return n;
+}
+
 std::string perf_analyzer_text(const LoadReport& r) {
   std::string out = fmt::format(
       "*** Measurement Settings ***\n  Server: {}\n  Measurement window: "
       "{:.1f} s (open loop)\n\n",
       r.url, r.duration_s);
+  if (const uint64_t unsent = r.unsent(); unsent > 0) {
+    uint64_t due = 0;
+    for (const ModelLoad& m : r.models) due += m.due;
+    out += fmt::format(
+        "[WARNING] {} of {} requests ({:.1f}%) were still waiting for one of the {} senders when "
+        "the window closed and were not sent: the server answered more slowly than the pattern "
+        "asks. Latencies are of the requests sent; raise --concurrency or lower the rates.\n\n",
+        unsent, due, 100.0 * double(unsent) / double(std::max<uint64_t>(due, 1)), r.concurrency);
+  }
   for (const ModelLoad& m : r.models) {
     out += fmt::format(
         "Model: {}\n  Client: \n    Request count: {}\n    Throughput: {:.2f} "
         "infer/sec\n",
         m.name, m.sent, m.throughput);
+    if (m.unsent > 0) out += fmt::format("    Not sent (window closed): {}\n", m.unsent);
     out += fmt::format(
         "    p50 latency: {:.0f} usec\n    p90 latency: {:.0f} usec\n    p95 "
         "latency: {:.0f} usec\n    p99 latency: {:.0f} usec\n    Avg latency: {:.0f} "
@@ -350,7 +383,9 @@ nlohmann::json to_json(const LoadReport& r) {
     json errors = json::object();
     for (const auto& [status, count] : m.errors) errors[std::to_string(status)] = count;
     models.push_back({{"name", m.name},
+                      {"due", m.due},
                       {"sent", m.sent},
+                      {"unsent", m.unsent},
                       {"ok", m.ok},
                       {"errors", errors},
                       {"throughput", m.throughput},
@@ -367,7 +402,9 @@ nlohmann::json to_json(const LoadReport& r) {
   }
   json samples = json::array();
   for (const LoadSample& s : r.samples) samples.push_back({{"t_s", s.t_s}, {"pending", s.pending}});
-  return {{"url", r.url}, {"duration_s", r.duration_s}, {"models", models}, {"samples", samples}};
+  return {{"url", r.url},         {"duration_s", r.duration_s}, {"concurrency", r.concurrency},
+          {"unsent", r.unsent()}, {"failed", r.failed()},       {"models", models},
+          {"samples", samples}};
 }
 
 }  // namespace braid::serve

@@ -3,7 +3,9 @@
 // periodic or Poisson, runtime/arrivals.h), sent when due whatever the answers — a request's
 // latency counts from when it was due, so a slow server shows as latency, not as a lower rate
 // (no coordinated omission). Up to `concurrency` requests are outstanding; the rest wait, their
-// wait counted.
+// wait counted. The window closes at `duration_s`: requests still waiting then are not sent but
+// counted (`unsent`, perf_analyzer's "could not keep up"), so a server slower than the pattern
+// bounds the run to the window plus the answers in flight instead of draining the backlog.
 //
 //   serve::LoadReport r = serve::run_load({.url = "127.0.0.1:8000",
 //                                          .pattern = {{"resnet50", 30}, {"squeezenet", 120}},
@@ -40,7 +42,10 @@ struct LoadOptions {
 
 struct ModelLoad {
   std::string name;
-  uint64_t sent = 0, ok = 0;
+  uint64_t due = 0;     // arrivals in the window
+  uint64_t sent = 0;    // of them, sent before the window closed
+  uint64_t ok = 0;      // of them, answered 200
+  uint64_t unsent = 0;  // due - sent: still waiting for a free sender when the window closed
   std::map<int, uint64_t> errors;  // by HTTP status; 0: no answer (connection failed)
   double throughput = 0;           // answered 200 per second of the run
   double avg_us = 0, p50_us = 0, p90_us = 0, p95_us = 0, p99_us = 0;  // of 200s, from due time
@@ -56,6 +61,9 @@ struct LoadSample {
 struct LoadReport {
   std::string url;
   double duration_s = 0;  // from the first due time to the last answer
+  int concurrency = 0;
+  uint64_t unsent() const;
+  uint64_t failed() const;  // sent, answered other than 200 or not at all
   std::vector<ModelLoad> models;
   std::vector<LoadSample> samples;
 };

@@ -364,3 +364,65 @@ def test_serve_shape_flags_fix_models_on_the_command_line(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
+
+
+def run_load(url, *args, timeout=120):
+    """`braid load URL ARGS --json F`: (exit status, the JSON report, stdout + stderr)."""
+    import json
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        report = pathlib.Path(d) / "load.json"
+        r = subprocess.run([str(BRAID), "load", url, *args, "--json", str(report)],
+                           capture_output=True, text=True, timeout=timeout)
+        return r.returncode, (json.loads(report.read_text()) if report.exists() else None), \
+            r.stdout + r.stderr
+
+
+def test_braid_load_answers_every_request_of_a_pattern_the_server_sustains(server):
+    """10 req/s for 2 s, periodic: the 20 requests due are all sent and answered 200."""
+    rc, report, text = run_load(server, "--pattern", "squeezenet:10", "--duration", "2")
+    assert rc == 0, text
+    (m,) = report["models"]
+    assert (m["due"], m["sent"], m["ok"], m["unsent"]) == (20, 20, 20, 0), text
+    assert report["failed"] == 0 and "WARNING" not in text
+
+
+def test_braid_load_closes_its_window_on_a_server_slower_than_the_pattern(server):
+    """5000 req/s through one sender, far beyond what googlenet answers here: the window closes
+    after 1 s with the backlog counted as not sent (perf_analyzer's warning), instead of sending
+    all 5000 however late. Every request sent is answered 200, so the run exits 0."""
+    rc, report, text = run_load(server, "--pattern", "googlenet:5000", "--duration", "1",
+                                "--concurrency", "1", timeout=60)
+    assert rc == 0, text
+    (m,) = report["models"]
+    assert m["due"] == 5000 and m["sent"] + m["unsent"] == m["due"], m
+    assert m["unsent"] > 0 and m["ok"] == m["sent"] > 0, m
+    assert report["unsent"] == m["unsent"]
+    assert "[WARNING]" in text and "not sent" in text
+
+
+def test_braid_load_exits_1_when_the_server_fails_requests(tmp_path):
+    """A queue of one request (config.pbtxt) under 16 senders: the server refuses some requests;
+    braid load counts them by HTTP status, says how many failed and exits 1."""
+    if not BRAID.exists():
+        pytest.skip(f"{BRAID} is not built")
+    (tmp_path / "sq" / "1").mkdir(parents=True)
+    subprocess.run([str(BRAID), "export", "googlenet", "--image-size", str(IMAGE), "-o",
+                    str(tmp_path / "sq" / "1" / "model.onnx")], check=True, capture_output=True)
+    (tmp_path / "sq" / "config.pbtxt").write_text("""
+name: "sq"
+platform: "onnxruntime_onnx"
+dynamic_batching { default_queue_policy { max_queue_size: 1 } }
+""")
+    proc, url = start_serve(["--model-repository", str(tmp_path), "--scheduler", "sequential"])
+    try:
+        rc, report, text = run_load(url, "--pattern", "sq:2000", "--duration", "1",
+                                    "--concurrency", "16", timeout=60)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    (m,) = report["models"]
+    assert rc == 1, text
+    assert report["failed"] == m["sent"] - m["ok"] > 0, m
+    assert sum(m["errors"].values()) == report["failed"], m
+    assert "requests sent failed" in text

@@ -1,6 +1,6 @@
 // braid load: open-loop traffic at per-model rates against an Open Inference Protocol v2 server
 // (braid serve or Triton), reported in perf_analyzer's shape (serve/load_generator.h).
-#include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <fstream>
 #include <iostream>
@@ -56,6 +56,15 @@ void add_load_command(CLI::App& app) {
       std::ofstream f(csv_out);
       BRAID_CHECK(f.good(), ErrorCode::kInvalidArgument, "cannot write '", csv_out, "'");
       f << serve::perf_analyzer_csv(report);
+    }
+    // Requests the server failed make the run a failure; a server too slow for the pattern (the
+    // unsent ones) is a measurement, warned about in the report.
+    if (const uint64_t failed = report.failed(); failed > 0) {
+      uint64_t sent = 0;
+      for (const serve::ModelLoad& m : report.models) sent += m.sent;
+      std::cerr << fmt::format("braid load: {} of {} requests sent failed (see Errors above)\n",
+                               failed, sent);
+      exit_status = 1;
     }
   });
 }

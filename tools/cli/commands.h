@@ -12,6 +12,10 @@
 
 namespace braid::cli {
 
+// A command that ran to the end but whose result is a failure (braid load: requests the server
+// failed) sets 1; main() returns it. Errors that stop a command travel as braid::Error.
+inline int exit_status = 0;
+
 // --name, --batch, --image-size, --layers, --seq-len, --weight-seed, --shape, --dim and the
 // limits: shared by every command that loads a model.
 struct ModelFlags {

@@ -60,5 +60,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "braid: internal error: %s\n", e.what());
     return 1;
   }
-  return 0;
+  return braid::cli::exit_status;
 }

@@ -35,6 +35,12 @@ int64_t count(const Strided& s) {
   return n;
 }
 
+// min(max(x, lo), hi) as std::min/std::max compute it (the reference executor, numpy's clip):
+// NaN stays NaN, where fminf/fmaxf would return a bound.
+__device__ __forceinline__ float clamp(float x, float lo, float hi) {
+  return x < lo ? lo : (x > hi ? hi : x);
+}
+
 __device__ float apply(UnaryOp op, float x) {
   switch (op.kind) {
     case Unary::kRelu:
@@ -48,11 +54,11 @@ __device__ float apply(UnaryOp op, float x) {
     case Unary::kGeluTanh:
       return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
     case Unary::kClip:
-      return fminf(fmaxf(x, op.alpha), op.beta);
+      return clamp(x, op.alpha, op.beta);
     case Unary::kHardSigmoid:
-      return fminf(fmaxf(op.alpha * x + op.beta, 0.0f), 1.0f);
+      return clamp(op.alpha * x + op.beta, 0.0f, 1.0f);
     case Unary::kHardSwish:
-      return x * fminf(fmaxf(x * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
+      return x * clamp(x * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f);
     case Unary::kCopy:
       return x;
     case Unary::kErf:
