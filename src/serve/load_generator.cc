@@ -19,6 +19,7 @@
 #include "base/parse.h"
 #include "base/stats.h"
 #include "models/element_type.h"
+#include "serve/protocol.h"
 
 namespace braid::serve {
 namespace {
@@ -61,16 +62,16 @@ Prepared prepare_request(httplib::Client& client, const std::string& model, bool
   std::string payload;
   for (const json& in : meta["inputs"]) {
     const std::string name = in.value("name", "");
-    // Float inputs, in the model's own type (an FP16 or BF16 model's are FP16 or BF16).
+    // Float inputs random, in the model's own type (an FP16 or BF16 model's are FP16 or BF16);
+    // integer and bool ones zero (perf_analyzer's --input-data zero): a valid index for any
+    // Gather, a token id or mask any embedding takes.
     const std::string datatype = in.value("datatype", "");
-    const std::optional<models::ElementType> type =
-        datatype == "FP32"   ? std::optional(models::ElementType::kFloat32)
-        : datatype == "FP16" ? std::optional(models::ElementType::kFloat16)
-        : datatype == "BF16" ? std::optional(models::ElementType::kBFloat16)
-                             : std::nullopt;
-    BRAID_CHECK(type.has_value(), ErrorCode::kUnsupported, "model '", model, "' input '", name,
-                "' is ", in.value("datatype", "?"),
-                "; braid load sends FP32, FP16 and BF16 inputs only");
+    const std::optional<DataType> type = parse_datatype(datatype);
+    BRAID_CHECK(type.has_value() && *type != DataType::kBytes, ErrorCode::kUnsupported, "model '",
+                model, "' input '", name, "' is ", datatype.empty() ? "?" : datatype,
+                "; braid load sends numeric and BOOL inputs only");
+    const bool is_float =
+        *type == DataType::kFp32 || *type == DataType::kFp16 || *type == DataType::kBf16;
     std::vector<int64_t> shape;
     int64_t elements = 1;
     for (const json& d : in["shape"]) {
@@ -82,16 +83,26 @@ Prepared prepare_request(httplib::Client& client, const std::string& model, bool
                   " elements; braid load sends at most that many");
       elements *= n;
     }
-    std::vector<float> x(static_cast<size_t>(elements));
-    for (float& f : x) f = dist(rng);
     json tensor = {{"name", name}, {"shape", shape}, {"datatype", datatype}};
+    std::vector<float> x(static_cast<size_t>(elements));
+    if (is_float)
+      for (float& f : x) f = dist(rng);
     if (binary) {
-      std::string bytes(x.size() * models::size_of(*type), '\0');
-      models::store_floats(*type, x, reinterpret_cast<std::byte*>(bytes.data()));
+      // Zero is all zero bytes in every type; floats are written in their type.
+      std::string bytes(x.size() * element_bytes(*type), '\0');
+      if (is_float)
+        models::store_floats(*type == DataType::kFp32   ? models::ElementType::kFloat32
+                             : *type == DataType::kFp16 ? models::ElementType::kFloat16
+                                                        : models::ElementType::kBFloat16,
+                             x, reinterpret_cast<std::byte*>(bytes.data()));
       tensor["parameters"] = {{"binary_data_size", bytes.size()}};
       payload += bytes;
-    } else {
+    } else if (*type == DataType::kBool) {
+      tensor["data"] = std::vector<bool>(x.size(), false);
+    } else if (is_float) {
       tensor["data"] = x;  // the server rounds FP16 and BF16 data to the type
+    } else {
+      tensor["data"] = std::vector<int64_t>(x.size(), 0);
     }
     inputs.push_back(tensor);
   }

@@ -69,7 +69,8 @@ struct LoadReport {
 };
 
 // Throws kInvalidArgument for a bad URL or pattern, kNotFound when the server does not know a
-// model (its metadata is read first), kUnsupported for an input that is not FP32.
+// model (its metadata is read first), kUnsupported for a BYTES input. FP32, FP16 and BF16 inputs
+// are random in their own type, the other numeric and BOOL ones zero.
 LoadReport run_load(const LoadOptions& options);
 
 // perf_analyzer's shape: a Client block (request count, throughput, p50/p90/p95/p99 latency)

@@ -426,3 +426,36 @@ dynamic_batching { default_queue_policy { max_queue_size: 1 } }
     assert report["failed"] == m["sent"] - m["ok"] > 0, m
     assert sum(m["errors"].values()) == report["failed"], m
     assert "requests sent failed" in text
+
+
+def test_braid_load_sends_integer_and_bool_inputs_as_zeros(tmp_path):
+    """A transformer-shaped model (int64 token ids into a Gather of an embedding, a bool mask)
+    takes braid load's traffic: zeros, a valid index and mask, every request answered 200, in
+    binary and in JSON tensors."""
+    if not BRAID.exists():
+        pytest.skip(f"{BRAID} is not built")
+    from onnx import TensorProto, helper, numpy_helper
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 8])
+    mask = helper.make_tensor_value_info("mask", TensorProto.BOOL, [1, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 4])
+    emb = numpy_helper.from_array(np.arange(40, dtype=np.float32).reshape(10, 4), "emb")
+    nodes = [helper.make_node("Gather", ["emb", "ids"], ["e"]),
+             helper.make_node("Cast", ["mask"], ["m"], to=TensorProto.FLOAT),
+             helper.make_node("Unsqueeze", ["m", "axes"], ["m3"]),
+             helper.make_node("Mul", ["e", "m3"], ["y"])]
+    axes = numpy_helper.from_array(np.array([2], np.int64), "axes")
+    model = helper.make_model(helper.make_graph(nodes, "tok", [ids, mask], [y], [emb, axes]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    (tmp_path / "tok" / "1").mkdir(parents=True)
+    (tmp_path / "tok" / "1" / "model.onnx").write_bytes(model.SerializeToString())
+    proc, url = start_serve(["--model-repository", str(tmp_path), "--scheduler", "sequential"])
+    try:
+        for tensors in ([], ["--json-tensors"]):
+            rc, report, text = run_load(url, "--pattern", "tok:20", "--duration", "1", *tensors)
+            assert rc == 0, text
+            (m,) = report["models"]
+            assert m["due"] == m["ok"] == 20 and not m["errors"], text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
