@@ -61,7 +61,7 @@ session::SessionOptions session_options(const Options& o) {
   session::SessionOptions s{.scheduler = o.scheduler,
                             .device = parse_device(o.device),
                             .threads_per_stream = o.threads_per_stream,
-                            .cost = o.cost,
+                            .cost = tune::parse_cost_option(o.cost),
                             .precision = parse_precision(o.precision)};
   if (o.schedule_json) s.schedule = nlohmann::json::parse(*o.schedule_json);
   s.schedule_options.max_streams = o.streams;
@@ -397,7 +397,7 @@ class PyServer {
                                .batch = o.batch,
                                .image_size = o.image_size,
                                .scheduler = o.scheduler,
-                               .cost = o.cost};
+                               .cost = tune::parse_cost_option(o.cost)};
     for (const auto& [model, blocks] : models) {
       runtime::ScenarioModel m{.model = model, .inputs = session_options(o).load.inputs};
       BRAID_CHECK(blocks.empty() || blocks == "ir" || blocks == "stages",

@@ -83,7 +83,8 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& where) {
   s.batch = field(j, "batch", s.batch, where);
   s.image_size = field(j, "image_size", s.image_size, where);
   s.scheduler = field(j, "scheduler", s.scheduler, where);
-  s.cost = field(j, "cost", s.cost, where);
+  if (j.contains("cost"))
+    s.cost = tune::parse_cost_option(field<std::string>(j, "cost", "", where));
   s.variance_threshold = field(j, "variance_threshold", s.variance_threshold, where);
   s.sample_period_s = field(j, "sample_period_s", s.sample_period_s, where);
   s.queue_capacity = field(j, "queue_capacity", s.queue_capacity, where);
@@ -166,7 +167,7 @@ nlohmann::json to_json(const Scenario& s) {
           {"batch", s.batch},
           {"image_size", s.image_size},
           {"scheduler", s.scheduler},
-          {"cost", s.cost},
+          {"cost", s.cost ? tune::to_string(*s.cost) : ""},
           {"variance_threshold", s.variance_threshold},
           {"sample_period_s", s.sample_period_s},
           {"queue_capacity", s.queue_capacity},
@@ -197,7 +198,7 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
   const tune::PlanOptions plan{
       .device = s.device,
       .algorithm = s.scheduler,
-      .cost = {.name = s.cost},
+      .cost = {.model = s.cost},
       .measure = {.device = s.device, .graph_replay = s.device.is_gpu(), .precision = s.precision},
       .batch = s.batch};
   for (const ScenarioModel& sm : s.models) {
@@ -212,8 +213,9 @@ ScenarioRunner::ScenarioRunner(Scenario scenario)
                                tune::plan_model(m.units(), weights, *model_cost, plan).schedule);
     // The combined stages: never measured in the serving loop (see Scenario::cost), on the CPU
     // or a GPU.
-    if (!s.device.is_sim() && s.cost.empty())
-      model_cost = tune::make_cost_model({.name = "roofline"}, m.units(), weights);
+    if (!s.device.is_sim() && !s.cost)
+      model_cost = tune::make_cost_model(
+          {.model = tune::CostName{.kind = tune::CostName::Kind::kRoofline}}, m.units(), weights);
     impl_->costs.push_back(std::move(model_cost));
   }
   CombineOptions combine{.max_sub_blocks = s.max_sub_blocks,

@@ -26,6 +26,7 @@
 #include "runtime/combined.h"
 #include "runtime/model_set.h"
 #include "runtime/runtime.h"
+#include "tune/cost_models.h"
 
 namespace braid::runtime {
 
@@ -58,7 +59,7 @@ struct Scenario {
   // The cost model of those plans and of the combined stages; empty: the planner's default for
   // the device (tune::default_cost_name). On the cpu and cuda:N the combined stages are then
   // priced by the roofline: a measured cost model would run stages inside the serving loop.
-  std::string cost;
+  std::optional<tune::CostName> cost;
   double variance_threshold = 16;
   double sample_period_s = 0.1;
   size_t queue_capacity = 0;

@@ -131,7 +131,7 @@ tune::PlanOptions plan_options(const SessionOptions& o) {
   return {.device = o.device,
           .algorithm = o.scheduler,
           .schedule = o.schedule,
-          .cost = {.name = o.cost},
+          .cost = {.model = o.cost},
           .schedule_options = o.schedule_options,
           .measure = {.device = o.device,
                       .graph_replay = o.device.is_gpu(),

@@ -47,7 +47,8 @@ struct SessionOptions {
   // Pin each lane to its own CPUs, as `braid run` does by default. Off by default: sessions of
   // one process would pin their lanes to the same CPUs.
   bool pin_threads = false;
-  std::string cost;  // the cost model scheduling uses ("": the planner's default for the device)
+  // The cost model scheduling uses (none: the planner's default for the device).
+  std::optional<tune::CostName> cost;
   // What a cuda:N plan computes in (base/precision.h); the CPU and the simulator take fp32 only.
   Precision precision = Precision::kFp32;
   // A schedule to run instead of searching one (the braid.schedule/1 JSON of

@@ -19,7 +19,7 @@ namespace braid::session {
 namespace {
 
 SessionOptions small(std::string scheduler = "sequential") {
-  SessionOptions o{.scheduler = std::move(scheduler), .cost = "roofline"};
+  SessionOptions o{.scheduler = std::move(scheduler), .cost = tune::parse_cost_name("roofline")};
   o.load.zoo.image_size = 48;
   return o;
 }
@@ -58,7 +58,7 @@ std::vector<float> plain_run(const Session& s, const std::vector<float>& x) {
 TEST(Session, RunsOnASimulatedDeviceWithTheCpusOutputs) {
   SessionOptions on_sim = small("ios");
   on_sim.device = parse_device("sim:a100_40gb");
-  on_sim.cost = "";  // the planner's default for the device: sim:a100_40gb
+  on_sim.cost.reset();  // the planner's default for the device: sim:a100_40gb
   const Session sim = Session::open("googlenet", on_sim);
   EXPECT_EQ(sim.device(), Device::simulated("a100_40gb"));
   SessionOptions on_cpu = small();

@@ -8,8 +8,9 @@
 // the planner (planner.h), as `braid run`'s and a Session's do. Each model also gets its lower
 // bounds (critical path, work over cores) and each row its distance to the larger.
 //
-//   tune::BenchOptions o{.algorithms = {"sequential", "greedy", "ios"}, .cost = {.name =
-//   "roofline"}}; for (const tune::BenchRow& r : tune::bench({"squeezenet"}, o)) ... to_json(r)
+//   tune::BenchOptions o{.algorithms = {"sequential", "greedy", "ios"},
+//                        .cost = {.model = tune::parse_cost_name("roofline")}};
+//   for (const tune::BenchRow& r : tune::bench({"squeezenet"}, o)) ... to_json(r)
 #pragma once
 
 #include <algorithm>

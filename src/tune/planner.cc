@@ -14,8 +14,8 @@ sched::ScheduleOptions schedule_options(const PlanOptions& o, const CostSpec& co
   sched::ScheduleOptions s = o.schedule_options;
   if (s.num_devices != 1) return s;
   if (o.device.is_sim()) s.num_devices = sim::parse_device_set(o.device.sim).second;
-  if (s.num_devices == 1 && cost.name.starts_with("sim:"))
-    s.num_devices = sim::parse_device_set(cost.name.substr(4)).second;
+  if (s.num_devices == 1 && cost.model && cost.model->kind == CostName::Kind::kSim)
+    s.num_devices = sim::parse_device_set(cost.model->device.sim).second;
   return s;
 }
 
@@ -30,15 +30,17 @@ Plan given(const ir::UnitGraph& units, const PlanOptions& o) {
 
 }  // namespace
 
-std::string default_cost_name(const Device& device, bool weighted_dag) {
-  if (device.is_sim()) return to_string(device);
-  if (weighted_dag) return "dag";
-  return device.is_cuda() ? to_string(device) : "cpu";
+CostName default_cost_name(const Device& device, bool weighted_dag) {
+  using Kind = CostName::Kind;
+  if (device.is_sim()) return {.kind = Kind::kSim, .device = device};
+  if (weighted_dag) return {.kind = Kind::kDag};
+  if (device.is_cuda()) return {.kind = Kind::kCuda, .device = device};
+  return {.kind = Kind::kCpu};
 }
 
 CostSpec plan_cost_spec(const PlanOptions& o, bool weighted_dag) {
   CostSpec spec = o.cost;
-  if (spec.name.empty()) spec.name = default_cost_name(o.device, weighted_dag);
+  if (!spec.model) spec.model = default_cost_name(o.device, weighted_dag);
   spec.cpu.threads_per_stream = o.measure.executor.threads_per_stream;
   spec.cpu.layout = o.measure.executor.layout;
   if (o.device.is_gpu()) spec.eager = !o.measure.graph_replay;

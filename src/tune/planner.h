@@ -35,7 +35,7 @@ struct PlanOptions {
   // it); validated against the model. No cost model is made for it.
   std::optional<nlohmann::json> schedule;
   std::filesystem::path schedule_file;
-  // The cost model; an empty name: default_cost_name(device, the model is a weighted DAG). Its
+  // The cost model; none named: default_cost_name(device, the model is a weighted DAG). Its
   // CPU profiler threads and layout and its sim pricing (eager or replayed) come from `measure`.
   CostSpec cost;
   sched::ScheduleOptions schedule_options;
@@ -63,7 +63,7 @@ struct Plan {
 // device's own (cuda:N: measured on that GPU; sim:NAME: the simulator) and on the CPU the
 // measured CPU profiler; a weighted DAG, which has no operators to measure, its own latencies
 // ("dag") unless simulated.
-std::string default_cost_name(const Device& device, bool weighted_dag);
+CostName default_cost_name(const Device& device, bool weighted_dag);
 
 // options.cost with the defaults filled in: the name, the CPU profiler's threads per stream and
 // layout (units priced as they will run), sim:NAME's eager pricing on a GPU device.

@@ -774,7 +774,7 @@ TEST(FrontEnds, SamePlanForTheSameModelDeviceAndOptions) {
   // uninitialized (-Wmaybe-uninitialized, fatal under BRAID_WERROR).
   session::SessionOptions so;
   so.scheduler = "ios";
-  so.cost = "roofline";
+  so.cost = tune::parse_cost_name("roofline");
   so.load = load;
   const nlohmann::json from_session = session::Session::open("squeezenet", so).schedule_json();
   EXPECT_EQ(from_session, from_run);
@@ -782,7 +782,7 @@ TEST(FrontEnds, SamePlanForTheSameModelDeviceAndOptions) {
   const std::vector<std::string> models = {"squeezenet"};
   tune::BenchOptions bench_options;
   bench_options.algorithms = {"ios"};
-  bench_options.cost.name = "roofline";
+  bench_options.cost.model = tune::parse_cost_name("roofline");
   bench_options.load = load;
   bench_options.run = false;
   const std::vector<tune::BenchRow> rows = tune::bench(models, bench_options);
@@ -794,7 +794,7 @@ TEST(FrontEnds, SamePlanForTheSameModelDeviceAndOptions) {
                                   .device = Device::cpu(),
                                   .image_size = 64,
                                   .scheduler = "ios",
-                                  .cost = "roofline"});
+                                  .cost = tune::parse_cost_name("roofline")});
   const runtime::RuntimeModel& rm = runner.models().model(0);
   EXPECT_EQ(sched::to_json(rm.schedule, rm.units()), from_run);
 

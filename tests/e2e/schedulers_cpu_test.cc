@@ -81,7 +81,7 @@ Outputs run_cpu(const Model& m, const sched::Schedule& s) {
 tune::PlanOptions plan_options(std::string_view scheduler, int devices = 1) {
   return {.device = Device::cpu(),
           .algorithm = std::string(scheduler),
-          .cost = {.name = "roofline"},
+          .cost = {.model = tune::parse_cost_name("roofline")},
           .schedule_options = {.num_devices = devices}};
 }
 

@@ -99,7 +99,7 @@ void add_serve_command(CLI::App& app) {
                                                 .batch = batch,
                                                 .image_size = image_size,
                                                 .scheduler = scheduler,
-                                                .cost = cost,
+                                                .cost = tune::parse_cost_option(cost),
                                                 .intra = intra,
                                                 .precision = precision_of(precision)},
                                    .policy = policy};

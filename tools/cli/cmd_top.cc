@@ -53,7 +53,9 @@ void add_top_command(CLI::App& app) {
   cmd->add_option("--intra", flags.intra,
                   "Inside combined blocks: dp (IOS's DP, default) or gpg:DIR (a GPG `braid train "
                   "gpg` wrote)");
-  cmd->add_option("--cost", flags.cost, "Its cost model (default: the device's)");
+  cmd->add_option_function<std::string>(
+      "--cost", [](const std::string& text) { flags.cost = tune::parse_cost_option(text); },
+      "Its cost model (default: the device's)");
   cmd->add_option("-T,--variance-threshold", flags.variance_threshold,
                   "Re-decide when the queue lengths' variance exceeds this (default 16)")
       ->check(number_in("the variance threshold", 0, 1e12));

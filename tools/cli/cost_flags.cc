@@ -6,13 +6,17 @@
 namespace braid::cli {
 
 void add_cost_flags(CLI::App& cmd, CostFlags& flags) {
-  cmd.add_option("--cost", flags.name,
-                 "Cost model: dag (a .dag.json's latencies; its default), cpu (measured here, "
-                 "cached; the default for real models), roofline (FLOPs and bytes only), hios "
-                 "(a weighted DAG under HIOS's simulated stage contention; hios:start=code "
-                 "waits for a producer's device timeline, as HIOS's simulator code does), "
-                 "cuda:N (measured on GPU N, cached), sim:NAME (the GPU simulator: "
-                 "devices/NAME.json or a .json path)");
+  cmd.add_option_function<std::string>(
+      "--cost",
+      [&flags](const std::string& text) {
+        flags.model = tune::parse_cost_name(text);  // a bad name: exit 2 with the known ones
+      },
+      "Cost model: dag (a .dag.json's latencies; its default), cpu (measured here, "
+      "cached; the default for real models), roofline (FLOPs and bytes only), hios "
+      "(a weighted DAG under HIOS's simulated stage contention; hios:start=code "
+      "waits for a producer's device timeline, as HIOS's simulator code does), "
+      "cuda:N (measured on GPU N, cached), sim:NAME (the GPU simulator: "
+      "devices/NAME.json or a .json path)");
   cmd.add_option("--profile-budget", flags.cpu.stage_budget_s,
                  "--cost cpu: seconds the profiler may spend measuring stages of several units "
                  "(IOS's DP asks for thousands on a large model); later ones are priced from "
