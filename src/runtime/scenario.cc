@@ -38,6 +38,17 @@ T field(const nlohmann::json& j, const char* name, T fallback, const std::string
   }
 }
 
+// A text field parsed into its typed value; the parser's error names the scenario and field.
+template <class F>
+auto parsed_field(const nlohmann::json& j, const char* name, const std::string& where, F parse) {
+  const std::string text = field<std::string>(j, name, "", where);
+  try {
+    return parse(text);
+  } catch (const Error& e) {
+    BRAID_THROW(e.code(), where, ": field \"", name, "\": ", e.what());
+  }
+}
+
 }  // namespace
 
 Scenario parse_scenario(const nlohmann::json& j, const std::string& where) {
@@ -70,7 +81,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& where) {
     BRAID_CHECK(known, ErrorCode::kInvalidArgument, where, ": unknown field \"", key, "\"");
   }
   Scenario s;
-  if (j.contains("device")) s.device = parse_device(field<std::string>(j, "device", "", where));
+  if (j.contains("device")) s.device = parsed_field(j, "device", where, parse_device);
   s.policies = field(j, "policies", s.policies, where);
   const std::string arrivals = field<std::string>(j, "arrivals", "periodic", where);
   BRAID_CHECK(arrivals == "periodic" || arrivals == "poisson", ErrorCode::kInvalidArgument, where,
@@ -83,16 +94,14 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& where) {
   s.batch = field(j, "batch", s.batch, where);
   s.image_size = field(j, "image_size", s.image_size, where);
   s.scheduler = field(j, "scheduler", s.scheduler, where);
-  if (j.contains("cost"))
-    s.cost = tune::parse_cost_option(field<std::string>(j, "cost", "", where));
+  if (j.contains("cost")) s.cost = parsed_field(j, "cost", where, tune::parse_cost_option);
   s.variance_threshold = field(j, "variance_threshold", s.variance_threshold, where);
   s.sample_period_s = field(j, "sample_period_s", s.sample_period_s, where);
   s.queue_capacity = field(j, "queue_capacity", s.queue_capacity, where);
   s.max_in_flight = field(j, "max_in_flight", s.max_in_flight, where);
   s.dp_state_limit = field(j, "dp_state_limit", s.dp_state_limit, where);
   s.intra = field(j, "intra", s.intra, where);
-  if (j.contains("precision"))
-    s.precision = parse_precision(field<std::string>(j, "precision", "fp32", where));
+  if (j.contains("precision")) s.precision = parsed_field(j, "precision", where, parse_precision);
   BRAID_CHECK(j.contains("models") && j.at("models").is_array() && !j.at("models").empty(),
               ErrorCode::kInvalidArgument, where, ": \"models\" must be a non-empty array");
   for (size_t i = 0; i < j.at("models").size(); ++i) {

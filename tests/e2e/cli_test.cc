@@ -750,6 +750,18 @@ TEST(Cli, TopRunsAScenarioAndRejectsBadInput) {
   auto e = run_command(cli() + " top --scenario " + scenario.string());
   EXPECT_EQ(e.exit_code, 2) << e.err;
   EXPECT_NE(e.err.find("unknown field \"duration\""), std::string::npos) << e.err;
+  // A field's text that its parser refuses: the scenario and the field are named, then why.
+  for (auto [field, says] : {std::pair{"cost", "unknown cost model 'bogus'"},
+                             {"device", "device 'bogus'"},
+                             {"precision", "bogus"}}) {
+    std::ofstream(scenario) << R"({"format": "braid.top/1", "models": [{"model": "squeezenet"}], ")"
+                            << field << R"(": "bogus"})";
+    e = run_command(cli() + " top --scenario " + scenario.string());
+    EXPECT_EQ(e.exit_code, 2) << e.err;
+    const std::string named = std::string("field \"") + field + "\": ";
+    EXPECT_NE(e.err.find(scenario.string() + ": " + named), std::string::npos) << e.err;
+    EXPECT_NE(e.err.find(says), std::string::npos) << e.err;
+  }
   std::filesystem::remove(scenario);
 }
 
