@@ -15,8 +15,14 @@ inline std::filesystem::path binary_dir() {
   const char* s = std::getenv("BRAID_BINARY_DIR");
   return s ? s : BRAID_DEFAULT_BINARY_DIR;
 }
+// A file of tests/golden (the example DAGs and schedules of docs/schedule-format.md).
+inline std::string golden(const std::string& name) {
+  return (source_dir() / "tests/golden" / name).string();
+}
 // The braid CLI binary.
-inline std::filesystem::path braid_cli() { return binary_dir() / "braid"; }
+inline std::filesystem::path braid_cli() {
+  return binary_dir() / "braid";
+}
 // The project's Python with onnx/onnxruntime/numpy (make deps creates it); empty if absent.
 inline std::filesystem::path venv_python() {
   auto p = source_dir() / ".venv" / "bin" / "python";
