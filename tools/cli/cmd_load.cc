@@ -22,7 +22,9 @@ void add_load_command(CLI::App& app) {
   static bool json_tensors = false;
   cmd->add_option("url", url, "HOST:PORT of the server")->capture_default_str();
   cmd->add_option("--pattern", pattern, "MODEL:RATE,... requests per second per model")->required();
-  cmd->add_option("--duration", duration, "Seconds of arrivals")
+  cmd->add_option("--duration", duration,
+                  "Seconds of arrivals; requests still waiting for a sender then are not sent "
+                  "(counted as such)")
       ->check(number_in("the duration in seconds", kMinDurationS, runtime::kMaxDurationS))
       ->capture_default_str();
   cmd->add_option("--arrivals", arrivals, "constant or poisson")
