@@ -374,8 +374,9 @@ std::string perf_analyzer_text(const LoadReport& r) {
 }
 
 std::string perf_analyzer_csv(const LoadReport& r) {
-  // perf_analyzer's header (request-rate mode), and the model last: one row per model. Client
-  // send/receive and network time are not measured apart: left empty.
+  // perf_analyzer's header (request-rate mode), and the model last: one row per model. The
+  // request rate is the pattern's (requests due, sent or not). Client send/receive and network
+  // time are not measured apart: left empty.
   std::string out =
       "Request Rate,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server "
       "Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 "
@@ -383,7 +384,7 @@ std::string perf_analyzer_csv(const LoadReport& r) {
   for (const ModelLoad& m : r.models)
     out +=
         fmt::format("{:.2f},{:.2f},,,{:.0f},,{:.0f},,,{:.0f},{:.0f},{:.0f},{:.0f},{}\n",
-                    double(m.sent) / std::max(r.duration_s, 1e-9), m.throughput, m.server_queue_us,
+                    double(m.due) / std::max(r.duration_s, 1e-9), m.throughput, m.server_queue_us,
                     m.server_compute_us, m.p50_us, m.p90_us, m.p95_us, m.p99_us, m.name);
   return out;
 }
