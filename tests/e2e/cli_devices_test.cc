@@ -12,12 +12,9 @@
 namespace braid {
 namespace {
 
+using testing::cli;
 using testing::golden;
 using testing::run_command;
-
-std::string cli() {
-  return testing::braid_cli().string();
-}
 
 // The GPU simulator through the CLI (issue 5's acceptance commands, on the small model).
 TEST(Cli, SimulatedGpuRunScheduleAndBench) {

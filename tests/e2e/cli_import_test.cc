@@ -12,11 +12,8 @@
 namespace braid {
 namespace {
 
+using testing::cli;
 using testing::run_command;
-
-std::string cli() {
-  return testing::braid_cli().string();
-}
 
 void expect_exit_two(const std::string& args, std::vector<std::string> needles) {
   SCOPED_TRACE(args);

@@ -18,12 +18,9 @@
 namespace braid {
 namespace {
 
+using testing::cli;
 using testing::golden;
 using testing::run_command;
-
-std::string cli() {
-  return testing::braid_cli().string();
-}
 
 nlohmann::json inspect_json(const std::string& model) {
   auto r = run_command(cli() + " inspect " + model + " --json");

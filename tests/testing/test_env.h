@@ -19,9 +19,12 @@ inline std::filesystem::path binary_dir() {
 inline std::string golden(const std::string& name) {
   return (source_dir() / "tests/golden" / name).string();
 }
-// The braid CLI binary.
+// The braid CLI binary, and as the start of a command line.
 inline std::filesystem::path braid_cli() {
   return binary_dir() / "braid";
+}
+inline std::string cli() {
+  return braid_cli().string();
 }
 // The project's Python with onnx/onnxruntime/numpy (make deps creates it); empty if absent.
 inline std::filesystem::path venv_python() {
