@@ -83,6 +83,20 @@ step() {  # step NAME LIMIT_S COMMAND...: runs it, its output in OUT/NAME.txt
   printf '%-28s rc=%-3s %4ss  %s\n' "$name" "$rc" "$((SECONDS - t0))" "$*" | tee -a "$out/summary.txt"
 }
 
+load_counts() {  # load_counts NAME: braid load's counts per model (OUT/NAME.json) in the summary
+  python3 - "$out/$1.json" <<'PY' | tee -a "$out/summary.txt"
+import json, sys
+try:
+    report = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    sys.exit(0)  # the step's own row says it failed
+for m in report["models"]:
+    print(f"{'  ' + m['name']:<28} {m['ok']}/{m['due']} answered, {m['unsent']} not sent, "
+          f"{sum(m['errors'].values())} failed; p50 {m['latency_us']['p50'] / 1e3:.1f} ms, "
+          f"{m['throughput']:.1f}/s")
+PY
+}
+
 tests() {
   step device 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   step exec_cuda_test 180 "$BRAID_BIN_DIR/exec_cuda_test"
@@ -288,6 +302,7 @@ serve() {
       "$out/answers_$p.json" "${tol[@]}"
     step "load_$p" 120 "$braid" load "$server_url" --pattern "$pattern" --duration 20 \
       --json "$out/load_$p.json"
+    load_counts "load_$p"
     stop_server "serve_$p"
   done
   local tmodels=()
