@@ -1,6 +1,7 @@
 // libFuzzer entry point for braid's checked parsing of user text (issue 27): parse_int,
-// parse_double and parse_cuda_device (base/parse.h) and top's --model NAME[:FPS[:ir|stages]]
-// (top_flags.h), which every numeric flag, MODEL:RATE pattern and cuda:N name goes through.
+// parse_double and parse_cuda_device (base/parse.h), top's --model NAME[:FPS[:ir|stages]]
+// (top_flags.h) and --cost's names (tune::parse_cost_name), which every numeric flag, MODEL:RATE
+// pattern, cuda:N and cost model name goes through.
 // The first byte picks the parser and, for the number parsers, the limits; the rest is the text.
 // Any bytes must end in a value within its limits or a braid::Error(kInvalidArgument) with a
 // short sentence; anything else (another exception, a crash, a sanitizer report, a value outside
@@ -17,6 +18,7 @@
 #include "base/parse.h"
 #include "runtime/arrivals.h"
 #include "top_flags.h"
+#include "tune/cost_models.h"
 
 namespace {
 
@@ -37,7 +39,7 @@ void require(bool cond) {
 }
 
 void fuzz(uint8_t selector, const std::string& text) {
-  switch (selector % 4) {
+  switch (selector % 5) {
     case 0: {
       const auto& l = kIntLimits[(selector / 4) % std::size(kIntLimits)];
       const int64_t v = braid::parse_int(text, l[0], l[1], "the value", "--flag");
@@ -60,6 +62,11 @@ void fuzz(uint8_t selector, const std::string& text) {
       const braid::cli::ModelRate m = braid::cli::parse_model_rate(text);
       require(!m.model.empty() && m.model.find(':') == std::string::npos);
       require(std::isfinite(m.fps) && m.fps >= 0 && m.fps <= braid::runtime::kMaxFps);
+      break;
+    }
+    case 4: {  // a name parses into a value that reads back as itself and parses to the same
+      const braid::tune::CostName name = braid::tune::parse_cost_name(text);
+      require(braid::tune::parse_cost_name(braid::tune::to_string(name)) == name);
       break;
     }
   }

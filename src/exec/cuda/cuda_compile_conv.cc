@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -568,8 +569,11 @@ void Compiler::compile_conv_transpose(const ir::Node& n, std::vector<Op>& out) {
 
   cudnnTensorDescriptor_t x_desc = tensor4(xs[0], xs[1], xs[2], xs[3]);  // the forward Conv's dy
   cudnnTensorDescriptor_t full_desc = tensor4(full[0], full[1], full[2], full[3]);  // its dx
-  const auto [w_desc, c_desc] = conv_descriptors(ws, direct ? a.pads[0] : 0, direct ? a.pads[1] : 0,
-                                                 a.stride, a.dilation, a.groups);
+  // Not a structured binding: the run lambda captures both, which clang before 16 refuses.
+  cudnnFilterDescriptor_t w_desc;
+  cudnnConvolutionDescriptor_t c_desc;
+  std::tie(w_desc, c_desc) = conv_descriptors(ws, direct ? a.pads[0] : 0, direct ? a.pads[1] : 0,
+                                              a.stride, a.dilation, a.groups);
   int dn = 0, dc = 0, dh = 0, dw = 0;
   BRAID_CU(cudnnGetConvolution2dForwardOutputDim(c_desc, full_desc, w_desc, &dn, &dc, &dh, &dw));
   BRAID_CHECK(dn == xs[0] && dc == xs[1] && dh == xs[2] && dw == xs[3], ErrorCode::kInternal,
