@@ -64,6 +64,9 @@ TEST(CostModels, NamesParseIntoTheirKindAndReadBack) {
   }
   EXPECT_EQ(parse_cost_name("cuda:3").device, Device::cuda(3));
   EXPECT_EQ(parse_cost_name("sim:a40x2").device, Device::simulated("a40x2"));
+  // An option left empty is the planner's default, as `--cost ""` always was.
+  EXPECT_FALSE(parse_cost_option("").has_value());
+  EXPECT_EQ(parse_cost_option("cuda:3"), parse_cost_name("cuda:3"));
   for (const char* bad : {"", "cpu:0", "rooflin", "sim:", "cuda:"}) {
     EXPECT_THROW(parse_cost_name(bad), Error) << bad;
   }

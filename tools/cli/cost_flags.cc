@@ -9,7 +9,8 @@ void add_cost_flags(CLI::App& cmd, CostFlags& flags) {
   cmd.add_option_function<std::string>(
       "--cost",
       [&flags](const std::string& text) {
-        flags.model = tune::parse_cost_name(text);  // a bad name: exit 2 with the known ones
+        // "" is the default, as before; a bad name exits 2 with the known ones.
+        flags.model = tune::parse_cost_option(text);
       },
       "Cost model: dag (a .dag.json's latencies; its default), cpu (measured here, "
       "cached; the default for real models), roofline (FLOPs and bytes only), hios "
