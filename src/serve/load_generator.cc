@@ -70,8 +70,10 @@ Prepared prepare_request(httplib::Client& client, const std::string& model, bool
     BRAID_CHECK(type.has_value() && *type != DataType::kBytes, ErrorCode::kUnsupported, "model '",
                 model, "' input '", name, "' is ", datatype.empty() ? "?" : datatype,
                 "; braid load sends numeric and BOOL inputs only");
-    const bool is_float =
-        *type == DataType::kFp32 || *type == DataType::kFp16 || *type == DataType::kBf16;
+    std::optional<models::ElementType> float_type;  // FP32, FP16 or BF16
+    for (models::ElementType t : {models::ElementType::kFloat32, models::ElementType::kFloat16,
+                                  models::ElementType::kBFloat16})
+      if (datatype_of(t) == *type) float_type = t;
     std::vector<int64_t> shape;
     int64_t elements = 1;
     for (const json& d : in["shape"]) {
@@ -84,25 +86,25 @@ Prepared prepare_request(httplib::Client& client, const std::string& model, bool
       elements *= n;
     }
     json tensor = {{"name", name}, {"shape", shape}, {"datatype", datatype}};
-    std::vector<float> x(static_cast<size_t>(elements));
-    if (is_float)
+    const auto count = static_cast<size_t>(elements);
+    std::vector<float> x;
+    if (float_type) {
+      x.resize(count);
       for (float& f : x) f = dist(rng);
+    }
     if (binary) {
       // Zero is all zero bytes in every type; floats are written in their type.
-      std::string bytes(x.size() * element_bytes(*type), '\0');
-      if (is_float)
-        models::store_floats(*type == DataType::kFp32   ? models::ElementType::kFloat32
-                             : *type == DataType::kFp16 ? models::ElementType::kFloat16
-                                                        : models::ElementType::kBFloat16,
-                             x, reinterpret_cast<std::byte*>(bytes.data()));
+      std::string bytes(count * element_bytes(*type), '\0');
+      if (float_type)
+        models::store_floats(*float_type, x, reinterpret_cast<std::byte*>(bytes.data()));
       tensor["parameters"] = {{"binary_data_size", bytes.size()}};
       payload += bytes;
-    } else if (*type == DataType::kBool) {
-      tensor["data"] = std::vector<bool>(x.size(), false);
-    } else if (is_float) {
+    } else if (float_type) {
       tensor["data"] = x;  // the server rounds FP16 and BF16 data to the type
+    } else if (*type == DataType::kBool) {
+      tensor["data"] = std::vector<bool>(count, false);
     } else {
-      tensor["data"] = std::vector<int64_t>(x.size(), 0);
+      tensor["data"] = std::vector<int64_t>(count, 0);
     }
     inputs.push_back(tensor);
   }
@@ -160,6 +162,13 @@ std::vector<double> read_pending(httplib::Client& client, const std::vector<std:
       }
   }
   return pending;
+}
+
+// A count summed over the models.
+uint64_t total(const std::vector<ModelLoad>& models, uint64_t ModelLoad::*count) {
+  uint64_t n = 0;
+  for (const ModelLoad& m : models) n += m.*count;
+  return n;
 }
 
 }  // namespace
@@ -294,10 +303,7 @@ LoadReport run_load(const LoadOptions& o) {
     for (size_t i = 0; i < arrivals.size(); ++i) {
       if (arrivals[i].model != m) continue;
       ++ml.due;
-      if (!results[i].sent) {
-        ++ml.unsent;
-        continue;
-      }
+      if (!results[i].sent) continue;
       ++ml.sent;
       if (results[i].status == 200) {
         ++ml.ok;
@@ -325,16 +331,14 @@ LoadReport run_load(const LoadOptions& o) {
   return report;
 }
 
-uint64_t LoadReport::unsent() const {
-  uint64_t n = 0;
-  for (const ModelLoad& m : models) n += m.unsent;
-  return n;
+uint64_t LoadReport::due() const {
+  return total(models, &ModelLoad::due);
 }
-
-uint64_t LoadReport::failed() const {
-  uint64_t n = 0;
-  for (const ModelLoad& m : models) n += m.sent - m.ok;
-  return n;
+uint64_t LoadReport::sent() const {
+  return total(models, &ModelLoad::sent);
+}
+uint64_t LoadReport::ok() const {
+  return total(models, &ModelLoad::ok);
 }
 
 std::string perf_analyzer_text(const LoadReport& r) {
@@ -342,9 +346,7 @@ std::string perf_analyzer_text(const LoadReport& r) {
       "*** Measurement Settings ***\n  Server: {}\n  Measurement window: "
       "{:.1f} s (open loop)\n\n",
       r.url, r.duration_s);
-  if (const uint64_t unsent = r.unsent(); unsent > 0) {
-    uint64_t due = 0;
-    for (const ModelLoad& m : r.models) due += m.due;
+  if (const uint64_t unsent = r.unsent(), due = r.due(); unsent > 0) {
     out += fmt::format(
         "[WARNING] {} of {} requests ({:.1f}%) were still waiting for one of the {} senders when "
         "the window closed and were not sent: the server answered more slowly than the pattern "
@@ -356,7 +358,7 @@ std::string perf_analyzer_text(const LoadReport& r) {
         "Model: {}\n  Client: \n    Request count: {}\n    Throughput: {:.2f} "
         "infer/sec\n",
         m.name, m.sent, m.throughput);
-    if (m.unsent > 0) out += fmt::format("    Not sent (window closed): {}\n", m.unsent);
+    if (m.unsent() > 0) out += fmt::format("    Not sent (window closed): {}\n", m.unsent());
     out += fmt::format(
         "    p50 latency: {:.0f} usec\n    p90 latency: {:.0f} usec\n    p95 "
         "latency: {:.0f} usec\n    p99 latency: {:.0f} usec\n    Avg latency: {:.0f} "
@@ -397,7 +399,7 @@ nlohmann::json to_json(const LoadReport& r) {
     models.push_back({{"name", m.name},
                       {"due", m.due},
                       {"sent", m.sent},
-                      {"unsent", m.unsent},
+                      {"unsent", m.unsent()},
                       {"ok", m.ok},
                       {"errors", errors},
                       {"throughput", m.throughput},

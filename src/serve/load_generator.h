@@ -42,10 +42,11 @@ struct LoadOptions {
 
 struct ModelLoad {
   std::string name;
-  uint64_t due = 0;     // arrivals in the window
-  uint64_t sent = 0;    // of them, sent before the window closed
-  uint64_t ok = 0;      // of them, answered 200
-  uint64_t unsent = 0;  // due - sent: still waiting for a free sender when the window closed
+  uint64_t due = 0;   // arrivals in the window
+  uint64_t sent = 0;  // of them, sent before the window closed
+  uint64_t ok = 0;    // of them, answered 200
+  // Still waiting for a free sender when the window closed.
+  uint64_t unsent() const { return due - sent; }
   std::map<int, uint64_t> errors;  // by HTTP status; 0: no answer (connection failed)
   double throughput = 0;           // answered 200 per second of the run
   double avg_us = 0, p50_us = 0, p90_us = 0, p95_us = 0, p99_us = 0;  // of 200s, from due time
@@ -62,8 +63,12 @@ struct LoadReport {
   std::string url;
   double duration_s = 0;  // from the first due time to the last answer
   int concurrency = 0;
-  uint64_t unsent() const;
-  uint64_t failed() const;  // sent, answered other than 200 or not at all
+  // Over the models.
+  uint64_t due() const;
+  uint64_t sent() const;
+  uint64_t ok() const;
+  uint64_t unsent() const { return due() - sent(); }
+  uint64_t failed() const { return sent() - ok(); }  // answered other than 200 or not at all
   std::vector<ModelLoad> models;
   std::vector<LoadSample> samples;
 };

@@ -62,10 +62,8 @@ void add_load_command(CLI::App& app) {
     // Requests the server failed make the run a failure; a server too slow for the pattern (the
     // unsent ones) is a measurement, warned about in the report.
     if (const uint64_t failed = report.failed(); failed > 0) {
-      uint64_t sent = 0;
-      for (const serve::ModelLoad& m : report.models) sent += m.sent;
       std::cerr << fmt::format("braid load: {} of {} requests sent failed (see Errors above)\n",
-                               failed, sent);
+                               failed, report.sent());
       exit_status = 1;
     }
   });
