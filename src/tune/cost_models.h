@@ -37,6 +37,7 @@ struct CostName {
   Kind kind = Kind::kCpu;
   Device device;                              // kCuda: cuda:N; kSim: sim:NAME
   std::optional<cost::StartRule> hios_start;  // kHios: hios:start=paper|code, else the default
+  bool is_sim() const { return kind == Kind::kSim; }
   friend bool operator==(const CostName&, const CostName&) = default;
 };
 // One of the names above; kInvalidArgument naming the text and listing cost_model_names(), or

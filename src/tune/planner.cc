@@ -14,7 +14,7 @@ sched::ScheduleOptions schedule_options(const PlanOptions& o, const CostSpec& co
   sched::ScheduleOptions s = o.schedule_options;
   if (s.num_devices != 1) return s;
   if (o.device.is_sim()) s.num_devices = sim::parse_device_set(o.device.sim).second;
-  if (s.num_devices == 1 && cost.model && cost.model->kind == CostName::Kind::kSim)
+  if (s.num_devices == 1 && cost.model && cost.model->is_sim())
     s.num_devices = sim::parse_device_set(cost.model->device.sim).second;
   return s;
 }

@@ -98,10 +98,9 @@ void add_bench_command(CLI::App& app) {
     BRAID_CHECK(!names.empty(), ErrorCode::kInvalidArgument, "--algos is empty");
     for (const std::string& n : names) tune::check_algorithm_name(n);  // unknown names fail now
     // The device runs the schedules; without --device, the --cost sim device, else the CPU.
-    const bool sim_cost = cost_flags.model && cost_flags.model->kind == tune::CostName::Kind::kSim;
-    measure.device = !device.empty() ? parse_device(device)
-                     : sim_cost      ? cost_flags.model->device
-                                     : Device::cpu();
+    measure.device = !device.empty()                                  ? parse_device(device)
+                     : cost_flags.model && cost_flags.model->is_sim() ? cost_flags.model->device
+                                                                      : Device::cpu();
     const bool simulated = measure.device.is_sim();
     tune::require_cuda_device(measure.device);  // fail before scheduling when there is no GPU
     // A CUDA Graph replay is the default wherever there is a GPU, real or simulated.
