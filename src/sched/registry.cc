@@ -21,7 +21,10 @@ namespace {
 struct Entry {
   std::string_view name;
   std::unique_ptr<Scheduler> (*make)(const ScheduleOptions&);
+  SchedulerTraits traits = {};
 };
+
+constexpr SchedulerTraits kAllots{.allots = true};
 
 template <typename T>
 std::unique_ptr<Scheduler> make(const ScheduleOptions& options) {
@@ -30,16 +33,16 @@ std::unique_ptr<Scheduler> make(const ScheduleOptions& options) {
 
 // Every scheduler braid knows, in the order listings show them. Add new ones here.
 constexpr Entry kSchedulers[] = {
-    {"sequential", make<SequentialScheduler>},
+    {"sequential", make<SequentialScheduler>, {.intra_operator = true}},
     {"greedy", make<GreedyScheduler>},
-    {"intra", make<IntraOpScheduler>},
-    {"moldable", make<MoldableScheduler>},
+    {"intra", make<IntraOpScheduler>, {.allots = true, .intra_operator = true}},
+    {"moldable", make<MoldableScheduler>, kAllots},
     {"ios", make_ios_scheduler},
     {"ios-parallel", make_ios_parallel_scheduler},
     {"ios-merge", make_ios_merge_scheduler},
-    {"ios-threads", make_ios_threads_scheduler},
+    {"ios-threads", make_ios_threads_scheduler, kAllots},
     {"optimal", make<OptimalScheduler>},
-    {"optimal-threads", make<OptimalThreadsScheduler>},
+    {"optimal-threads", make<OptimalThreadsScheduler>, kAllots},
     {"lios", make_lios_scheduler<LiosVariant::kLios>},
     {"lios-rand1", make_lios_scheduler<LiosVariant::kRand1>},
     {"lios-rand2", make_lios_scheduler<LiosVariant::kRand2>},
@@ -52,6 +55,14 @@ constexpr Entry kSchedulers[] = {
     {"hios-lp-inter", make_hios_lp_inter_scheduler},
     {"hios-mr-inter", make_hios_mr_inter_scheduler},
 };
+
+const Entry& find(std::string_view name) {
+  for (const Entry& e : kSchedulers)
+    if (e.name == name) return e;
+  std::string known;
+  for (const Entry& e : kSchedulers) known += (known.empty() ? "" : ", ") + std::string(e.name);
+  BRAID_THROW(ErrorCode::kNotFound, "unknown scheduler '", name, "' (known: ", known, ")");
+}
 
 }  // namespace
 
@@ -70,11 +81,11 @@ std::unique_ptr<Scheduler> make_scheduler(std::string_view name, const ScheduleO
               options.max_groups);
   BRAID_CHECK(options.cores >= 0, ErrorCode::kInvalidArgument,
               "cores must be >= 0 (0 = every core the cost model has), got ", options.cores);
-  for (const Entry& e : kSchedulers)
-    if (e.name == name) return e.make(options);
-  std::string known;
-  for (const Entry& e : kSchedulers) known += (known.empty() ? "" : ", ") + std::string(e.name);
-  BRAID_THROW(ErrorCode::kNotFound, "unknown scheduler '", name, "' (known: ", known, ")");
+  return find(name).make(options);
+}
+
+SchedulerTraits scheduler_traits(std::string_view name) {
+  return find(name).traits;
 }
 
 std::vector<std::string_view> scheduler_names() {

@@ -67,10 +67,18 @@ class Scheduler {
   Schedule schedule(const ir::UnitGraph& graph) const;
 };
 
+// What a scheduler's plans are, for callers that choose among schedulers (tune::auto_schedule).
+struct SchedulerTraits {
+  bool allots = false;          // plans how many cores each unit gets (ScheduleOptions::cores)
+  bool intra_operator = false;  // one unit at a time: parallel only inside operators
+};
+
 // Throws braid::Error: kNotFound for an unknown name (the message lists the known ones),
 // kInvalidArgument for bad options.
 std::unique_ptr<Scheduler> make_scheduler(std::string_view name,
                                           const ScheduleOptions& options = {});
+// The traits of a known scheduler; kNotFound as make_scheduler for an unknown name.
+SchedulerTraits scheduler_traits(std::string_view name);
 // The known names, in registry order.
 std::vector<std::string_view> scheduler_names();
 

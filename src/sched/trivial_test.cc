@@ -102,6 +102,26 @@ TEST(Registry, ListsAndMakesSchedulers) {
             GreedyScheduler({.max_streams = 2}).schedule(g).stages.size());
 }
 
+// The traits callers choose by (tune::auto_schedule) say what each scheduler's plans are.
+TEST(Registry, TraitsSayWhatTheSchedulesAre) {
+  const ir::UnitGraph g = random_graph(7, 6, 10);  // small enough for the exact searches
+  int allotting = 0;
+  for (std::string_view name : scheduler_names()) {
+    const SchedulerTraits traits = scheduler_traits(name);
+    const Schedule s = make_scheduler(name, {.cores = 2})->schedule(g);
+    EXPECT_EQ(s.has_allotment(), traits.allots) << name;
+    allotting += traits.allots;
+    if (!traits.intra_operator) continue;
+    EXPECT_LE(s.lanes.size(), 1u) << name;
+    for (const Stage& stage : s.stages)
+      EXPECT_TRUE(stage.groups.size() == 1 && stage.groups[0].size() == 1) << name;
+  }
+  EXPECT_EQ(allotting, 4);  // intra, moldable, ios-threads, optimal-threads
+  EXPECT_TRUE(scheduler_traits("sequential").intra_operator);
+  EXPECT_FALSE(scheduler_traits("nimble").intra_operator);
+  EXPECT_THROW(scheduler_traits("gredy"), Error);
+}
+
 // A misspelt --algorithm must say what exists instead of failing later or silently defaulting.
 TEST(Registry, UnknownNameListsTheKnownOnes) {
   try {

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "exec/cpu/layout.h"
 #include "sched/predict.h"
+#include "sched/registry.h"
 #include "sched/validate.h"
 #include "tune/decision_cache.h"
 
@@ -22,12 +23,6 @@ constexpr std::array<std::string_view, 12> kCandidates = {
 // How much faster than the best intra-operator run another candidate must be measured to win.
 constexpr double kIntraMargin = 0.05;
 
-// The schedulers that plan an allotment: candidates only where units can take several cores.
-bool allots(std::string_view scheduler) {
-  return scheduler == "intra" || scheduler == "moldable" || scheduler == "ios-threads" ||
-         scheduler == "optimal-threads";
-}
-
 // One candidate: a scheduler, and for `intra` the cores every unit takes ("intra@2").
 struct Spec {
   std::string label;
@@ -40,9 +35,11 @@ struct Spec {
 std::vector<Spec> candidate_specs(int cores, int threads_per_stream) {
   std::vector<Spec> specs;
   for (std::string_view c : kCandidates) {
-    if (allots(c) && cores < 2) continue;
-    if (c != "intra") {
-      specs.push_back({std::string(c), c, allots(c) ? cores : 0});
+    // Allotment schedulers are candidates only where units can take several cores.
+    const sched::SchedulerTraits traits = sched::scheduler_traits(c);
+    if (traits.allots && cores < 2) continue;
+    if (!(traits.allots && traits.intra_operator)) {  // intra: one candidate per core count
+      specs.push_back({std::string(c), c, traits.allots ? cores : 0});
       continue;
     }
     for (int k = 1; k <= cores; ++k)
@@ -112,7 +109,7 @@ std::vector<sched::Schedule> schedule_candidates(const ir::UnitGraph& units,
   for (size_t i = 0; i < specs.size(); ++i) {
     AutoCandidate& c = d.candidates.emplace_back();
     c.algorithm = specs[i].label;
-    c.intra_operator = specs[i].scheduler == "sequential" || specs[i].scheduler == "intra";
+    c.intra_operator = sched::scheduler_traits(specs[i].scheduler).intra_operator;
     try {
       sched::ScheduleOptions o = options;
       o.cores = specs[i].cores;
