@@ -3,7 +3,8 @@
 # a seed corpus: onnx_import_fuzz (small valid and broken models), dag_json_fuzz (.dag.json; the
 # golden DAGs), schedule_json_fuzz (schedule JSON on the golden diamond; its schedules) and
 # protocol_fuzz (inference request bodies, JSON and binary; a few valid requests) and
-# cli_flags_fuzz (numbers, cuda:N and --model NAME:FPS in user text; a few flags).
+# cli_flags_fuzz (numbers, cuda:N and --model NAME:FPS in user text; a few flags) and
+# user_files_fuzz (.npy inputs, device files, TOP scenarios, config.pbtxt; the repo's own).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   # SECONDS per target, default 60; default all five;
 #                                           # exits non-zero when a fuzzer finds a crash
@@ -20,7 +21,8 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] ||
-  targets=(onnx_import_fuzz dag_json_fuzz schedule_json_fuzz protocol_fuzz cli_flags_fuzz)
+  targets=(onnx_import_fuzz dag_json_fuzz schedule_json_fuzz protocol_fuzz cli_flags_fuzz
+    user_files_fuzz)
 cxx=${CXX_FUZZ:-clang++}
 python=${BRAID_PYTHON:-$root/.venv/bin/python}
 
@@ -34,7 +36,7 @@ ninja -C "$build" -j2 "${targets[@]}"
 # Seeds, regenerated each run; each target's corpus (fuzz/TARGET/corpus) grows as it finds coverage.
 seeds=$build/fuzz/seeds
 mkdir -p "$seeds/onnx_import_fuzz" "$seeds/dag_json_fuzz" "$seeds/schedule_json_fuzz" \
-  "$seeds/protocol_fuzz" "$seeds/cli_flags_fuzz"
+  "$seeds/protocol_fuzz" "$seeds/cli_flags_fuzz" "$seeds/user_files_fuzz"
 cp "$root"/tests/golden/*.dag.json "$seeds/dag_json_fuzz/"
 cp "$root"/tests/golden/diamond.*.schedule.json "$seeds/schedule_json_fuzz/"
 
@@ -59,6 +61,18 @@ printf '\x02%s' cuda:3 >"$seeds/cli_flags_fuzz/device"
 printf '\x02%s' cuda:99999999999 >"$seeds/cli_flags_fuzz/device_huge"
 printf '\x03%s' squeezenet:240:stages >"$seeds/cli_flags_fuzz/model"
 printf '\x03%s' squeezenet:1e9 >"$seeds/cli_flags_fuzz/model_huge"
+# user_files_fuzz: a selector byte (0 .npy, 1 device file, 2 scenario, 3 config.pbtxt), then the file.
+for f in "$root"/devices/*.json; do { printf '\x01'; cat "$f"; } >"$seeds/user_files_fuzz/device_$(basename "$f")"; done
+for f in "$root"/docs/top/*.json; do
+  grep -q braid.top/1 "$f" && { printf '\x02'; cat "$f"; } >"$seeds/user_files_fuzz/scenario_$(basename "$f")"
+done
+printf '\x03%s' 'name: "m"
+platform: "onnxruntime_onnx"
+max_batch_size: 4
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] } ]
+output [ { name: "y" data_type: TYPE_FP16 dims: [ -1 ] } ]
+dynamic_batching { max_queue_delay_microseconds: 100 default_queue_policy { max_queue_size: 8 } }' \
+  >"$seeds/user_files_fuzz/config"
 x_json='{"name":"x","datatype":"FP32","shape":[1,3],"data":[1.5,-2,3e-8]}'
 ids_json='{"name":"ids","datatype":"INT64","shape":[2],"data":[7,-9]}'
 protocol_seed "$seeds/protocol_fuzz/json" "{\"id\":\"a\",\"inputs\":[$ids_json,$x_json]}"
@@ -123,6 +137,19 @@ save("block", [
     helper.make_node("Sum", ["m", "g0"], ["y"], name="sum"),
 ], [vi("x", [1, 2, 4])], [vi("y", [1, 2, 2, 1])],
    [w("g", [4]), w("b", [4]), w("w", [4, 8]), i64("split", [1, 1])], opset=20)
+PY
+  # .npy seeds as numpy writes them, each after user_files_fuzz's selector byte 0.
+  "$python" - "$seeds/user_files_fuzz" <<'PY'
+import io, sys
+import numpy as np
+out = sys.argv[1]
+arrays = {"f32": np.arange(6, dtype=np.float32).reshape(2, 3), "f16": np.ones((1, 4), np.float16),
+          "i64": np.array([7, -9], np.int64), "bool": np.array([True, False]),
+          "scalar": np.float64(2.5), "empty": np.zeros((0, 3), np.int32)}
+for name, a in arrays.items():
+    b = io.BytesIO()
+    np.save(b, a)
+    open(f"{out}/npy_{name}", "wb").write(b"\x00" + b.getvalue())
 PY
 else
   echo "fuzz.sh: $python not found; the ONNX fuzzer starts from an empty corpus" >&2

@@ -17,7 +17,7 @@ LinkCost read_link_cost(const std::filesystem::path& path) {
   } catch (const nlohmann::json::exception& e) {
     BRAID_THROW(ErrorCode::kInvalidArgument, path.string(), ": not valid JSON (", e.what(), ")");
   }
-  BRAID_CHECK(j.is_object() && j.value("format", "") == "braid.transfers/1",
+  BRAID_CHECK(j.is_object() && j.contains("format") && j.at("format") == "braid.transfers/1",
               ErrorCode::kInvalidArgument, path.string(),
               ": expected \"format\": \"braid.transfers/1\"");
   LinkCost link;

@@ -25,7 +25,7 @@ json read_policy_manifest(const std::filesystem::path& dir, std::string_view kin
   } catch (const json::exception& e) {
     BRAID_THROW(ErrorCode::kInvalidArgument, where, ": malformed JSON: ", e.what());
   }
-  BRAID_CHECK(j.is_object() && j.value("format", "") == "braid.policy/1",
+  BRAID_CHECK(j.is_object() && j.contains("format") && j.at("format") == "braid.policy/1",
               ErrorCode::kInvalidArgument, where, ": not a braid.policy/1 manifest");
   const std::string got = manifest_field(j, "kind", json::value_t::string, where);
   BRAID_CHECK(got == kind, ErrorCode::kInvalidArgument, where, ": a \"", got,

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "base/json_value.h"
 #include "base/parse.h"
 #include "exec/cuda/cuda_executor.h"
 #include "runtime/exec_backend.h"
@@ -30,12 +31,7 @@ BlockGrouping parse_grouping(const std::string& s, const std::string& where) {
 template <class T>
 T field(const nlohmann::json& j, const char* name, T fallback, const std::string& where) {
   if (!j.contains(name)) return fallback;
-  try {
-    return j.at(name).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    BRAID_THROW(ErrorCode::kInvalidArgument, where, ": field \"", name, "\" has the wrong type (",
-                j.at(name).type_name(), ")");
-  }
+  return json_value<T>(j.at(name), where, name);
 }
 
 // A text field parsed into its typed value; the parser's error names the scenario and field.

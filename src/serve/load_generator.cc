@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -201,7 +202,11 @@ LoadReport run_load(const LoadOptions& o) {
   std::vector<double> rates;
   for (const auto& [name, rate] : o.pattern) rates.push_back(rate);
   runtime::check_arrival_limits(rates, o.duration_s, "--pattern/--duration");
-  const auto [host, port] = host_port(o.url);
+  // Plain variables, not a structured binding: the senders' lambdas capture them (clang before
+  // 16 refuses to capture a binding).
+  std::string host;
+  int port = 0;
+  std::tie(host, port) = host_port(o.url);
   httplib::Client control(host, port);
   control.set_read_timeout(std::chrono::seconds(10));
   std::vector<std::string> names;

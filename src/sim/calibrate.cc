@@ -52,7 +52,7 @@ Kernel empty_kernel() {
 }  // namespace
 
 Calibration parse_calibration(const nlohmann::json& j) {
-  BRAID_CHECK(j.is_object() && j.value("format", "") == "braid.calibration/1",
+  BRAID_CHECK(j.is_object() && j.contains("format") && j.at("format") == "braid.calibration/1",
               ErrorCode::kInvalidArgument,
               "calibration: expected an object with \"format\": \"braid.calibration/1\"");
   BRAID_CHECK(j.contains("series") && j["series"].is_object(), ErrorCode::kInvalidArgument,

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/json_value.h"
 #include "base/parse.h"
 
 namespace braid::sim {
@@ -19,12 +21,7 @@ template <typename T>
 T field(const json& object, const std::string& key, const std::string& where) {
   BRAID_CHECK(object.is_object() && object.contains(key), ErrorCode::kInvalidArgument, where,
               ": missing field '", key, "'");
-  try {
-    return object.at(key).get<T>();
-  } catch (const json::exception& e) {
-    BRAID_THROW(ErrorCode::kInvalidArgument, where, ": field '", key, "' has the wrong type (",
-                e.what(), ")");
-  }
+  return json_value<T>(object.at(key), where, key);
 }
 
 void check_positive(double value, const std::string& key, const std::string& where) {
@@ -179,14 +176,17 @@ DeviceSpec load_device(const std::string& name_or_path) {
   const std::filesystem::path path = device_path(name_or_path);
   std::ifstream in(path);
   BRAID_CHECK(in.good(), ErrorCode::kNotFound, "cannot open device file ", path.string());
-  const std::string where = path.string();
+  return parse_device(std::string(std::istreambuf_iterator<char>(in), {}), path.string());
+}
+
+DeviceSpec parse_device(std::string_view text, const std::string& where) {
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(text);
   } catch (const json::exception& e) {
     BRAID_THROW(ErrorCode::kInvalidArgument, where, ": not valid JSON (", e.what(), ")");
   }
-  BRAID_CHECK(j.is_object() && j.value("format", "") == "braid.device/1",
+  BRAID_CHECK(j.is_object() && j.contains("format") && j.at("format") == "braid.device/1",
               ErrorCode::kInvalidArgument, where, ": expected \"format\": \"braid.device/1\"");
   DeviceSpec d;
   d.name = field<std::string>(j, "name", where);
@@ -245,8 +245,8 @@ DeviceSpec load_device(const std::string& name_or_path) {
                             {double(d.max_resident_grids), "max_resident_grids"},
                             {double(d.hardware_queues), "hardware_queues"}})
     check_positive(value, key, where);
-  BRAID_CHECK(d.per_sm.max_warps * 32 == d.per_sm.max_threads, ErrorCode::kInvalidArgument, where,
-              ": per_sm.max_warps (", d.per_sm.max_warps, ") x 32 != per_sm.max_threads (",
+  BRAID_CHECK(int64_t{d.per_sm.max_warps} * 32 == d.per_sm.max_threads, ErrorCode::kInvalidArgument,
+              where, ": per_sm.max_warps (", d.per_sm.max_warps, ") x 32 != per_sm.max_threads (",
               d.per_sm.max_threads, ")");
   BRAID_CHECK(d.peak_tensor_fp16_tflops >= 0 && d.peak_tensor_tf32_tflops >= 0 &&
                   d.peak_tensor_bf16_tflops >= 0 && d.host.launch_us >= 0 &&

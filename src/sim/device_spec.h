@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -157,6 +158,9 @@ std::filesystem::path devices_dir();
 std::vector<std::string> device_names();
 // `name_or_path`: a name in devices_dir() ("v100") or a path to a .json file.
 DeviceSpec load_device(const std::string& name_or_path);
+// A device file's text; `where` names it in errors. kInvalidArgument for what is not a valid
+// braid.device/1 file (the message names the field).
+DeviceSpec parse_device(std::string_view text, const std::string& where);
 
 // The revision of the simulator's built-in constants (kernels.cc's tiles, KernelModel's
 // defaults): part of what auto's cached decisions on a sim device are keyed by, beside the

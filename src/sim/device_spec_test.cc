@@ -44,6 +44,7 @@ TEST(DeviceSpec, BadInputIsAClearError) {
   };
   EXPECT_THROW(load_device(write("broken.json", "{ not json")), Error);
   EXPECT_THROW(load_device(write("format.json", "{\"format\": \"other\"}")), Error);
+  EXPECT_THROW(load_device(write("format_number.json", "{\"format\": 1}")), Error);
   // A v100 with 48 warps but 2048 threads per SM.
   std::ifstream in(devices_dir() / "v100.json");
   std::string text((std::istreambuf_iterator<char>(in)), {});
@@ -56,6 +57,16 @@ TEST(DeviceSpec, BadInputIsAClearError) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("max_warps"), std::string::npos) << e.what();
+  }
+  // A count past an int is refused by name, not cast (1e30 as an int is undefined).
+  text.replace(text.find("\"max_warps\": 48"), 15, "\"max_warps\": 1e30");
+  try {
+    load_device(write("huge.json", text));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("field \"max_warps\" is 1e+30"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -139,6 +139,13 @@ TEST(CliLimits, ScenarioFileIsHeldToTheSameLimits) {
   const testing::CommandResult s = run_limited("top --scenario " + path.string());
   EXPECT_EQ(s.exit_code, 2) << s.err;
   EXPECT_NE(s.err.find("samples, more than the limit"), std::string::npos) << s.err;
+  // A number past its field's type is refused, not wrapped (as an int, 2^32 + 4 was H = 4).
+  std::ofstream(path) << R"({"format": "braid.top/1", "duration_s": 1, "H": 4294967300,
+                             "models": [{"model": "squeezenet", "fps": 1}]})";
+  const testing::CommandResult b = run_limited("top --scenario " + path.string());
+  EXPECT_EQ(b.exit_code, 2) << b.err;
+  EXPECT_NE(b.err.find("field \"H\" is 4294967300, not an integer in"), std::string::npos)
+      << b.err;
 }
 
 // The limits leave room for real use: a small top run within them still runs under the same
