@@ -6,11 +6,13 @@
 # cli_flags_fuzz (numbers, cuda:N and --model NAME:FPS in user text; a few flags) and
 # user_files_fuzz (.npy inputs, device files, TOP scenarios, config.pbtxt; the repo's own).
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET...]   # SECONDS per target, default 60; default all five;
+#   scripts/fuzz.sh [SECONDS] [TARGET...]   # SECONDS per target, default 60; default all six;
 #                                           # exits non-zero when a fuzzer finds a crash
 #
 # Environment: BRAID_FUZZ_BUILD_DIR (default build-fuzz), CXX_FUZZ (default clang++),
-# BRAID_PYTHON (default .venv/bin/python; used only to write the seeds).
+# BRAID_PYTHON (default .venv/bin/python; used only to write the seeds), BRAID_FUZZ_SANITIZE
+# (default address; address,undefined adds UBSan, fatal on its first report: a cast of a number
+# past its type, a signed overflow; use another BRAID_FUZZ_BUILD_DIR, every library rebuilds).
 # Crashing inputs land in $BUILD/fuzz/TARGET/crash-*; replay one with
 #   $BUILD/src/models/onnx_import_fuzz $BUILD/fuzz/onnx_import_fuzz/crash-<hash>
 set -euo pipefail
@@ -18,6 +20,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BRAID_FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=${1:-60}
+sanitize=${BRAID_FUZZ_SANITIZE:-address}
 shift || true
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] ||
@@ -30,7 +33,7 @@ python=${BRAID_PYTHON:-$root/.venv/bin/python}
 # libFuzzer's main (-fsanitize=fuzzer, in the CMakeLists.txt beside each target).
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER="$cxx" -DBRAID_BUILD_FUZZERS=ON -DBRAID_BUILD_TESTS=OFF \
-  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address -fno-omit-frame-pointer" >/dev/null
+  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,$sanitize -fno-sanitize-recover=all -fno-omit-frame-pointer" >/dev/null
 ninja -C "$build" -j2 "${targets[@]}"
 
 # Seeds, regenerated each run; each target's corpus (fuzz/TARGET/corpus) grows as it finds coverage.

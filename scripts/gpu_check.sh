@@ -249,6 +249,14 @@ kernels() {
       "$braid" run "$m" --device cuda:0 --algo sequential --cost sim:h100 --eager --iters 1 \
       --warmup 0
   done
+  # The lists as h100_kernels.json holds them, and per kernel family beside it (what shrank).
+  local gpu
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  step kernels_json 30 python3 "$root/scripts/ncu_kernels.py" convert "$out"/kernels.*.txt \
+    -o "$out/kernels.json" --device "${gpu:-unknown}"
+  step kernels_compare 30 python3 "$root/scripts/ncu_kernels.py" compare \
+    "$root/devices/measured/h100_kernels.json" "$out/kernels.json"
+  grep '^###' "$out/kernels_compare.txt" | tee -a "$out/summary.txt"
 }
 
 # start_server NAME ARGS...: `braid serve ARGS` in the background, its output in OUT/NAME.txt;
