@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
 
 #include "base/error.h"
 #include "sched/schedule.h"
@@ -62,10 +63,11 @@ class Parser {
   }
   static int integer(const json& j, const std::string& at) {
     if (!j.is_number_integer()) fail(at, "expected an integer, got " + j.dump());
-    int64_t v = j.get<int64_t>();
-    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+    // An unsigned value past int64 would read as a negative one.
+    if (j.is_number_unsigned() ? !std::in_range<int>(j.get<uint64_t>())
+                               : !std::in_range<int>(j.get<int64_t>()))
       fail(at, "integer out of range: " + j.dump());
-    return static_cast<int>(v);
+    return static_cast<int>(j.get<int64_t>());
   }
   static double number(const json& j, const std::string& at) {
     if (!j.is_number()) fail(at, std::string("expected a number, got ") + j.type_name());

@@ -191,6 +191,11 @@ TEST(ScheduleJson, ErrorsNameTheirJsonPath) {
       parse_error(doc(R"("stages": [{"groups": [["a"]]}], "transfers": [{"from": "a", "to": "b",
             "src_device": 0, "dst_device": 1.5}])")),
       "transfers[0].dst_device: expected an integer, got 1.5");
+  // Past int64 as well as past int: not read back as a negative stream.
+  EXPECT_EQ(parse_error(doc(R"("streams": [{"stream": 18446744073709551615, "units": ["a"]}])")),
+            "streams[0].stream: integer out of range: 18446744073709551615");
+  EXPECT_EQ(parse_error(doc(R"("streams": [{"stream": 4294967296, "units": ["a"]}])")),
+            "streams[0].stream: integer out of range: 4294967296");
   EXPECT_EQ(parse_error(doc(R"("stages": [{"groups": [["a"]]}], "launch_order": ["a", 3])")),
             "launch_order[1]: expected a string, got number");
   EXPECT_EQ(parse_error(doc(R"("stages": [{"groups": [["a"]]}], "stage": [])")),
