@@ -197,7 +197,8 @@ Array parse(std::string_view bytes, std::string_view name) {
     fail("the shape (", elements, " ", dtype->name, " elements) needs ", data_bytes,
          " bytes of data, the file has ", data.size());
   a.data.resize(data_bytes);
-  std::memcpy(a.data.data(), data.data(), data_bytes);
+  if (data_bytes > 0)  // an empty array's buffers may be null, which memcpy must not get
+    std::memcpy(a.data.data(), data.data(), data_bytes);
   return a;
 }
 
