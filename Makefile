@@ -6,7 +6,7 @@ ifdef CI
   CMAKE_FLAGS += -DBRAID_WERROR=ON
 endif
 
-.PHONY: all deps bench-deps build test demo soak models bench fuzz tsan format clean
+.PHONY: all deps bench-deps build test demo soak models bench fuzz tsan ubsan format clean
 
 all: build
 
@@ -67,8 +67,9 @@ bench: build bench-deps
 	.venv/bin/python bench/peers.py $(BENCH_MODELS) --braid $(BUILD)/braid --rounds 3 --iters 10 \
 	  --json $(BUILD)/peers.json --markdown $(BUILD)/peers.md
 
-# libFuzzer on the ONNX importer, .dag.json, schedule JSON, request bodies and the CLI's number
-# parsers, 60 s each (clang; not in `make test`).
+# libFuzzer on the ONNX importer, .dag.json, schedule JSON, request bodies, the CLI's number
+# parsers and the files users write (.npy, device files, scenarios, config.pbtxt), 60 s each
+# (clang; not in `make test`; BRAID_FUZZ_SANITIZE=address,undefined adds UBSan).
 fuzz: deps
 	bash scripts/fuzz.sh
 
@@ -79,6 +80,14 @@ tsan: deps
 	cmake --build build-tsan -j $(JOBS) --target exec_test
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ignore_noninstrumented_modules=1" \
 	  ./build-tsan/src/exec/exec_test --gtest_filter='*CpuExecutor*:MemoryPlan*'
+
+# UndefinedBehaviorSanitizer build of every C++ test, run by CTest, halting on the first report
+# (not in `make test`: a second full build, about 40 minutes on 2 cores). The Python tests are
+# left out: the interpreter does not load the UBSan runtime.
+ubsan: deps
+	cmake -S . -B build-ubsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRAID_SANITIZE=undefined
+	cmake --build build-ubsan -j $(JOBS)
+	cd build-ubsan && UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" ctest -j $(JOBS) -E 'python|wheel'
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cc')

@@ -73,8 +73,11 @@ FloatTensor read_tensor_file(const fs::path& path) {
   FloatTensor out;
   out.name = t.name();
   out.dims.assign(t.dims().begin(), t.dims().end());
+  // A sequence or optional .pb parses as a TensorProto with nonsense dims ("option" as bytes).
   int64_t elements = 1;
-  for (int64_t d : out.dims) elements *= d;
+  for (int64_t d : out.dims)
+    BRAID_CHECK(d >= 0 && !__builtin_mul_overflow(elements, d, &elements), ErrorCode::kInvalidModel,
+                path.string(), ": dims past int64 (not a tensor)");
   if (t.data_type() == onnx::TensorProto::INT64 || t.data_type() == onnx::TensorProto::BOOL) {
     out.is_float = false;
     const bool is_int64 = t.data_type() == onnx::TensorProto::INT64;
@@ -103,13 +106,13 @@ FloatTensor read_tensor_file(const fs::path& path) {
                     : "#" + std::to_string(t.data_type());
     return out;
   }
-  int64_t n = 1;
-  for (int64_t d : out.dims) n *= d;
+  const int64_t n = elements;
   if (t.has_raw_data()) {
     BRAID_CHECK(t.raw_data().size() == static_cast<size_t>(n) * sizeof(float),
                 ErrorCode::kInvalidModel, path.string(), ": raw_data size does not fit the dims");
     out.data.resize(n);
-    std::memcpy(out.data.data(), t.raw_data().data(), t.raw_data().size());
+    if (n > 0)  // an empty tensor's pointers may be null, which memcpy must not get
+      std::memcpy(out.data.data(), t.raw_data().data(), t.raw_data().size());
   } else {
     BRAID_CHECK(t.float_data_size() == n, ErrorCode::kInvalidModel, path.string(),
                 ": float_data size does not fit the dims");
