@@ -4,7 +4,8 @@
 # golden DAGs), schedule_json_fuzz (schedule JSON on the golden diamond; its schedules) and
 # protocol_fuzz (inference request bodies, JSON and binary; a few valid requests) and
 # cli_flags_fuzz (numbers, cuda:N and --model NAME:FPS in user text; a few flags) and
-# user_files_fuzz (.npy inputs, device files, TOP scenarios, config.pbtxt; the repo's own).
+# user_files_fuzz (.npy inputs, device files, TOP scenarios, config.pbtxt, calibration series; the
+# repo's own).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   # SECONDS per target, default 60; default all six;
 #                                           # exits non-zero when a fuzzer finds a crash
@@ -64,7 +65,8 @@ printf '\x02%s' cuda:3 >"$seeds/cli_flags_fuzz/device"
 printf '\x02%s' cuda:99999999999 >"$seeds/cli_flags_fuzz/device_huge"
 printf '\x03%s' squeezenet:240:stages >"$seeds/cli_flags_fuzz/model"
 printf '\x03%s' squeezenet:1e9 >"$seeds/cli_flags_fuzz/model_huge"
-# user_files_fuzz: a selector byte (0 .npy, 1 device file, 2 scenario, 3 config.pbtxt), then the file.
+# user_files_fuzz: a selector byte (0 .npy, 1 device file, 2 scenario, 3 config.pbtxt,
+# 4 calibration series), then the file.
 for f in "$root"/devices/*.json; do { printf '\x01'; cat "$f"; } >"$seeds/user_files_fuzz/device_$(basename "$f")"; done
 for f in "$root"/docs/top/*.json; do
   grep -q braid.top/1 "$f" && { printf '\x02'; cat "$f"; } >"$seeds/user_files_fuzz/scenario_$(basename "$f")"
@@ -76,6 +78,9 @@ input [ { name: "x" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] } ]
 output [ { name: "y" data_type: TYPE_FP16 dims: [ -1 ] } ]
 dynamic_batching { max_queue_delay_microseconds: 100 default_queue_policy { max_queue_size: 8 } }' \
   >"$seeds/user_files_fuzz/config"
+for f in "$root"/devices/measured/*/calibration.json; do
+  { printf '\x04'; cat "$f"; } >"$seeds/user_files_fuzz/calibration_$(basename "$(dirname "$f")")"
+done
 x_json='{"name":"x","datatype":"FP32","shape":[1,3],"data":[1.5,-2,3e-8]}'
 ids_json='{"name":"ids","datatype":"INT64","shape":[2],"data":[7,-9]}'
 protocol_seed "$seeds/protocol_fuzz/json" "{\"id\":\"a\",\"inputs\":[$ids_json,$x_json]}"

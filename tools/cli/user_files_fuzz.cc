@@ -1,7 +1,8 @@
 // libFuzzer entry point for the files users hand braid: a .npy input (`braid run --input`,
 // npy::parse), a device file (`--device sim:path.json`, sim::parse_device), a TOP scenario
-// (`braid top SCENARIO`, runtime::parse_scenario) and a Triton config.pbtxt (`braid serve
-// --model-repository`, serve::parse_model_config).
+// (`braid top SCENARIO`, runtime::parse_scenario), a Triton config.pbtxt (`braid serve
+// --model-repository`, serve::parse_model_config) and a calibration series (`braid calibrate
+// DEVICE FILE`, sim::parse_calibration, then fitted to the H100's file).
 // The first byte picks the parser; the rest is the file. Any bytes must end in a value or a
 // braid::Error with a message; anything else (another exception, a crash, a sanitizer report) is
 // a bug. What the .npy and scenario parsers accept must read back unchanged after their writers.
@@ -18,6 +19,7 @@
 #include "base/npy.h"
 #include "runtime/scenario.h"
 #include "serve/model_config.h"
+#include "sim/calibrate.h"
 #include "sim/device_spec.h"
 
 namespace {
@@ -52,13 +54,26 @@ void scenario_file(std::string_view text) {
   require(braid::runtime::to_json(braid::runtime::parse_scenario(j, "round trip")) == j);
 }
 
+void calibration_file(std::string_view text) {
+  static const braid::sim::DeviceSpec h100 = braid::sim::load_device("h100");
+  braid::sim::Calibration c;
+  try {
+    c = braid::sim::parse_calibration(nlohmann::json::parse(text));
+  } catch (const nlohmann::json::exception&) {
+    return;
+  } catch (const braid::Error&) {
+    return;
+  }
+  braid::sim::calibrate(h100, c);  // a braid::Error (a fit it refuses) is fine
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    switch (data[0] % 4) {
+    switch (data[0] % 5) {
       case 0:
         npy_file(text);
         break;
@@ -70,6 +85,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       case 3:
         braid::serve::parse_model_config(text, "config.pbtxt", "m");
+        break;
+      case 4:
+        calibration_file(text);
         break;
     }
   } catch (const braid::Error&) {
