@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "base/json_value.h"
 #include "cost/json_file.h"
 
 namespace braid::cost {
@@ -33,8 +34,12 @@ std::optional<Measurement> measurement_from_json(const nlohmann::json& j) {
   m.median = Micros{j["median_us"].get<double>()};
   m.p10 = Micros{j["p10_us"].get<double>()};
   m.p90 = Micros{j["p90_us"].get<double>()};
-  m.runs = j["runs"].get<int>();
-  m.number = j["number"].get<int>();
+  try {  // counts past an int are a corrupt entry, not a cast
+    m.runs = json_value<int>(j["runs"], "profile cache", "runs");
+    m.number = json_value<int>(j["number"], "profile cache", "number");
+  } catch (const Error&) {
+    return std::nullopt;
+  }
   if (number("other_load")) m.other_load = j["other_load"].get<double>();
   if (j.contains("suspect") && j["suspect"].is_boolean()) m.suspect = j["suspect"].get<bool>();
   if (!(m.median.count() > 0) || !std::isfinite(m.median.count())) return std::nullopt;

@@ -133,12 +133,14 @@ TEST(ProfileCache, MalformedEntriesAreSkipped) {
   j["entries"]["bad2"] = {
       {"median_us", -1.0}, {"p10_us", 1.0}, {"p90_us", 1.0}, {"runs", 1}, {"number", 1}};
   j["entries"]["bad3"] = 17;
+  j["entries"]["bad4"] = {
+      {"median_us", 1.0}, {"p10_us", 1.0}, {"p90_us", 1.0}, {"runs", 1e30}, {"number", 1}};
   write_text(path, j.dump());
   ProfileCache cache(dir, test_machine());
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_TRUE(cache.find("good").has_value());
   ASSERT_EQ(cache.warnings().size(), 1u);
-  EXPECT_NE(cache.warnings()[0].find("3 malformed"), std::string::npos) << cache.warnings()[0];
+  EXPECT_NE(cache.warnings()[0].find("4 malformed"), std::string::npos) << cache.warnings()[0];
 }
 
 TEST(ProfileCache, DefaultDirFollowsTheEnvironment) {
