@@ -68,8 +68,8 @@ bench: build bench-deps
 	  --json $(BUILD)/peers.json --markdown $(BUILD)/peers.md
 
 # libFuzzer on the ONNX importer, .dag.json, schedule JSON, request bodies, the CLI's number
-# parsers and the files users write (.npy, device files, scenarios, config.pbtxt), 60 s each
-# (clang; not in `make test`; BRAID_FUZZ_SANITIZE=address,undefined adds UBSan).
+# parsers and the files users write (.npy, device files, scenarios, config.pbtxt, calibration
+# series), 60 s each (clang; not in `make test`; BRAID_FUZZ_SANITIZE=address,undefined adds UBSan).
 fuzz: deps
 	bash scripts/fuzz.sh
 

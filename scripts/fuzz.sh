@@ -56,15 +56,16 @@ protocol_seed() {  # FILE JSON [BINARY_PAYLOAD as printf %b escapes]
       "$payload" >"$file"
   fi
 }
-# cli_flags_fuzz: a selector byte (parser and limits, cli_flags_fuzz.cc), then the text.
+# cli_flags_fuzz: a selector byte (parser: % 5; limits: / 5; cli_flags_fuzz.cc), then the text.
 printf '\x00%s' 64 >"$seeds/cli_flags_fuzz/batch"
 printf '\x00%s' 99999999999999999999 >"$seeds/cli_flags_fuzz/huge"
 printf '\x01%s' 1.5e3 >"$seeds/cli_flags_fuzz/rate"
-printf '\x05%s' 0.25 >"$seeds/cli_flags_fuzz/duration"
+printf '\x06%s' 0.25 >"$seeds/cli_flags_fuzz/duration"  # 6 % 5: a double, 6 / 5: limits [1]
 printf '\x02%s' cuda:3 >"$seeds/cli_flags_fuzz/device"
 printf '\x02%s' cuda:99999999999 >"$seeds/cli_flags_fuzz/device_huge"
 printf '\x03%s' squeezenet:240:stages >"$seeds/cli_flags_fuzz/model"
 printf '\x03%s' squeezenet:1e9 >"$seeds/cli_flags_fuzz/model_huge"
+printf '\x04%s' sim:a40x2 >"$seeds/cli_flags_fuzz/cost"
 # user_files_fuzz: a selector byte (0 .npy, 1 device file, 2 scenario, 3 config.pbtxt,
 # 4 calibration series), then the file.
 for f in "$root"/devices/*.json; do { printf '\x01'; cat "$f"; } >"$seeds/user_files_fuzz/device_$(basename "$f")"; done

@@ -2,7 +2,6 @@
 // every parse error names its JSON path so a hand-edited schedule is easy to fix.
 #include <fstream>
 #include <initializer_list>
-#include <limits>
 #include <sstream>
 #include <unordered_map>
 #include <utility>

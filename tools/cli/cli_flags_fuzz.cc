@@ -39,15 +39,15 @@ void require(bool cond) {
 }
 
 void fuzz(uint8_t selector, const std::string& text) {
-  switch (selector % 5) {
+  switch (selector % 5) {  // the parser; selector / 5 picks the limits
     case 0: {
-      const auto& l = kIntLimits[(selector / 4) % std::size(kIntLimits)];
+      const auto& l = kIntLimits[(selector / 5) % std::size(kIntLimits)];
       const int64_t v = braid::parse_int(text, l[0], l[1], "the value", "--flag");
       require(v >= l[0] && v <= l[1]);
       break;
     }
     case 1: {
-      const auto& l = kDoubleLimits[(selector / 4) % std::size(kDoubleLimits)];
+      const auto& l = kDoubleLimits[(selector / 5) % std::size(kDoubleLimits)];
       const double v = braid::parse_double(text, l[0], l[1], "the value", "--flag");
       require(std::isfinite(v) && v >= l[0] && v <= l[1]);
       break;
