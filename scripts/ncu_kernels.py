@@ -53,11 +53,7 @@ def number(value: str) -> float:
 
 
 def model_name(path: Path) -> str:
-    name = path.name
-    for prefix in ("kernels.",):
-        if name.startswith(prefix):
-            name = name[len(prefix):]
-    return re.sub(r"\.(txt|csv)$", "", name)
+    return re.sub(r"\.(txt|csv)$", "", path.name.removeprefix("kernels."))
 
 
 def family(kernel: str) -> str:

@@ -106,15 +106,14 @@ FloatTensor read_tensor_file(const fs::path& path) {
                     : "#" + std::to_string(t.data_type());
     return out;
   }
-  const int64_t n = elements;
   if (t.has_raw_data()) {
-    BRAID_CHECK(t.raw_data().size() == static_cast<size_t>(n) * sizeof(float),
+    BRAID_CHECK(t.raw_data().size() == static_cast<size_t>(elements) * sizeof(float),
                 ErrorCode::kInvalidModel, path.string(), ": raw_data size does not fit the dims");
-    out.data.resize(n);
-    if (n > 0)  // an empty tensor's pointers may be null, which memcpy must not get
+    out.data.resize(elements);
+    if (elements > 0)  // an empty tensor's pointers may be null, which memcpy must not get
       std::memcpy(out.data.data(), t.raw_data().data(), t.raw_data().size());
   } else {
-    BRAID_CHECK(t.float_data_size() == n, ErrorCode::kInvalidModel, path.string(),
+    BRAID_CHECK(t.float_data_size() == elements, ErrorCode::kInvalidModel, path.string(),
                 ": float_data size does not fit the dims");
     out.data.assign(t.float_data().begin(), t.float_data().end());
   }
